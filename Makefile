@@ -1,0 +1,28 @@
+# The everyday commands. `make run` needs only Go; `make test` brings up PostgreSQL and Redis itself.
+GO ?= go
+BIN ?= bin/seckill
+
+.PHONY: run build test services lint migrate clean
+
+run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
+	$(GO) run .
+
+build: ## build the binary into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) .
+
+services: ## start (or install) the local PostgreSQL and Redis the tests use
+	./scripts/services.sh
+
+test: services ## every test, with the race detector, against the real services
+	$(GO) test -race -count=1 ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+migrate: ## bring the configured database's schema up to date
+	$(GO) run . migrate
+
+clean:
+	rm -rf bin data

@@ -1,0 +1,293 @@
+package app
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"seckill/internal/testenv"
+	"seckill/models"
+)
+
+// testNow is the clock of the app tests: sale windows are set around it.
+var testNow = time.Date(2026, 11, 11, 10, 0, 0, 0, time.UTC)
+
+func testConfig() Config {
+	cfg, err := LoadConfig(func(string) string { return "" })
+	if err != nil {
+		panic(err)
+	}
+	cfg.BcryptCost = 4
+	return cfg
+}
+
+func newTestApp(t *testing.T) (*fiber.App, Deps) {
+	t.Helper()
+	d := Deps{
+		DB:    testenv.Postgres(t),
+		Redis: testenv.Redis(t),
+		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:   func() time.Time { return testNow },
+	}
+	f, err := New(testConfig(), d)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return f, d
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func do(t *testing.T, f *fiber.App, method, path string, body io.Reader) answer {
+	t.Helper()
+	req := httptest.NewRequest(method, path, body)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := f.Test(req, 10_000)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+func errorOf(t *testing.T, a answer) (code, message string) {
+	t.Helper()
+	var e struct{ Error, Message string }
+	if err := json.Unmarshal([]byte(a.body), &e); err != nil {
+		t.Fatalf("body %q is not the contract's error JSON: %v", a.body, err)
+	}
+	return e.Error, e.Message
+}
+
+func TestErrorBodiesAndStatuses(t *testing.T) {
+	f, _ := newTestApp(t)
+	tests := []struct {
+		name, method, path string
+		body               io.Reader
+		status             int
+		code               string // empty: an HTML page is expected
+	}{
+		{"unknown api route", "GET", "/api/no-such-thing", nil, 404, "not_found"},
+		{"unknown activity", "GET", "/api/activities/424242", nil, 404, "not_found"},
+		{"malformed activity id", "GET", "/api/activities/abc", nil, 404, "not_found"},
+		{"unknown item", "GET", "/api/items/99", nil, 404, "not_found"},
+		{"unknown asset", "GET", "/assets/nope.css", nil, 404, ""},
+		{"wrong method", "DELETE", "/api/activities", nil, 405, "method_not_allowed"},
+		{"unknown page", "GET", "/no-such-page", nil, 404, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := do(t, f, tt.method, tt.path, tt.body)
+			if a.status != tt.status {
+				t.Fatalf("status %d, want %d (body %q)", a.status, tt.status, a.body)
+			}
+			if tt.code == "" {
+				if !strings.HasPrefix(a.header.Get("Content-Type"), "text/html") || !strings.Contains(a.body, "Page not found") {
+					t.Errorf("want the HTML 404 page, got %s %q", a.header.Get("Content-Type"), a.body)
+				}
+				return
+			}
+			code, msg := errorOf(t, a)
+			if code != tt.code || msg == "" {
+				t.Errorf("error body %q, want code %q and a message", a.body, tt.code)
+			}
+		})
+	}
+}
+
+func TestInternalErrorsShowNoInternals(t *testing.T) {
+	f, d := newTestApp(t)
+	sqlDB, _ := d.DB.DB()
+	sqlDB.Close() // every query now fails inside the database driver
+	a := do(t, f, "GET", "/api/activities", nil)
+	if a.status != 500 {
+		t.Fatalf("status %d, want 500", a.status)
+	}
+	code, msg := errorOf(t, a)
+	if code != "internal" {
+		t.Errorf("code %q, want internal", code)
+	}
+	for _, leak := range []string{"sql", "database", "closed", "gorm", ".go"} {
+		if strings.Contains(strings.ToLower(msg), leak) {
+			t.Errorf("message %q leaks %q", msg, leak)
+		}
+	}
+}
+
+func TestBodyLimit(t *testing.T) {
+	cfg := testConfig()
+	cfg.BodyLimit = 1024
+	f, err := New(cfg, Deps{DB: testenv.SQLite(t), Redis: testenv.Redis(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, f)
+	resp, err := http.Post(srv+"/api/activities", "application/json", strings.NewReader(strings.Repeat("x", 4096)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 4 KiB body over a 1 KiB limit: status %d, want 413", resp.StatusCode)
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	f, d := newTestApp(t)
+	if a := do(t, f, "GET", "/healthz", nil); a.status != 200 {
+		t.Errorf("/healthz: %d", a.status)
+	}
+	if a := do(t, f, "GET", "/readyz", nil); a.status != 200 {
+		t.Errorf("/readyz with both services up: %d %s", a.status, a.body)
+	}
+
+	// The same app on a Redis that does not answer.
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer dead.Close()
+	d.Redis = dead
+	f2, err := New(testConfig(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := do(t, f2, "GET", "/readyz", nil)
+	if a.status != 503 {
+		t.Fatalf("/readyz with Redis down: status %d, want 503", a.status)
+	}
+	var body struct {
+		Error, Message string
+		Checks         map[string]string
+	}
+	if err := json.Unmarshal([]byte(a.body), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Checks["redis"] != "unreachable" || body.Checks["database"] != "ok" || !strings.Contains(body.Message, "redis") {
+		t.Errorf("/readyz body %q must name redis as the failed dependency", a.body)
+	}
+}
+
+func TestMetricsCountRequestsByRouteAndStatus(t *testing.T) {
+	f, _ := newTestApp(t)
+	do(t, f, "GET", "/api/activities", nil)
+	do(t, f, "GET", "/api/activities", nil)
+	do(t, f, "GET", "/api/items/5", nil)
+	do(t, f, "GET", "/wp-login.php", nil)
+	a := do(t, f, "GET", "/metrics", nil)
+	for _, want := range []string{
+		`seckill_http_requests_total{method="GET",route="/api/activities",status="200"} 2`,
+		`seckill_http_requests_total{method="GET",route="/api/items/:id",status="404"} 1`,
+		`seckill_http_requests_total{method="GET",route="(unmatched)",status="404"} 1`,
+		`seckill_http_request_duration_seconds_count{method="GET",route="/api/activities"} 2`,
+	} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(a.body, "wp-login") {
+		t.Error("/metrics labels an unmatched path by its raw text")
+	}
+}
+
+// seedCatalog makes one activity of each kind that the catalog must tell apart.
+func seedCatalog(t *testing.T, db *gorm.DB) (later, sooner, draft, ended models.Activity) {
+	t.Helper()
+	mk := func(name, state string, starts, ends time.Duration, items ...models.Item) models.Activity {
+		a := models.Activity{MerchantID: 1, Name: name, State: state, StartsAt: testNow.Add(starts), EndsAt: testNow.Add(ends), Items: items}
+		if err := db.Create(&a).Error; err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	item := func(name string, stock, sold int64) models.Item {
+		return models.Item{Name: name, Title: name + " title", OriginalPriceCents: 1000, SeckillPriceCents: 100, StockTotal: stock, StockSold: sold, ImageURL: "/x.png"}
+	}
+	later = mk("Later sale", models.ActivityApproved, 2*time.Hour, 3*time.Hour, item("L1", 10, 0))
+	sooner = mk("Running sale", models.ActivityApproved, -time.Hour, time.Hour, item("S1", 100, 40), item("S2", 5, 5))
+	draft = mk("Draft sale", models.ActivityDraft, time.Hour, 2*time.Hour, item("D1", 10, 0))
+	ended = mk("Ended sale", models.ActivityApproved, -3*time.Hour, -time.Hour, item("E1", 10, 0))
+	return
+}
+
+func TestCatalog(t *testing.T) {
+	f, d := newTestApp(t)
+	later, sooner, draft, ended := seedCatalog(t, d.DB)
+
+	var acts []struct {
+		ID       int64     `json:"id"`
+		Name     string    `json:"name"`
+		State    string    `json:"state"`
+		StartsAt time.Time `json:"starts_at"`
+		Items    []map[string]any
+	}
+	a := do(t, f, "GET", "/api/activities", nil)
+	if a.status != 200 {
+		t.Fatalf("GET /api/activities: %d %s", a.status, a.body)
+	}
+	if err := json.Unmarshal([]byte(a.body), &acts); err != nil {
+		t.Fatal(err)
+	}
+	if len(acts) != 2 || acts[0].ID != sooner.ID || acts[1].ID != later.ID {
+		t.Fatalf("want the running then the later sale (no draft, no ended), got %s", a.body)
+	}
+	if acts[0].State != "approved" || !acts[0].StartsAt.Equal(sooner.StartsAt) {
+		t.Errorf("activity fields: %+v", acts[0])
+	}
+	s1 := acts[0].Items[0]
+	for _, field := range []string{"id", "activity_id", "name", "title", "description", "image_url", "original_price_cents",
+		"seckill_price_cents", "stock_total", "stock_left", "starts_at", "ends_at", "server_time"} {
+		if _, ok := s1[field]; !ok {
+			t.Errorf("item lacks the contract's field %q", field)
+		}
+	}
+	if s1["stock_left"] != 60.0 || s1["server_time"] != "2026-11-11T10:00:00Z" {
+		t.Errorf("item S1: stock_left %v (want 60), server_time %v", s1["stock_left"], s1["server_time"])
+	}
+
+	if a := do(t, f, "GET", "/api/activities/"+itoa(draft.ID), nil); a.status != 404 {
+		t.Errorf("a draft activity answered %d, want 404", a.status)
+	}
+	if a := do(t, f, "GET", "/api/activities/"+itoa(ended.ID), nil); a.status != 200 {
+		t.Errorf("an ended approved activity answered %d, want 200", a.status)
+	}
+	if a := do(t, f, "GET", "/api/items/"+itoa(draft.Items[0].ID), nil); a.status != 404 {
+		t.Errorf("an item of a draft activity answered %d, want 404", a.status)
+	}
+	a = do(t, f, "GET", "/api/items/"+itoa(sooner.Items[1].ID), nil)
+	if a.status != 200 || !strings.Contains(a.body, `"stock_left":0`) || !strings.Contains(a.body, `"name":"S2"`) {
+		t.Errorf("GET item S2: %d %s", a.status, a.body)
+	}
+}
+
+func TestHomePageListsTheSales(t *testing.T) {
+	f, d := newTestApp(t)
+	seedCatalog(t, d.DB)
+	a := do(t, f, "GET", "/", nil)
+	if a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /: %d %s", a.status, a.header.Get("Content-Type"))
+	}
+	for _, want := range []string{"Running sale", "Later sale", "60 of 100 left"} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("home page lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"Draft sale", "Ended sale"} {
+		if strings.Contains(a.body, unwanted) {
+			t.Errorf("home page shows %q", unwanted)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Config is the whole configuration, read once from the environment at start. Every variable is listed,
+// with its default and meaning, in the README's configuration table and in .env.example.
+type Config struct {
+	Port            int           // PORT
+	BaseURL         string        // BASE_URL: the public address, used in QR codes and payment links
+	DatabaseURL     string        // DATABASE_URL: PostgreSQL; empty (with REDIS_URL empty) means demo mode
+	RedisURL        string        // REDIS_URL: redis://host:port/db, or host:port,host:port,... for a cluster
+	SessionSecret   string        // SESSION_SECRET: signs session cookies; required outside demo mode
+	BcryptCost      int           // BCRYPT_COST
+	PayTimeout      time.Duration // PAY_TIMEOUT: how long an order waits for payment
+	PreheatWindow   time.Duration // PREHEAT_WINDOW: how long before its start a sale is loaded into Redis
+	QRTTL           time.Duration // QR_TTL: how long a login QR code lives
+	NodeID          int64         // NODE_ID: this instance's snowflake node, unique per instance
+	DataDir         string        // DATA_DIR: where demo mode keeps its SQLite file
+	LogLevel        string        // LOG_LEVEL: debug, info, warn, error
+	LogFormat       string        // LOG_FORMAT: text or json
+	BodyLimit       int           // BODY_LIMIT: the largest request body in bytes
+	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT: how long in-flight requests get at a stop
+
+	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
+	Demo bool
+}
+
+// RedisAddrs returns the cluster addresses when RedisURL names several nodes, else nil.
+func (c Config) RedisAddrs() []string {
+	if !strings.Contains(c.RedisURL, ",") {
+		return nil
+	}
+	var addrs []string
+	for _, a := range strings.Split(c.RedisURL, ",") {
+		addrs = append(addrs, strings.TrimPrefix(strings.TrimSpace(a), "redis://"))
+	}
+	return addrs
+}
+
+// LoadConfig reads the configuration through getenv (os.Getenv in production) and validates it. The error
+// names every bad variable.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	p := parser{getenv: getenv}
+	c := Config{
+		Port:            p.int("PORT", 8080, 1, 65535),
+		DatabaseURL:     strings.TrimSpace(getenv("DATABASE_URL")),
+		RedisURL:        strings.TrimSpace(getenv("REDIS_URL")),
+		SessionSecret:   getenv("SESSION_SECRET"),
+		BcryptCost:      p.int("BCRYPT_COST", 12, bcrypt.MinCost, bcrypt.MaxCost),
+		PayTimeout:      p.duration("PAY_TIMEOUT", 15*time.Minute),
+		PreheatWindow:   p.duration("PREHEAT_WINDOW", 10*time.Minute),
+		QRTTL:           p.duration("QR_TTL", 120*time.Second),
+		NodeID:          int64(p.int("NODE_ID", 1, 0, 1023)),
+		DataDir:         p.str("DATA_DIR", "./data"),
+		LogLevel:        p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		LogFormat:       p.oneOf("LOG_FORMAT", "text", "text", "json"),
+		BodyLimit:       p.int("BODY_LIMIT", 1<<20, 1024, 64<<20),
+		ShutdownTimeout: p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+	}
+	c.BaseURL = strings.TrimRight(p.str("BASE_URL", fmt.Sprintf("http://localhost:%d", c.Port)), "/")
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.fail("BASE_URL", "must be an absolute http:// or https:// URL")
+	}
+
+	switch {
+	case c.DatabaseURL == "" && c.RedisURL == "":
+		c.Demo = true
+	case c.DatabaseURL == "":
+		p.fail("DATABASE_URL", "is required when REDIS_URL is set (leave both empty for demo mode)")
+	case c.RedisURL == "":
+		p.fail("REDIS_URL", "is required when DATABASE_URL is set (leave both empty for demo mode)")
+	}
+	if c.DatabaseURL != "" {
+		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			p.fail("DATABASE_URL", "must be a postgres:// URL")
+		}
+	}
+	if c.RedisURL != "" {
+		if addrs := c.RedisAddrs(); addrs != nil {
+			for _, a := range addrs {
+				if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+					p.fail("REDIS_URL", fmt.Sprintf("cluster address %q is not host:port", a))
+				}
+			}
+		} else if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			p.fail("REDIS_URL", "must be redis://host:port/db, or comma-separated host:port addresses of a cluster")
+		}
+	}
+	if !c.Demo && len(c.SessionSecret) < 32 {
+		p.fail("SESSION_SECRET", "must be at least 32 characters outside demo mode (for example: openssl rand -hex 32)")
+	}
+	if c.PayTimeout < time.Minute {
+		p.fail("PAY_TIMEOUT", "must be at least 1m")
+	}
+	if c.QRTTL < 10*time.Second {
+		p.fail("QR_TTL", "must be at least 10s")
+	}
+	if c.ShutdownTimeout <= 0 {
+		p.fail("SHUTDOWN_TIMEOUT", "must be positive")
+	}
+	if len(p.errs) > 0 {
+		return Config{}, fmt.Errorf("configuration: %w", errors.Join(p.errs...))
+	}
+	return c, nil
+}
+
+// parser collects every bad variable, so that one start reports all of them.
+type parser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *parser) fail(name, why string) { p.errs = append(p.errs, fmt.Errorf("%s %s", name, why)) }
+
+func (p *parser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) int(name string, def, min, max int) int {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		p.fail(name, fmt.Sprintf("must be a whole number from %d to %d, got %q", min, max, v))
+		return def
+	}
+	return n
+}
+
+func (p *parser) duration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		p.fail(name, fmt.Sprintf("must be a positive duration such as 90s or 15m, got %q", v))
+		return def
+	}
+	return d
+}
+
+func (p *parser) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(strings.TrimSpace(p.getenv(name)))
+	if v == "" {
+		return def
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	p.fail(name, fmt.Sprintf("must be one of %s, got %q", strings.Join(allowed, ", "), v))
+	return def
+}

@@ -1,0 +1,134 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+const goodSecret = "0123456789abcdef0123456789abcdef"
+
+func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
+	cfg, err := LoadConfig(envOf(nil))
+	if err != nil {
+		t.Fatalf("LoadConfig with no variables: %v", err)
+	}
+	if !cfg.Demo {
+		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
+	}
+	want := Config{Port: 8080, BaseURL: "http://localhost:8080", BcryptCost: 12, PayTimeout: 15 * time.Minute,
+		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: 1, DataDir: "./data", LogLevel: "info",
+		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, Demo: true}
+	if cfg != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestLoadConfigGoodValues(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		check func(t *testing.T, c Config)
+	}{
+		{"production", map[string]string{
+			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2",
+			"SESSION_SECRET": goodSecret, "PORT": "9000", "BCRYPT_COST": "4", "PAY_TIMEOUT": "30m",
+			"PREHEAT_WINDOW": "1h", "QR_TTL": "90s", "NODE_ID": "1023", "BASE_URL": "https://shop.example.com/",
+		}, func(t *testing.T, c Config) {
+			if c.Demo || c.Port != 9000 || c.BcryptCost != 4 || c.PayTimeout != 30*time.Minute ||
+				c.PreheatWindow != time.Hour || c.QRTTL != 90*time.Second || c.NodeID != 1023 {
+				t.Errorf("got %+v", c)
+			}
+			if c.BaseURL != "https://shop.example.com" {
+				t.Errorf("BaseURL = %q, want the trailing slash trimmed", c.BaseURL)
+			}
+			if c.RedisAddrs() != nil {
+				t.Errorf("a redis:// URL is one server, got cluster addresses %v", c.RedisAddrs())
+			}
+		}},
+		{"cluster", map[string]string{
+			"DATABASE_URL": "postgresql://db/seckill", "REDIS_URL": "127.0.0.1:7001, 127.0.0.1:7002,127.0.0.1:7003",
+			"SESSION_SECRET": goodSecret,
+		}, func(t *testing.T, c Config) {
+			got := strings.Join(c.RedisAddrs(), " ")
+			if got != "127.0.0.1:7001 127.0.0.1:7002 127.0.0.1:7003" {
+				t.Errorf("RedisAddrs = %q", got)
+			}
+		}},
+		{"base url follows port", map[string]string{"PORT": "8181"}, func(t *testing.T, c Config) {
+			if c.BaseURL != "http://localhost:8181" {
+				t.Errorf("BaseURL = %q", c.BaseURL)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadConfig(envOf(tt.env))
+			if err != nil {
+				t.Fatalf("LoadConfig: %v", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestLoadConfigBadValues(t *testing.T) {
+	prod := func(kv ...string) map[string]string {
+		m := map[string]string{"DATABASE_URL": "postgres://db/x", "REDIS_URL": "redis://r:6379/0", "SESSION_SECRET": goodSecret}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // the variable the error must name
+	}{
+		{"port not a number", map[string]string{"PORT": "eighty"}, "PORT"},
+		{"port out of range", map[string]string{"PORT": "70000"}, "PORT"},
+		{"bcrypt cost too low", map[string]string{"BCRYPT_COST": "3"}, "BCRYPT_COST"},
+		{"bcrypt cost too high", map[string]string{"BCRYPT_COST": "32"}, "BCRYPT_COST"},
+		{"pay timeout not a duration", map[string]string{"PAY_TIMEOUT": "15"}, "PAY_TIMEOUT"},
+		{"pay timeout too short", map[string]string{"PAY_TIMEOUT": "10s"}, "PAY_TIMEOUT"},
+		{"negative preheat window", map[string]string{"PREHEAT_WINDOW": "-5m"}, "PREHEAT_WINDOW"},
+		{"qr ttl too short", map[string]string{"QR_TTL": "1s"}, "QR_TTL"},
+		{"node id too large", map[string]string{"NODE_ID": "1024"}, "NODE_ID"},
+		{"base url relative", map[string]string{"BASE_URL": "/shop"}, "BASE_URL"},
+		{"log level unknown", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{"database without redis", map[string]string{"DATABASE_URL": "postgres://db/x"}, "REDIS_URL"},
+		{"redis without database", map[string]string{"REDIS_URL": "redis://r:6379"}, "DATABASE_URL"},
+		{"database not postgres", prod("DATABASE_URL", "mysql://db/x"), "DATABASE_URL"},
+		{"redis not a url", prod("REDIS_URL", "cache"), "REDIS_URL"},
+		{"cluster address without port", prod("REDIS_URL", "a:7001,b"), "REDIS_URL"},
+		{"no session secret outside demo", prod("SESSION_SECRET", ""), "SESSION_SECRET"},
+		{"short session secret", prod("SESSION_SECRET", "short"), "SESSION_SECRET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadConfig(envOf(tt.env))
+			if err == nil {
+				t.Fatalf("LoadConfig accepted %v", tt.env)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not name %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
+	_, err := LoadConfig(envOf(map[string]string{"PORT": "x", "NODE_ID": "-1", "QR_TTL": "soon"}))
+	if err == nil {
+		t.Fatal("LoadConfig accepted three bad values")
+	}
+	for _, name := range []string{"PORT", "NODE_ID", "QR_TTL"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+}

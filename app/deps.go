@@ -1,0 +1,64 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// OpenPostgres connects to PostgreSQL at url and checks that it answers.
+func OpenPostgres(ctx context.Context, url string) (*gorm.DB, error) {
+	db, err := gorm.Open(postgres.Open(url), gormConfig())
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(20)
+	sqlDB.SetMaxIdleConns(20)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("database did not answer: %w", err)
+	}
+	return db, nil
+}
+
+func gormConfig() *gorm.Config {
+	return &gorm.Config{
+		TranslateError: true, // unique violations come back as gorm.ErrDuplicatedKey on every dialect
+		Logger:         logger.Discard,
+		NowFunc:        func() time.Time { return time.Now().UTC() },
+	}
+}
+
+// OpenRedis connects to Redis: one server for a redis:// URL, a Redis Cluster for a list of addresses.
+func OpenRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
+	var rdb redis.UniversalClient
+	if addrs := cfg.RedisAddrs(); addrs != nil {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64})
+	} else {
+		opt, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		opt.PoolSize = 64
+		rdb = redis.NewClient(opt)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis did not answer: %w", err)
+	}
+	return rdb, nil
+}

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"seckill/errs"
+	"seckill/handlers"
+)
+
+// statusOf maps each contract code to its HTTP status: the one place where codes meet statuses.
+var statusOf = map[string]int{
+	errs.BadRequest:       fiber.StatusBadRequest,
+	errs.Unauthenticated:  fiber.StatusUnauthorized,
+	errs.BadCredentials:   fiber.StatusUnauthorized,
+	errs.Forbidden:        fiber.StatusForbidden,
+	errs.CSRF:             fiber.StatusForbidden,
+	errs.NotFound:         fiber.StatusNotFound,
+	errs.MethodNotAllowed: fiber.StatusMethodNotAllowed,
+	errs.Conflict:         fiber.StatusConflict,
+	errs.UsernameTaken:    fiber.StatusConflict,
+	errs.TooLarge:         fiber.StatusRequestEntityTooLarge,
+	errs.RateLimited:      fiber.StatusTooManyRequests,
+	errs.NotReady:         fiber.StatusServiceUnavailable,
+	errs.Internal:         fiber.StatusInternalServerError,
+}
+
+// errorHandler turns every error a handler returns into the contract's body. Errors that carry no code
+// are logged with the request id and answered with a generic message: no internal text reaches a client.
+func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
+	return func(c *fiber.Ctx, err error) error {
+		e := toContractError(c, err, log)
+		status, ok := statusOf[e.Code]
+		if !ok {
+			status = fiber.StatusInternalServerError
+		}
+		if status == fiber.StatusNotFound && !strings.HasPrefix(c.Path(), "/api/") && c.Path() != "/api" {
+			c.Status(status)
+			return c.Render("error", fiber.Map{
+				"Title": "Not found", "Heading": "Page not found",
+				"Message": "There is nothing at this address.", "Now": now(),
+			}, handlers.Layout)
+		}
+		return c.Status(status).JSON(fiber.Map{"error": e.Code, "message": e.Message})
+	}
+}
+
+func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		switch fe.Code {
+		case fiber.StatusNotFound:
+			return errs.New(errs.NotFound, "there is nothing at this address")
+		case fiber.StatusMethodNotAllowed:
+			return errs.New(errs.MethodNotAllowed, "this address does not take "+c.Method())
+		case fiber.StatusRequestEntityTooLarge:
+			return errs.New(errs.TooLarge, "the request body is too large")
+		case fiber.StatusBadRequest, fiber.StatusUnprocessableEntity:
+			return errs.New(errs.BadRequest, "the request is malformed")
+		case fiber.StatusTooManyRequests:
+			return errs.New(errs.RateLimited, "too many requests, try again shortly")
+		}
+	}
+	log.ErrorContext(c.UserContext(), "request failed",
+		"err", err, "method", c.Method(), "path", c.Path(), "request_id", requestID(c))
+	return errs.New(errs.Internal, "something went wrong on our side; please try again")
+}

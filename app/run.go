@@ -1,0 +1,221 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/auth"
+	"seckill/models"
+)
+
+// Env is what the program takes from its surroundings, so that tests can run it with their own.
+type Env struct {
+	Getenv func(string) string
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// ErrUsage is returned for a command line that names no known command; main exits with 2 for it.
+var ErrUsage = errors.New("usage")
+
+const usage = `usage:
+  seckill [serve]      run the web server and its background jobs (the default)
+  seckill migrate      bring the database schema up to date
+  seckill user create --username NAME --password PASS --role shopper|merchant|admin
+`
+
+// Run runs the command named by args (without the program name) until it ends or ctx is cancelled.
+func Run(ctx context.Context, args []string, env Env) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return runServe(ctx, env)
+	case "migrate":
+		return runMigrate(ctx, env)
+	case "user":
+		if len(args) == 0 || args[0] != "create" {
+			fmt.Fprint(env.Stderr, usage)
+			return ErrUsage
+		}
+		return runUserCreate(ctx, args[1:], env)
+	case "help", "-h", "--help":
+		fmt.Fprint(env.Stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(env.Stderr, "unknown command %q\n%s", cmd, usage)
+		return ErrUsage
+	}
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openDB opens the configured database: PostgreSQL, or the demo SQLite file.
+func openDB(ctx context.Context, cfg Config) (*gorm.DB, func(), error) {
+	var db *gorm.DB
+	var err error
+	if cfg.DatabaseURL != "" {
+		db, err = OpenPostgres(ctx, cfg.DatabaseURL)
+	} else {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("DATA_DIR: %w", err)
+		}
+		db, err = OpenSQLite(cfg.DataDir + "/seckill.db")
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, func() {
+		if sqlDB, err := db.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
+	}, nil
+}
+
+func runMigrate(ctx context.Context, env Env) error {
+	cfg, err := LoadConfig(env.Getenv)
+	if err != nil {
+		return err
+	}
+	db, closeDB, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if err := models.Migrate(ctx, db); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, "database schema is up to date")
+	return nil
+}
+
+func runUserCreate(ctx context.Context, args []string, env Env) error {
+	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	username := fs.String("username", "", "the new user's name (3-32 of A-Z a-z 0-9 _)")
+	password := fs.String("password", "", "the new user's password (8-72 bytes)")
+	role := fs.String("role", models.RoleShopper, "shopper, merchant or admin")
+	if err := fs.Parse(args); err != nil {
+		return ErrUsage
+	}
+	if !models.ValidRole(*role) {
+		return fmt.Errorf("role %q is not one of shopper, merchant, admin", *role)
+	}
+	if err := auth.ValidateCredentials(*username, *password); err != nil {
+		return err
+	}
+	cfg, err := LoadConfig(env.Getenv)
+	if err != nil {
+		return err
+	}
+	db, closeDB, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if err := models.Migrate(ctx, db); err != nil {
+		return err
+	}
+	hash, err := auth.HashPassword(*password, cfg.BcryptCost)
+	if err != nil {
+		return err
+	}
+	u, err := models.CreateUser(ctx, db, *username, hash, *role)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, u.ID)
+	return nil
+}
+
+func runServe(ctx context.Context, env Env) error {
+	cfg, err := LoadConfig(env.Getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, env.Stderr)
+	d := Deps{Log: log, Now: time.Now}
+	if cfg.Demo {
+		demo, err := openDemo(ctx, &cfg, log)
+		if err != nil {
+			return err
+		}
+		defer demo.Close()
+		d.DB, d.Redis = demo.db, demo.redis
+		if err := models.Migrate(ctx, d.DB); err != nil {
+			return err
+		}
+		seeded, err := SeedDemo(ctx, d.DB, time.Now(), cfg.BcryptCost)
+		if err != nil {
+			return err
+		}
+		var accounts []string
+		for _, a := range demoAccounts {
+			accounts = append(accounts, a.Username+" / "+a.Password)
+		}
+		log.Warn("demo accounts (username / password)", "accounts", strings.Join(accounts, ", "), "first_start", seeded)
+	} else {
+		if d.DB, err = OpenPostgres(ctx, cfg.DatabaseURL); err != nil {
+			return err
+		}
+		defer func() {
+			if sqlDB, err := d.DB.DB(); err == nil {
+				_ = sqlDB.Close()
+			}
+		}()
+		if d.Redis, err = OpenRedis(ctx, cfg); err != nil {
+			return err
+		}
+		defer d.Redis.Close()
+	}
+
+	f, err := New(cfg, d)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
+	if err != nil {
+		return fmt.Errorf("PORT %d: %w", cfg.Port, err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
+	return Serve(ctx, f, ln, cfg.ShutdownTimeout)
+}
+
+// Serve answers on ln until ctx ends, then stops taking connections and gives the requests in flight up
+// to timeout to finish.
+func Serve(ctx context.Context, f *fiber.App, ln net.Listener, timeout time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- f.Listener(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := f.ShutdownWithContext(sctx); err != nil {
+		return fmt.Errorf("graceful stop: %w", err)
+	}
+	return <-errc
+}

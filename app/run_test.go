@@ -1,0 +1,214 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"seckill/internal/testenv"
+	"seckill/models"
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// startServer serves f on a free port until the test ends and returns its base URL.
+func startServer(t *testing.T, f *fiber.App) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, f, ln, 5*time.Second) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
+	f, _ := newTestApp(t)
+	started := make(chan struct{})
+	f.Get("/test/slow", func(c *fiber.Ctx) error {
+		close(started)
+		time.Sleep(500 * time.Millisecond)
+		return c.SendString("finished")
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, f, ln, 5*time.Second) }()
+
+	type result struct {
+		body string
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/test/slow")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- result{string(b), err}
+	}()
+	<-started
+	cancel() // SIGTERM arrives while the request is in flight
+
+	r := <-got
+	if r.err != nil || r.body != "finished" {
+		t.Fatalf("the in-flight request got %q, %v; want it finished", r.body, r.err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve returned %v after a graceful stop", err)
+	}
+	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		t.Error("the server still takes connections after stopping")
+	}
+}
+
+func runCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = Run(context.Background(), args, Env{Getenv: envOf(env), Stdout: &out, Stderr: &errOut})
+	return out.String(), errOut.String(), err
+}
+
+func TestUserCreate(t *testing.T) {
+	rdb := testenv.Redis(t)
+	env := map[string]string{
+		"DATABASE_URL":   testenv.PostgresSchema(t),
+		"REDIS_URL":      testenv.RedisURLFor(rdb),
+		"SESSION_SECRET": goodSecret,
+		"BCRYPT_COST":    "4",
+	}
+	out, _, err := runCLI(t, env, "user", "create", "--username", "alice", "--password", "correct horse", "--role", "merchant")
+	if err != nil {
+		t.Fatalf("user create: %v", err)
+	}
+	id, perr := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+	if perr != nil || id <= 0 {
+		t.Fatalf("user create printed %q, want the new id", out)
+	}
+
+	db, err := OpenPostgres(context.Background(), env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := models.UserByUsername(context.Background(), db, "alice")
+	if err != nil || u.ID != id || u.Role != models.RoleMerchant {
+		t.Fatalf("stored user %+v, %v; want id %d, role merchant", u, err, id)
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		want string // what the error must say
+	}{
+		{"taken name", []string{"--username", "alice", "--password", "another pass", "--role", "shopper"}, "taken"},
+		{"bad role", []string{"--username", "bob", "--password", "another pass", "--role", "root"}, "role"},
+		{"short password", []string{"--username", "bob", "--password", "short", "--role", "shopper"}, "password"},
+		{"bad username", []string{"--username", "b!", "--password", "long enough", "--role", "shopper"}, "username"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := runCLI(t, env, append([]string{"user", "create"}, tt.args...)...)
+			if err == nil {
+				t.Fatalf("user create %v succeeded, printed %q", tt.args, out)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not say %q", err, tt.want)
+			}
+		})
+	}
+	var n int64
+	db.Model(&models.User{}).Count(&n)
+	if n != 1 {
+		t.Errorf("%d users stored, want only alice", n)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	_, stderr, err := runCLI(t, nil, "frobnicate")
+	if !errors.Is(err, ErrUsage) || !strings.Contains(stderr, "usage") {
+		t.Errorf("unknown command: err %v, stderr %q", err, stderr)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// TestDemoMode runs the server as a newcomer does, with no services configured: it must come up on
+// SQLite and an in-process Redis with the demo sale, and seed it only once.
+func TestDemoMode(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	env := map[string]string{"DATA_DIR": dir, "PORT": port, "BCRYPT_COST": "4", "LOG_LEVEL": "warn"}
+
+	for round := 1; round <= 2; round++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		var logs bytes.Buffer
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(ctx, []string{"serve"}, Env{Getenv: envOf(env), Stdout: io.Discard, Stderr: &safeWriter{w: &logs}})
+		}()
+		var acts []struct {
+			Name     string
+			StartsAt time.Time `json:"starts_at"`
+			Items    []struct{ Name string }
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			resp, err := http.Get("http://127.0.0.1:" + port + "/api/activities")
+			if err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&acts)
+				resp.Body.Close()
+				if err == nil {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatalf("round %d: demo server did not answer within 30s: %v", round, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if len(acts) != 1 || len(acts[0].Items) != 3 {
+			t.Errorf("round %d: want one demo activity with three items, got %+v", round, acts)
+		}
+		if round == 1 && (acts[0].StartsAt.Before(time.Now().Add(time.Minute)) || acts[0].StartsAt.After(time.Now().Add(2*time.Minute))) {
+			t.Errorf("demo sale starts at %v, want about two minutes after the first start", acts[0].StartsAt)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: serve ended with %v", round, err)
+		}
+		if !strings.Contains(logs.String(), "demo mode") || !strings.Contains(logs.String(), "demo-shopper-pass") {
+			t.Errorf("round %d: the log must say demo mode and print the accounts, got:\n%s", round, logs.String())
+		}
+	}
+}

@@ -1,0 +1,61 @@
+// Package errs defines the errors that cross package boundaries: a stable code from the HTTP contract and
+// a message a person can read. One place (app's error handler) maps codes to HTTP statuses.
+package errs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Codes named by the HTTP contract. Handlers and domain packages return them; app maps them to statuses.
+const (
+	BadRequest       = "bad_request"
+	Unauthenticated  = "unauthenticated"
+	Forbidden        = "forbidden"
+	CSRF             = "csrf"
+	NotFound         = "not_found"
+	Conflict         = "conflict"
+	UsernameTaken    = "username_taken"
+	BadCredentials   = "bad_credentials"
+	RateLimited      = "rate_limited"
+	NotReady         = "not_ready"
+	Internal         = "internal"
+	TooLarge         = "too_large"
+	MethodNotAllowed = "method_not_allowed"
+)
+
+// Error is an error with a contract code and a message safe to show to a client.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// New returns an *Error with the given code and message.
+func New(code, message string) *Error { return &Error{Code: code, Message: message} }
+
+// Newf returns an *Error with a formatted message.
+func Newf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Invalid reports a bad field: the message names the field and why it is wrong.
+func Invalid(field, why string) *Error {
+	return &Error{Code: BadRequest, Message: field + ": " + why}
+}
+
+// Code returns the contract code of err, or Internal for an error that carries none.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Internal
+}
+
+// Is reports whether err carries the given code.
+func Is(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}

@@ -1,0 +1,118 @@
+package handlers
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/errs"
+	"seckill/models"
+)
+
+// Catalog serves the public list of sales and their items.
+type Catalog struct {
+	DB  *gorm.DB
+	Now func() time.Time
+}
+
+// ActivityJSON is the contract's `activity`.
+type ActivityJSON struct {
+	ID          int64      `json:"id"`
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	StartsAt    time.Time  `json:"starts_at"`
+	EndsAt      time.Time  `json:"ends_at"`
+	State       string     `json:"state"`
+	Items       []ItemJSON `json:"items"`
+}
+
+// ItemJSON is the contract's `item`.
+type ItemJSON struct {
+	ID                 int64     `json:"id"`
+	ActivityID         int64     `json:"activity_id"`
+	Name               string    `json:"name"`
+	Title              string    `json:"title"`
+	Description        string    `json:"description"`
+	ImageURL           string    `json:"image_url"`
+	OriginalPriceCents int64     `json:"original_price_cents"`
+	SeckillPriceCents  int64     `json:"seckill_price_cents"`
+	StockTotal         int64     `json:"stock_total"`
+	StockLeft          int64     `json:"stock_left"`
+	StartsAt           time.Time `json:"starts_at"`
+	EndsAt             time.Time `json:"ends_at"`
+	ServerTime         time.Time `json:"server_time"`
+}
+
+// StockLeft is what the database knows of an item's stock: what it holds minus what orders took.
+func StockLeft(it *models.Item) int64 { return max(it.StockTotal-it.StockSold, 0) }
+
+func activityJSON(a *models.Activity, now time.Time) ActivityJSON {
+	out := ActivityJSON{
+		ID: a.ID, Name: a.Name, Description: a.Description, State: a.State,
+		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), Items: make([]ItemJSON, 0, len(a.Items)),
+	}
+	for i := range a.Items {
+		out.Items = append(out.Items, itemJSON(&a.Items[i], a, now))
+	}
+	return out
+}
+
+func itemJSON(it *models.Item, a *models.Activity, now time.Time) ItemJSON {
+	return ItemJSON{
+		ID: it.ID, ActivityID: it.ActivityID, Name: it.Name, Title: it.Title, Description: it.Description,
+		ImageURL: it.ImageURL, OriginalPriceCents: it.OriginalPriceCents, SeckillPriceCents: it.SeckillPriceCents,
+		StockTotal: it.StockTotal, StockLeft: StockLeft(it),
+		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), ServerTime: now.UTC(),
+	}
+}
+
+// Activities answers the approved activities that have not ended, soonest first.
+func (h *Catalog) Activities(c *fiber.Ctx) error {
+	now := h.Now()
+	acts, err := models.OpenActivities(c.UserContext(), h.DB, now)
+	if err != nil {
+		return err
+	}
+	out := make([]ActivityJSON, 0, len(acts))
+	for i := range acts {
+		out = append(out, activityJSON(&acts[i], now))
+	}
+	return c.JSON(out)
+}
+
+// Activity answers one approved activity.
+func (h *Catalog) Activity(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	a, err := models.ApprovedActivity(c.UserContext(), h.DB, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(activityJSON(a, h.Now()))
+}
+
+// Item answers one item of an approved activity.
+func (h *Catalog) Item(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "item")
+	if err != nil {
+		return err
+	}
+	it, a, err := models.ItemWithActivity(c.UserContext(), h.DB, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(itemJSON(it, a, h.Now()))
+}
+
+// pathID reads a positive integer id from the path. A malformed id cannot name anything: 404.
+func pathID(c *fiber.Ctx, param, what string) (int64, error) {
+	id, err := strconv.ParseInt(c.Params(param), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errs.New(errs.NotFound, "no such "+what)
+	}
+	return id, nil
+}

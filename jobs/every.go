@@ -1,0 +1,25 @@
+// Package jobs holds the background work: each job is Run(ctx) error, runs on its own ticker and stops
+// when its context ends.
+package jobs
+
+import (
+	"context"
+	"time"
+)
+
+// Every calls fn at once and then every interval, until ctx ends; it then returns ctx's error. An error
+// from fn goes to onErr (which may be nil) and the loop carries on: one failed round must not stop a job.
+func Every(ctx context.Context, interval time.Duration, fn func(context.Context) error, onErr func(error)) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := fn(ctx); err != nil && onErr != nil && ctx.Err() == nil {
+			onErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,144 @@
+// Package models holds the GORM models of the product, their queries and the migrations. The tables follow
+// the seed design: users, activities and their items, orders with a stock log, one purchase per (user, item)
+// and payments.
+package models
+
+import "time"
+
+// Roles of a user.
+const (
+	RoleShopper  = "shopper"
+	RoleMerchant = "merchant"
+	RoleAdmin    = "admin"
+)
+
+// ValidRole reports whether r is one of the three roles.
+func ValidRole(r string) bool { return r == RoleShopper || r == RoleMerchant || r == RoleAdmin }
+
+// Activity states: draft → pending_review → approved | rejected; rejected → pending_review after an edit.
+const (
+	ActivityDraft         = "draft"
+	ActivityPendingReview = "pending_review"
+	ActivityApproved      = "approved"
+	ActivityRejected      = "rejected"
+)
+
+// Order states.
+const (
+	OrderPendingPayment = "pending_payment"
+	OrderPaid           = "paid"
+	OrderCancelled      = "cancelled"
+)
+
+// Stock log kinds: a sale takes one from stock, a release (an unpaid order cancelled) gives it back.
+const (
+	StockSell    = "sell"
+	StockRelease = "release"
+)
+
+// Payment states at our side.
+const (
+	PaymentOpen   = "open"
+	PaymentPaid   = "paid"
+	PaymentClosed = "closed"
+)
+
+// User is an account. SessionVersion is bumped to end every session of the user at once.
+type User struct {
+	ID             int64     `gorm:"primaryKey"`
+	Username       string    `gorm:"size:32;not null;uniqueIndex"`
+	PasswordHash   string    `gorm:"size:100;not null"`
+	Role           string    `gorm:"size:16;not null;default:shopper"`
+	SessionVersion int64     `gorm:"not null;default:1"`
+	CreatedAt      time.Time `gorm:"not null"`
+	UpdatedAt      time.Time `gorm:"not null"`
+}
+
+// Activity is a flash sale a merchant runs: a window of time and the items on sale in it.
+type Activity struct {
+	ID           int64     `gorm:"primaryKey"`
+	MerchantID   int64     `gorm:"not null;index"`
+	Name         string    `gorm:"size:200;not null"`
+	Description  string    `gorm:"type:text;not null;default:''"`
+	StartsAt     time.Time `gorm:"not null;index"`
+	EndsAt       time.Time `gorm:"not null;index"`
+	State        string    `gorm:"size:20;not null;index;default:draft"`
+	ReviewerID   *int64
+	ReviewReason string `gorm:"type:text;not null;default:''"`
+	ReviewedAt   *time.Time
+	CreatedAt    time.Time `gorm:"not null"`
+	UpdatedAt    time.Time `gorm:"not null"`
+	Items        []Item    `gorm:"constraint:OnDelete:CASCADE"`
+}
+
+// Item is a product on sale in an activity. StockSold moves only under the optimistic lock on Version.
+type Item struct {
+	ID                 int64     `gorm:"primaryKey"`
+	ActivityID         int64     `gorm:"not null;index"`
+	Name               string    `gorm:"size:200;not null"`
+	Title              string    `gorm:"size:200;not null;default:''"`
+	Description        string    `gorm:"type:text;not null;default:''"`
+	ImageURL           string    `gorm:"size:500;not null;default:''"`
+	OriginalPriceCents int64     `gorm:"not null"`
+	SeckillPriceCents  int64     `gorm:"not null"`
+	StockTotal         int64     `gorm:"not null"`
+	StockSold          int64     `gorm:"not null;default:0"`
+	Version            int64     `gorm:"not null;default:0"`
+	CreatedAt          time.Time `gorm:"not null"`
+	UpdatedAt          time.Time `gorm:"not null"`
+}
+
+// Order is one unit of an item bought by a user.
+type Order struct {
+	ID          int64     `gorm:"primaryKey"`
+	OrderNo     string    `gorm:"size:32;not null;uniqueIndex"`
+	UserID      int64     `gorm:"not null;index"`
+	ItemID      int64     `gorm:"not null;index"`
+	ActivityID  int64     `gorm:"not null;index"`
+	PriceCents  int64     `gorm:"not null"`
+	Status      string    `gorm:"size:20;not null;index"`
+	PayDeadline time.Time `gorm:"not null;index"`
+	PaidAt      *time.Time
+	CancelledAt *time.Time
+	CreatedAt   time.Time `gorm:"not null"`
+	UpdatedAt   time.Time `gorm:"not null"`
+}
+
+// StockLog records every move of an item's stock in the database. One row per (order, kind): a message
+// delivered twice or a cancel run twice cannot log twice.
+type StockLog struct {
+	ID          int64     `gorm:"primaryKey"`
+	OrderNo     string    `gorm:"size:32;not null;uniqueIndex:idx_stock_log_order_kind"`
+	Kind        string    `gorm:"size:16;not null;uniqueIndex:idx_stock_log_order_kind"`
+	ItemID      int64     `gorm:"not null;index"`
+	StockBefore int64     `gorm:"not null"` // stock left before the move
+	StockAfter  int64     `gorm:"not null"` // stock left after it
+	CreatedAt   time.Time `gorm:"not null"`
+}
+
+// Purchase is the database's own line of defence against a second order: one row per (user, item), kept
+// even when the order is cancelled, since the one-per-user rule holds for the whole sale.
+type Purchase struct {
+	ID        int64     `gorm:"primaryKey"`
+	UserID    int64     `gorm:"not null;uniqueIndex:idx_purchase_user_item"`
+	ItemID    int64     `gorm:"not null;uniqueIndex:idx_purchase_user_item"`
+	OrderNo   string    `gorm:"size:32;not null;uniqueIndex"`
+	CreatedAt time.Time `gorm:"not null"`
+}
+
+// Payment is an order's payment at the provider.
+type Payment struct {
+	ID          int64     `gorm:"primaryKey"`
+	OrderID     int64     `gorm:"not null;index"`
+	OrderNo     string    `gorm:"size:32;not null;index"`
+	ProviderID  string    `gorm:"size:64;not null;uniqueIndex"`
+	Status      string    `gorm:"size:16;not null;index"`
+	AmountCents int64     `gorm:"not null"`
+	CreatedAt   time.Time `gorm:"not null"`
+	UpdatedAt   time.Time `gorm:"not null"`
+}
+
+// All lists every model, in the order the migrations create them.
+func All() []any {
+	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}}
+}
