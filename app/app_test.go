@@ -27,6 +27,7 @@ func testConfig() Config {
 		panic(err)
 	}
 	cfg.BcryptCost = 4
+	cfg.SessionSecret = goodSecret
 	return cfg
 }
 

@@ -20,6 +20,8 @@ type Config struct {
 	DatabaseURL     string        // DATABASE_URL: PostgreSQL; empty (with REDIS_URL empty) means demo mode
 	RedisURL        string        // REDIS_URL: redis://host:port/db, or host:port,host:port,... for a cluster
 	SessionSecret   string        // SESSION_SECRET: signs session cookies; required outside demo mode
+	SessionTTL      time.Duration // SESSION_TTL: how long a login lasts
+	RateLimitIP     bool          // RATE_LIMIT_IP: per-IP limits on (off for a load test from one address)
 	BcryptCost      int           // BCRYPT_COST
 	PayTimeout      time.Duration // PAY_TIMEOUT: how long an order waits for payment
 	PreheatWindow   time.Duration // PREHEAT_WINDOW: how long before its start a sale is loaded into Redis
@@ -34,6 +36,9 @@ type Config struct {
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
 }
+
+// SecureCookies reports whether cookies must be marked Secure: the site is served over TLS.
+func (c Config) SecureCookies() bool { return strings.HasPrefix(c.BaseURL, "https://") }
 
 // RedisAddrs returns the cluster addresses when RedisURL names several nodes, else nil.
 func (c Config) RedisAddrs() []string {
@@ -56,6 +61,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		DatabaseURL:     strings.TrimSpace(getenv("DATABASE_URL")),
 		RedisURL:        strings.TrimSpace(getenv("REDIS_URL")),
 		SessionSecret:   getenv("SESSION_SECRET"),
+		SessionTTL:      p.duration("SESSION_TTL", 7*24*time.Hour),
+		RateLimitIP:     p.oneOf("RATE_LIMIT_IP", "on", "on", "off") == "on",
 		BcryptCost:      p.int("BCRYPT_COST", 12, bcrypt.MinCost, bcrypt.MaxCost),
 		PayTimeout:      p.duration("PAY_TIMEOUT", 15*time.Minute),
 		PreheatWindow:   p.duration("PREHEAT_WINDOW", 10*time.Minute),
@@ -101,6 +108,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.PayTimeout < time.Minute {
 		p.fail("PAY_TIMEOUT", "must be at least 1m")
+	}
+	if c.SessionTTL < 5*time.Minute {
+		p.fail("SESSION_TTL", "must be at least 5m")
 	}
 	if c.QRTTL < 10*time.Second {
 		p.fail("QR_TTL", "must be at least 10s")

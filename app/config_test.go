@@ -20,7 +20,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	if !cfg.Demo {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
-	want := Config{Port: 8080, BaseURL: "http://localhost:8080", BcryptCost: 12, PayTimeout: 15 * time.Minute,
+	want := Config{Port: 8080, BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: 1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, Demo: true}
 	if cfg != want {
@@ -38,7 +38,11 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2",
 			"SESSION_SECRET": goodSecret, "PORT": "9000", "BCRYPT_COST": "4", "PAY_TIMEOUT": "30m",
 			"PREHEAT_WINDOW": "1h", "QR_TTL": "90s", "NODE_ID": "1023", "BASE_URL": "https://shop.example.com/",
+			"RATE_LIMIT_IP": "off", "SESSION_TTL": "24h",
 		}, func(t *testing.T, c Config) {
+			if c.RateLimitIP || c.SessionTTL != 24*time.Hour || !c.SecureCookies() {
+				t.Errorf("RATE_LIMIT_IP=off, SESSION_TTL=24h, https BASE_URL: got %+v", c)
+			}
 			if c.Demo || c.Port != 9000 || c.BcryptCost != 4 || c.PayTimeout != 30*time.Minute ||
 				c.PreheatWindow != time.Hour || c.QRTTL != 90*time.Second || c.NodeID != 1023 {
 				t.Errorf("got %+v", c)
@@ -97,6 +101,8 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"pay timeout too short", map[string]string{"PAY_TIMEOUT": "10s"}, "PAY_TIMEOUT"},
 		{"negative preheat window", map[string]string{"PREHEAT_WINDOW": "-5m"}, "PREHEAT_WINDOW"},
 		{"qr ttl too short", map[string]string{"QR_TTL": "1s"}, "QR_TTL"},
+		{"session ttl too short", map[string]string{"SESSION_TTL": "1m"}, "SESSION_TTL"},
+		{"rate limit neither on nor off", map[string]string{"RATE_LIMIT_IP": "maybe"}, "RATE_LIMIT_IP"},
 		{"node id too large", map[string]string{"NODE_ID": "1024"}, "NODE_ID"},
 		{"base url relative", map[string]string{"BASE_URL": "/shop"}, "BASE_URL"},
 		{"log level unknown", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},

@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"log/slog"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ var statusOf = map[string]int{
 	errs.MethodNotAllowed: fiber.StatusMethodNotAllowed,
 	errs.Conflict:         fiber.StatusConflict,
 	errs.UsernameTaken:    fiber.StatusConflict,
+	errs.QRState:          fiber.StatusConflict,
 	errs.TooLarge:         fiber.StatusRequestEntityTooLarge,
 	errs.RateLimited:      fiber.StatusTooManyRequests,
 	errs.NotReady:         fiber.StatusServiceUnavailable,
@@ -44,6 +47,9 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 				"Title": "Not found", "Heading": "Page not found",
 				"Message": "There is nothing at this address.", "Now": now(),
 			}, handlers.Layout)
+		}
+		if e.RetryAfter > 0 {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 		}
 		return c.Status(status).JSON(fiber.Map{"error": e.Code, "message": e.Message})
 	}

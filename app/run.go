@@ -190,16 +190,28 @@ func runServe(ctx context.Context, env Env) error {
 		defer d.Redis.Close()
 	}
 
-	f, err := New(cfg, d)
+	srv, err := NewServer(cfg, d)
 	if err != nil {
 		return err
 	}
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	background, err := srv.Start(bgCtx)
+	if err != nil {
+		stopBackground()
+		return err
+	}
+	defer func() {
+		stopBackground()
+		<-background
+	}()
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
 	if err != nil {
 		return fmt.Errorf("PORT %d: %w", cfg.Port, err)
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
-	return Serve(ctx, f, ln, cfg.ShutdownTimeout)
+	err = Serve(ctx, srv.Fiber, ln, cfg.ShutdownTimeout)
+	log.Info("stopped", "err", err)
+	return err
 }
 
 // Serve answers on ln until ctx ends, then stops taking connections and gives the requests in flight up

@@ -5,6 +5,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Codes named by the HTTP contract. Handlers and domain packages return them; app maps them to statuses.
@@ -22,12 +23,14 @@ const (
 	Internal         = "internal"
 	TooLarge         = "too_large"
 	MethodNotAllowed = "method_not_allowed"
+	QRState          = "qr_state"
 )
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {
-	Code    string
-	Message string
+	Code       string
+	Message    string
+	RetryAfter time.Duration // for RateLimited: when to try again (the Retry-After header)
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -58,4 +61,9 @@ func Code(err error) string {
 func Is(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
+}
+
+// Limited is a RateLimited error that says when to try again.
+func Limited(retryAfter time.Duration) *Error {
+	return &Error{Code: RateLimited, Message: "too many requests, try again shortly", RetryAfter: retryAfter}
 }

@@ -61,3 +61,17 @@ func ItemWithActivity(ctx context.Context, db *gorm.DB, id int64) (*Item, *Activ
 	}
 	return &it, &a, nil
 }
+
+// MerchantActivities lists a merchant's own activities, newest first, with their items.
+func MerchantActivities(ctx context.Context, db *gorm.DB, merchantID int64) ([]Activity, error) {
+	var acts []Activity
+	err := db.WithContext(ctx).
+		Preload("Items", func(db *gorm.DB) *gorm.DB { return db.Order("id") }).
+		Where("merchant_id = ?", merchantID).
+		Order("id DESC").
+		Find(&acts).Error
+	if err != nil {
+		return nil, fmt.Errorf("activities of merchant %d: %w", merchantID, err)
+	}
+	return acts, nil
+}

@@ -43,15 +43,17 @@ const (
 	PaymentClosed = "closed"
 )
 
-// User is an account. SessionVersion is bumped to end every session of the user at once.
+// User is an account. SessionVersion is bumped to end every session of the user at once; AuthChangedAt
+// says when it or the role last changed, so that every instance can learn of it.
 type User struct {
-	ID             int64     `gorm:"primaryKey"`
-	Username       string    `gorm:"size:32;not null;uniqueIndex"`
-	PasswordHash   string    `gorm:"size:100;not null"`
-	Role           string    `gorm:"size:16;not null;default:shopper"`
-	SessionVersion int64     `gorm:"not null;default:1"`
-	CreatedAt      time.Time `gorm:"not null"`
-	UpdatedAt      time.Time `gorm:"not null"`
+	ID             int64      `gorm:"primaryKey"`
+	Username       string     `gorm:"size:32;not null;uniqueIndex"`
+	PasswordHash   string     `gorm:"size:100;not null"`
+	Role           string     `gorm:"size:16;not null;default:shopper"`
+	SessionVersion int64      `gorm:"not null;default:1"`
+	AuthChangedAt  *time.Time `gorm:"index"`
+	CreatedAt      time.Time  `gorm:"not null"`
+	UpdatedAt      time.Time  `gorm:"not null"`
 }
 
 // Activity is a flash sale a merchant runs: a window of time and the items on sale in it.

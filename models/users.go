@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -37,4 +38,60 @@ func UserByUsername(ctx context.Context, db *gorm.DB, username string) (*User, e
 		return nil, fmt.Errorf("user by name: %w", err)
 	}
 	return &u, nil
+}
+
+// UserByID finds a user by id; a missing one answers errs.NotFound.
+func UserByID(ctx context.Context, db *gorm.DB, id int64) (*User, error) {
+	var u User
+	err := db.WithContext(ctx).Take(&u, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errs.New(errs.NotFound, "no such user")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("user %d: %w", id, err)
+	}
+	return &u, nil
+}
+
+// BumpSessionVersion ends every session of a user: cookies carry the version they were issued with.
+func BumpSessionVersion(ctx context.Context, db *gorm.DB, id int64, now time.Time) (*User, error) {
+	res := db.WithContext(ctx).Exec(
+		"UPDATE users SET session_version = session_version + 1, auth_changed_at = ?, updated_at = ? WHERE id = ?",
+		now, now, id)
+	if res.Error != nil {
+		return nil, fmt.Errorf("end sessions of user %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, errs.New(errs.NotFound, "no such user")
+	}
+	return UserByID(ctx, db, id)
+}
+
+// SetRole changes a user's role.
+func SetRole(ctx context.Context, db *gorm.DB, id int64, role string, now time.Time) (*User, error) {
+	if !ValidRole(role) {
+		return nil, errs.Invalid("role", "must be shopper, merchant or admin")
+	}
+	res := db.WithContext(ctx).Exec(
+		"UPDATE users SET role = ?, auth_changed_at = ?, updated_at = ? WHERE id = ?", role, now, now, id)
+	if res.Error != nil {
+		return nil, fmt.Errorf("set role of user %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, errs.New(errs.NotFound, "no such user")
+	}
+	return UserByID(ctx, db, id)
+}
+
+// UsersAuthChangedSince lists the users whose session version or role changed after since.
+func UsersAuthChangedSince(ctx context.Context, db *gorm.DB, since time.Time) ([]User, error) {
+	var users []User
+	err := db.WithContext(ctx).
+		Select("id", "session_version", "role", "auth_changed_at").
+		Where("auth_changed_at > ?", since).
+		Find(&users).Error
+	if err != nil {
+		return nil, fmt.Errorf("users changed since %v: %w", since, err)
+	}
+	return users, nil
 }

@@ -1,0 +1,54 @@
+// The login page (password and QR code) and the register page.
+(function () {
+  "use strict";
+  function nextURL() {
+    var n = new URLSearchParams(location.search).get("next") || "/";
+    return n.charAt(0) === "/" && n.charAt(1) !== "/" ? n : "/";
+  }
+  function showError(form, e) {
+    form.querySelectorAll(".field-error").forEach(function (el) { el.textContent = ""; });
+    var box = form.querySelector(".form-error");
+    var field = e.code === "bad_request" ? (e.message.split(":")[0] || "") : "";
+    var slot = field && form.querySelector('[data-error-for="' + field + '"]');
+    if (slot) slot.textContent = e.message; else box.textContent = e.message;
+  }
+  document.querySelectorAll("form[data-account]").forEach(function (form) {
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var btn = form.querySelector("button[type=submit]");
+      btn.disabled = true;
+      form.querySelector(".form-error").textContent = "";
+      api("POST", form.dataset.account, {
+        username: form.username.value, password: form.password.value
+      }).then(function () { location.href = nextURL(); })
+        .catch(function (e) { showError(form, e); btn.disabled = false; });
+    });
+  });
+
+  var panel = document.getElementById("qr-panel");
+  if (!panel) return;
+  var img = panel.querySelector("img"), status = panel.querySelector(".qr-status"), again = panel.querySelector(".qr-again");
+  var timer = null;
+  function say(key) { status.textContent = panel.dataset[key]; }
+  function start() {
+    clearInterval(timer);
+    again.hidden = true;
+    say("msgPending");
+    api("POST", "/api/qr/login").then(function (code) {
+      img.src = code.image; img.hidden = false;
+      timer = setInterval(function () { poll(code.qr_id); }, 1000);
+    }).catch(function (e) { status.textContent = e.message; again.hidden = false; });
+  }
+  function poll(id) {
+    api("GET", "/api/qr/login/" + id).then(function (r) {
+      if (r.state === "scanned") say("msgScanned");
+      if (r.state === "confirmed") { clearInterval(timer); say("msgConfirmed"); location.href = nextURL(); }
+      if (r.state === "expired" || r.state === "cancelled") {
+        clearInterval(timer); say(r.state === "expired" ? "msgExpired" : "msgCancelled");
+        img.hidden = true; again.hidden = false;
+      }
+    }).catch(function () { /* a lost poll: the next one tries again */ });
+  }
+  again.addEventListener("click", start);
+  start();
+})();

@@ -1,0 +1,22 @@
+// The phone's page for a login code: scan on open, show where the PC is, then Confirm or Cancel.
+(function () {
+  "use strict";
+  var box = document.getElementById("qr-phone");
+  var id = box.dataset.qrId;
+  var info = box.querySelector(".pc"), msg = box.querySelector(".qr-message"), actions = box.querySelector(".actions");
+  function done(text) { actions.hidden = true; msg.textContent = text; }
+  api("POST", "/api/qr/login/" + id + "/scan").then(function (r) {
+    box.querySelector(".pc-ip").textContent = r.pc.ip;
+    box.querySelector(".pc-ua").textContent = r.pc.user_agent;
+    box.querySelector(".pc-when").textContent = new Date(r.pc.created_at).toLocaleString();
+    info.hidden = false; actions.hidden = false;
+  }).catch(function (e) { done(e.message); });
+  box.querySelector(".confirm").addEventListener("click", function () {
+    api("POST", "/api/qr/login/" + id + "/confirm").then(function () { done(box.dataset.msgConfirmed); })
+      .catch(function (e) { done(e.message); });
+  });
+  box.querySelector(".cancel").addEventListener("click", function () {
+    api("POST", "/api/qr/login/" + id + "/cancel").then(function () { done(box.dataset.msgCancelled); })
+      .catch(function (e) { done(e.message); });
+  });
+})();

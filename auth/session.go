@@ -1,0 +1,258 @@
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"seckill/models"
+)
+
+// Session is what a session cookie proves: who, in which role, since which login, until when.
+type Session struct {
+	UserID  int64
+	Version int64 // the user's session version at login; ending the user's sessions bumps it
+	Role    string
+	ID      [16]byte // random at every login, so a login never reuses a session id (no fixation)
+	Expires time.Time
+}
+
+// IDString is the session id in hex, for logs and for binding a QR code to the phone session that scanned it.
+func (s Session) IDString() string { return hex.EncodeToString(s.ID[:]) }
+
+var roleCodes = []string{"", models.RoleShopper, models.RoleMerchant, models.RoleAdmin}
+
+func roleCode(role string) byte {
+	for i, r := range roleCodes {
+		if r == role && i > 0 {
+			return byte(i)
+		}
+	}
+	return 0
+}
+
+const (
+	cookieFormat  = 1
+	payloadLen    = 1 + 8 + 8 + 8 + 1 + 16
+	macLen        = sha256.Size
+	authChannel   = "auth:changed"
+	refreshPeriod = 2 * time.Second
+	refreshMargin = 10 * time.Second
+)
+
+// userState is what the sessions of a user whose account changed recently must agree with.
+type userState struct {
+	version int64
+	role    string
+	changed time.Time
+}
+
+// Sessions issues and checks session cookies. A cookie is signed, so checking it needs no lookup; what a
+// signature cannot tell (the user logged out, or an admin changed the role) comes from a map in memory of
+// the users whose accounts changed within a session's lifetime. Every instance keeps that map current
+// from a Redis channel, and reads the database every two seconds for anything the channel missed. So
+// the check on the buy path costs no round trip, and a logout takes effect everywhere within moments.
+type Sessions struct {
+	key   []byte
+	ttl   time.Duration
+	now   func() time.Time
+	db    *gorm.DB
+	rdb   redis.UniversalClient
+	log   *slog.Logger
+	mu    sync.RWMutex
+	users map[int64]userState
+	since time.Time // the last database refresh
+}
+
+// NewSessions returns a session manager whose cookies live for ttl.
+func NewSessions(secret string, ttl time.Duration, db *gorm.DB, rdb redis.UniversalClient, now func() time.Time, log *slog.Logger) *Sessions {
+	return &Sessions{
+		key: derive(secret, "session"), ttl: ttl, now: now, db: db, rdb: rdb, log: log,
+		users: map[int64]userState{},
+	}
+}
+
+func derive(secret, purpose string) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// Issue starts a new session for u and returns it with its cookie value.
+func (s *Sessions) Issue(u *models.User) (Session, string, error) {
+	sess := Session{UserID: u.ID, Version: u.SessionVersion, Role: u.Role, Expires: s.now().Add(s.ttl)}
+	if _, err := rand.Read(sess.ID[:]); err != nil {
+		return Session{}, "", err
+	}
+	buf := make([]byte, payloadLen, payloadLen+macLen)
+	buf[0] = cookieFormat
+	binary.BigEndian.PutUint64(buf[1:], uint64(sess.UserID))
+	binary.BigEndian.PutUint64(buf[9:], uint64(sess.Version))
+	binary.BigEndian.PutUint64(buf[17:], uint64(sess.Expires.Unix()))
+	buf[25] = roleCode(sess.Role)
+	copy(buf[26:], sess.ID[:])
+	m := hmac.New(sha256.New, s.key)
+	m.Write(buf)
+	buf = m.Sum(buf)
+	return sess, base64.RawURLEncoding.EncodeToString(buf), nil
+}
+
+// Check returns the session a cookie value proves, if it is genuine, unexpired and not ended. It reads
+// only memory.
+func (s *Sessions) Check(value string) (Session, bool) {
+	if len(value) != base64.RawURLEncoding.EncodedLen(payloadLen+macLen) {
+		return Session{}, false
+	}
+	var raw [payloadLen + macLen]byte
+	if _, err := base64.RawURLEncoding.Decode(raw[:], []byte(value)); err != nil {
+		return Session{}, false
+	}
+	m := hmac.New(sha256.New, s.key)
+	m.Write(raw[:payloadLen])
+	if !hmac.Equal(m.Sum(nil), raw[payloadLen:]) || raw[0] != cookieFormat {
+		return Session{}, false
+	}
+	role := int(raw[25])
+	if role == 0 || role >= len(roleCodes) {
+		return Session{}, false
+	}
+	sess := Session{
+		UserID:  int64(binary.BigEndian.Uint64(raw[1:])),
+		Version: int64(binary.BigEndian.Uint64(raw[9:])),
+		Expires: time.Unix(int64(binary.BigEndian.Uint64(raw[17:])), 0),
+		Role:    roleCodes[role],
+	}
+	copy(sess.ID[:], raw[26:])
+	if !s.now().Before(sess.Expires) {
+		return Session{}, false
+	}
+	s.mu.RLock()
+	st, changed := s.users[sess.UserID]
+	s.mu.RUnlock()
+	if changed {
+		if sess.Version != st.version {
+			return Session{}, false
+		}
+		sess.Role = st.role
+	}
+	return sess, true
+}
+
+// EndAll ends every session of the user (logout): it bumps the session version, here at once and on
+// every other instance through Redis.
+func (s *Sessions) EndAll(ctx context.Context, userID int64) error {
+	u, err := models.BumpSessionVersion(ctx, s.db, userID, s.now())
+	if err != nil {
+		return err
+	}
+	return s.announce(ctx, u)
+}
+
+// SetRole changes a user's role; the user's sessions carry the new role from the next request on.
+func (s *Sessions) SetRole(ctx context.Context, userID int64, role string) (*models.User, error) {
+	u, err := models.SetRole(ctx, s.db, userID, role, s.now())
+	if err != nil {
+		return nil, err
+	}
+	return u, s.announce(ctx, u)
+}
+
+func (s *Sessions) announce(ctx context.Context, u *models.User) error {
+	s.apply(u.ID, u.SessionVersion, u.Role, s.now())
+	msg := fmt.Sprintf("%d:%d:%s", u.ID, u.SessionVersion, u.Role)
+	if err := s.rdb.Publish(ctx, authChannel, msg).Err(); err != nil {
+		// The other instances still learn it from the database within refreshPeriod.
+		s.log.WarnContext(ctx, "auth change not published", "user_id", u.ID, "err", err)
+	}
+	return nil
+}
+
+// apply records a user's state; a lower session version never replaces a higher one.
+func (s *Sessions) apply(userID, version int64, role string, changed time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.users[userID]; ok && cur.version > version {
+		return
+	}
+	s.users[userID] = userState{version: version, role: role, changed: changed}
+}
+
+// Load reads the users whose accounts changed within a session's lifetime. Call it before serving.
+func (s *Sessions) Load(ctx context.Context) error {
+	return s.refresh(ctx, s.now().Add(-s.ttl))
+}
+
+func (s *Sessions) refresh(ctx context.Context, since time.Time) error {
+	started := s.now()
+	users, err := models.UsersAuthChangedSince(ctx, s.db, since)
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		s.apply(u.ID, u.SessionVersion, u.Role, *u.AuthChangedAt)
+	}
+	s.mu.Lock()
+	s.since = started
+	// Cookies older than a session's lifetime are expired anyway: their users need no entry.
+	for id, st := range s.users {
+		if started.Sub(st.changed) > s.ttl+refreshMargin {
+			delete(s.users, id)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Run keeps the map current until ctx ends: changes published by other instances at once, and a read of
+// the database every two seconds for any message lost while Redis was away.
+func (s *Sessions) Run(ctx context.Context) error {
+	sub := s.rdb.Subscribe(ctx, authChannel)
+	defer sub.Close()
+	msgs := sub.Channel()
+	t := time.NewTicker(refreshPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case m, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			s.applyMessage(m.Payload)
+		case <-t.C:
+			s.mu.RLock()
+			since := s.since.Add(-refreshMargin)
+			s.mu.RUnlock()
+			if err := s.refresh(ctx, since); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "session refresh failed", "err", err)
+			}
+		}
+	}
+}
+
+func (s *Sessions) applyMessage(payload string) {
+	parts := strings.SplitN(payload, ":", 3)
+	if len(parts) != 3 {
+		return
+	}
+	id, err1 := strconv.ParseInt(parts[0], 10, 64)
+	ver, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || !models.ValidRole(parts[2]) {
+		return
+	}
+	s.apply(id, ver, parts[2], s.now())
+}
