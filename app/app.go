@@ -8,8 +8,12 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"os"
+	"runtime"
+	"sync"
 	"time"
 
+	"github.com/bwmarrin/snowflake"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
@@ -23,9 +27,12 @@ import (
 
 	"seckill/assets"
 	"seckill/auth"
+	"seckill/captcha"
 	"seckill/handlers"
+	"seckill/jobs"
 	"seckill/models"
 	"seckill/ratelimit"
+	"seckill/stock"
 	"seckill/views"
 )
 
@@ -42,6 +49,13 @@ type Deps struct {
 type Server struct {
 	Fiber    *fiber.App
 	Sessions *auth.Sessions
+	Ledger   *stock.Ledger
+	Flags    *stock.Flags
+	Consumer *jobs.OrderConsumer
+	Preheat  *jobs.Preheater
+
+	buyLimit *ratelimit.Local
+	log      *slog.Logger
 }
 
 // New builds the Fiber application; tests that need no background work use it with app.Test.
@@ -53,28 +67,49 @@ func New(cfg Config, d Deps) (*fiber.App, error) {
 	return s.Fiber, nil
 }
 
-// Start loads what must be in memory before the first request and starts the background work, which
-// stops when ctx ends; wait on the returned channel for it to have stopped.
+// Start loads what must be in memory before the first request and starts the background work: session
+// changes, sold-out flags, the order consumer, preheating. It all stops when ctx ends; the returned channel
+// closes once it has.
 func (s *Server) Start(ctx context.Context) (<-chan struct{}, error) {
 	if err := s.Sessions.Load(ctx); err != nil {
 		return nil, err
 	}
+	workers := map[string]func(context.Context) error{
+		"sessions":       s.Sessions.Run,
+		"sold-out flags": s.Flags.Run,
+		"order consumer": s.Consumer.Run,
+		"preheat":        s.Preheat.Run,
+		"buy limiter":    s.buyLimit.Run,
+	}
+	var wg sync.WaitGroup
+	for name, run := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("background work stopped", "worker", name, "err", err)
+			}
+		}()
+	}
 	done := make(chan struct{})
 	go func() {
-		defer close(done)
-		_ = s.Sessions.Run(ctx)
+		wg.Wait()
+		close(done)
 	}()
 	return done, nil
 }
 
-// NewServer builds the Fiber application: middleware, templates and the route table. A broken template
-// fails here.
+// NewServer builds the application: its domain parts, the Fiber app with its middleware, templates and
+// route table. A broken template fails here.
 func NewServer(cfg Config, d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
+	}
+	if cfg.SessionSecret == "" {
+		return nil, fmt.Errorf("SESSION_SECRET is empty")
 	}
 	files, err := assets.Load()
 	if err != nil {
@@ -85,11 +120,26 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	if err := engine.Load(); err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
+	node, err := snowflake.NewNode(cfg.NodeID)
+	if err != nil {
+		return nil, fmt.Errorf("NODE_ID: %w", err)
+	}
+
+	ledger := stock.NewLedger(d.Redis, d.Now)
+	flags := stock.NewFlags(ledger, d.Redis, d.Log)
+	s := &Server{
+		Sessions: auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log),
+		Ledger:   ledger,
+		Flags:    flags,
+		Consumer: &jobs.OrderConsumer{DB: d.DB, Ledger: ledger, Flags: flags, Name: consumerName(cfg), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout},
+		Preheat:  &jobs.Preheater{DB: d.DB, Ledger: ledger, Window: cfg.PreheatWindow, Interval: 5 * time.Second, Now: d.Now, Log: d.Log},
+		buyLimit: ratelimit.NewLocal(20, 40),
+		log:      d.Log,
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	f := fiber.New(fiber.Config{
+	s.Fiber = fiber.New(fiber.Config{
 		AppName:               "seckill",
 		BodyLimit:             cfg.BodyLimit,
 		ErrorHandler:          errorHandler(d.Log, d.Now),
@@ -99,36 +149,45 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 	})
-	f.Use(requestid.New())
-	f.Use(observe(newHTTPMetrics(reg), d.Log))
-	f.Use(recover.New())
+	s.Fiber.Use(requestid.New())
+	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
+	s.Fiber.Use(recover.New())
 
-	if cfg.SessionSecret == "" {
-		return nil, fmt.Errorf("SESSION_SECRET is empty")
-	}
-	srv := &Server{Fiber: f, Sessions: auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log)}
 	accounts, err := handlers.NewAccounts(handlers.Accounts{
-		DB: d.DB, Sessions: srv.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
+		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
 		BcryptCost: cfg.BcryptCost, SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL,
 	})
 	if err != nil {
 		return nil, err
 	}
-	f.Use(accounts.LoadSession)
+	s.Fiber.Use(accounts.LoadSession)
 
 	// Whatever no route takes ends in the router's 404, which the error handler answers as the contract
 	// says: JSON under /api, a page elsewhere.
-	routes(f, cfg, d, files, reg, accounts)
-	return srv, nil
+	s.routes(cfg, d, files, reg, accounts, node)
+	return s, nil
+}
+
+// consumerName names this instance in the order streams' consumer group.
+func consumerName(cfg Config) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-node%d", host, os.Getpid(), cfg.NodeID)
 }
 
 // routes is the one route table: it reads as a map of the site.
-func routes(f *fiber.App, cfg Config, d Deps, files *assets.Set, reg *prometheus.Registry, accounts *handlers.Accounts) {
+func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.Registry, accounts *handlers.Accounts, node *snowflake.Node) {
+	f := s.Fiber
+	left := stock.NewLeftCache(s.Ledger, time.Second)
 	health := &handlers.Health{DB: d.DB, Redis: d.Redis}
-	catalog := &handlers.Catalog{DB: d.DB, Now: d.Now}
-	pages := &handlers.Pages{DB: d.DB, Now: d.Now}
+	catalog := &handlers.Catalog{DB: d.DB, Left: left, Now: d.Now}
+	pages := &handlers.Pages{DB: d.DB, Left: left, Now: d.Now}
 	static := &handlers.Static{Files: files}
 	qr := &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now}
+	buy := &handlers.Buy{
+		DB: d.DB, Ledger: s.Ledger, Flags: s.Flags, Captchas: captcha.New(d.Redis, max(runtime.NumCPU()/2, 1), 200*time.Millisecond),
+		Limits: accounts.Limits, BuyLimit: s.buyLimit, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+	}
+	orders := &handlers.Orders{DB: d.DB}
 	merchant := &handlers.Merchant{DB: d.DB, Now: d.Now}
 	user := handlers.RequireUser
 	merchantOnly := handlers.RequireRole(models.RoleMerchant)
@@ -161,6 +220,14 @@ func routes(f *fiber.App, cfg Config, d Deps, files *assets.Set, reg *prometheus
 	api.Get("/activities/:id", catalog.Activity)
 	api.Get("/items/:id", catalog.Item)
 
+	api.Get("/captcha", buy.Captcha)
+	api.Post("/items/:id/path", user, buy.Path)
+	api.Post("/items/:id/buy/:path", user, buy.Take)
+	api.Get("/items/:id/result", user, buy.Result)
+
+	api.Get("/orders", user, orders.List)
+	api.Get("/orders/:order_no", user, orders.Get)
+
 	api.Get("/merchant/activities", merchantOnly, merchant.Activities)
 
 	api.Post("/admin/users/:id/role", adminOnly, accounts.SetRole)
@@ -171,14 +238,11 @@ func templateFuncs(files *assets.Set) template.FuncMap {
 		"asset":   files.URL,
 		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"money":   func(cents int64) string { return fmt.Sprintf("¥%d.%02d", cents/100, cents%100) },
-		"stockLeft": func(it models.Item) int64 {
-			return handlers.StockLeft(&it)
-		},
-		"stockPercent": func(it models.Item) int64 {
-			if it.StockTotal <= 0 {
+		"percent": func(part, whole int64) int64 {
+			if whole <= 0 {
 				return 0
 			}
-			return handlers.StockLeft(&it) * 100 / it.StockTotal
+			return part * 100 / whole
 		},
 	}
 }

@@ -24,6 +24,14 @@ const (
 	TooLarge         = "too_large"
 	MethodNotAllowed = "method_not_allowed"
 	QRState          = "qr_state"
+
+	// The buying path.
+	BadCaptcha    = "bad_captcha"
+	InvalidPath   = "invalid_path"
+	NotStarted    = "not_started"
+	Ended         = "ended"
+	SoldOut       = "sold_out"
+	AlreadyBought = "already_bought"
 )
 
 // Error is an error with a contract code and a message safe to show to a client.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -9,12 +10,14 @@ import (
 
 	"seckill/errs"
 	"seckill/models"
+	"seckill/stock"
 )
 
 // Catalog serves the public list of sales and their items.
 type Catalog struct {
-	DB  *gorm.DB
-	Now func() time.Time
+	DB   *gorm.DB
+	Left *stock.LeftCache
+	Now  func() time.Time
 }
 
 // ActivityJSON is the contract's `activity`.
@@ -45,25 +48,45 @@ type ItemJSON struct {
 	ServerTime         time.Time `json:"server_time"`
 }
 
-// StockLeft is what the database knows of an item's stock: what it holds minus what orders took.
-func StockLeft(it *models.Item) int64 { return max(it.StockTotal-it.StockSold, 0) }
+// StockLeft is an item's stock left: Redis's count (at most a second old) while its sale is loaded, else
+// what the database knows.
+func StockLeft(ctx context.Context, cache *stock.LeftCache, it *models.Item) int64 {
+	if cache != nil {
+		if left, ok := cache.Left(ctx, it.ID); ok {
+			return max(left, 0)
+		}
+	}
+	return max(it.StockTotal-it.StockSold, 0)
+}
 
-func activityJSON(a *models.Activity, now time.Time) ActivityJSON {
+// LeftOf maps every item of the activities to its stock left, for pages.
+func LeftOf(ctx context.Context, cache *stock.LeftCache, acts []models.Activity) map[int64]int64 {
+	out := map[int64]int64{}
+	for i := range acts {
+		for j := range acts[i].Items {
+			it := &acts[i].Items[j]
+			out[it.ID] = StockLeft(ctx, cache, it)
+		}
+	}
+	return out
+}
+
+func activityJSON(a *models.Activity, left map[int64]int64, now time.Time) ActivityJSON {
 	out := ActivityJSON{
 		ID: a.ID, Name: a.Name, Description: a.Description, State: a.State,
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), Items: make([]ItemJSON, 0, len(a.Items)),
 	}
 	for i := range a.Items {
-		out.Items = append(out.Items, itemJSON(&a.Items[i], a, now))
+		out.Items = append(out.Items, itemJSON(&a.Items[i], a, left[a.Items[i].ID], now))
 	}
 	return out
 }
 
-func itemJSON(it *models.Item, a *models.Activity, now time.Time) ItemJSON {
+func itemJSON(it *models.Item, a *models.Activity, left int64, now time.Time) ItemJSON {
 	return ItemJSON{
 		ID: it.ID, ActivityID: it.ActivityID, Name: it.Name, Title: it.Title, Description: it.Description,
 		ImageURL: it.ImageURL, OriginalPriceCents: it.OriginalPriceCents, SeckillPriceCents: it.SeckillPriceCents,
-		StockTotal: it.StockTotal, StockLeft: StockLeft(it),
+		StockTotal: it.StockTotal, StockLeft: left,
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), ServerTime: now.UTC(),
 	}
 }
@@ -75,9 +98,10 @@ func (h *Catalog) Activities(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	left := LeftOf(c.UserContext(), h.Left, acts)
 	out := make([]ActivityJSON, 0, len(acts))
 	for i := range acts {
-		out = append(out, activityJSON(&acts[i], now))
+		out = append(out, activityJSON(&acts[i], left, now))
 	}
 	return c.JSON(out)
 }
@@ -92,7 +116,7 @@ func (h *Catalog) Activity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(activityJSON(a, h.Now()))
+	return c.JSON(activityJSON(a, LeftOf(c.UserContext(), h.Left, []models.Activity{*a}), h.Now()))
 }
 
 // Item answers one item of an approved activity.
@@ -105,7 +129,7 @@ func (h *Catalog) Item(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(itemJSON(it, a, h.Now()))
+	return c.JSON(itemJSON(it, a, StockLeft(c.UserContext(), h.Left, it), h.Now()))
 }
 
 // pathID reads a positive integer id from the path. A malformed id cannot name anything: 404.

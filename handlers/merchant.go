@@ -23,9 +23,10 @@ func (h *Merchant) Activities(c *fiber.Ctx) error {
 		return err
 	}
 	now := h.Now()
+	left := LeftOf(c.UserContext(), nil, acts)
 	out := make([]ActivityJSON, 0, len(acts))
 	for i := range acts {
-		out = append(out, activityJSON(&acts[i], now))
+		out = append(out, activityJSON(&acts[i], left, now))
 	}
 	return c.JSON(out)
 }

@@ -8,12 +8,14 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/models"
+	"seckill/stock"
 )
 
 // Pages renders the HTML pages.
 type Pages struct {
-	DB  *gorm.DB
-	Now func() time.Time
+	DB   *gorm.DB
+	Left *stock.LeftCache
+	Now  func() time.Time
 }
 
 // Layout is the layout every page is rendered in.
@@ -26,7 +28,8 @@ func (h *Pages) Home(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Render("home", fiber.Map{"Title": "Flash sales", "Now": now, "Activities": acts}, Layout)
+	return c.Render("home", fiber.Map{"Title": "Flash sales", "Now": now, "Activities": acts,
+		"Left": LeftOf(c.UserContext(), h.Left, acts)}, Layout)
 }
 
 // Login renders the login page: a password form and a QR code for a phone.

@@ -1,0 +1,198 @@
+package handlers
+
+import (
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/bwmarrin/snowflake"
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/auth"
+	"seckill/captcha"
+	"seckill/errs"
+	"seckill/models"
+	"seckill/ratelimit"
+	"seckill/stock"
+)
+
+// Shared limits of the steps before the buy, per user and per address (the per-address ones are off
+// with RATE_LIMIT_IP=off).
+var (
+	captchaPerUser = ratelimit.Limit{Rate: 30, Burst: 10, Period: time.Minute}
+	captchaPerIP   = ratelimit.Limit{Rate: 120, Burst: 60, Period: time.Minute}
+	pathPerUser    = ratelimit.Limit{Rate: 20, Burst: 10, Period: time.Minute}
+	pathPerIP      = ratelimit.Limit{Rate: 120, Burst: 60, Period: time.Minute}
+)
+
+// Buy serves the buying path: captcha, purchase path, the buy itself and the buyer's result.
+type Buy struct {
+	DB          *gorm.DB
+	Ledger      *stock.Ledger
+	Flags       *stock.Flags
+	Captchas    *captcha.Captchas
+	Limits      *ratelimit.Shared
+	BuyLimit    *ratelimit.Local // per address, in memory: the buy costs no round trip for it
+	Orders      *snowflake.Node
+	RateLimitIP bool
+	Now         func() time.Time
+}
+
+// Captcha draws a captcha.
+func (h *Buy) Captcha(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	if h.RateLimitIP {
+		if err := h.Limits.Allow(ctx, "captcha:ip:"+c.IP(), captchaPerIP); err != nil {
+			return err
+		}
+	}
+	if s, ok := SessionOf(c); ok {
+		if err := h.Limits.Allow(ctx, "captcha:user:"+strconv.FormatInt(s.UserID, 10), captchaPerUser); err != nil {
+			return err
+		}
+	}
+	id, img, err := h.Captchas.Draw(ctx)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"captcha_id": id, "image": img})
+}
+
+// Path checks the captcha and gives the buyer a single-use purchase path for the item.
+func (h *Buy) Path(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	s, _ := SessionOf(c)
+	itemID, err := pathID(c, "id", "item")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		CaptchaID     string `json:"captcha_id"`
+		CaptchaAnswer string `json:"captcha_answer"`
+	}
+	if err := ParseJSON(c, &in); err != nil {
+		return err
+	}
+	if in.CaptchaID == "" {
+		return errs.Invalid("captcha_id", "is required")
+	}
+	if in.CaptchaAnswer == "" {
+		return errs.Invalid("captcha_answer", "is required")
+	}
+	if err := h.Limits.Allow(ctx, "path:user:"+strconv.FormatInt(s.UserID, 10), pathPerUser); err != nil {
+		return err
+	}
+	if h.RateLimitIP {
+		if err := h.Limits.Allow(ctx, "path:ip:"+c.IP(), pathPerIP); err != nil {
+			return err
+		}
+	}
+	ok, err := h.Captchas.Check(ctx, in.CaptchaID, in.CaptchaAnswer)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errs.New(errs.BadCaptcha, "the captcha answer is wrong or the captcha was used: get a new one")
+	}
+	if h.Flags.SoldOut(itemID) {
+		return errs.New(errs.SoldOut, "sold out")
+	}
+	token, err := auth.RandomToken(16)
+	if err != nil {
+		return err
+	}
+	err = h.Ledger.IssuePath(ctx, itemID, s.UserID, token)
+	if errs.Is(err, errs.NotFound) {
+		// Not in Redis: not on sale, not yet preheated, or Redis lost it. The database decides.
+		if err = h.notLoaded(c, itemID); err == nil {
+			err = h.Ledger.IssuePath(ctx, itemID, s.UserID, token)
+		}
+	}
+	if errs.Is(err, errs.SoldOut) {
+		h.Flags.MarkSoldOut(ctx, itemID)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"path": token})
+}
+
+// notLoaded answers for an item whose sale is not in Redis: 404 unless it is in an approved activity,
+// the window's error outside it, and inside it loads the sale at once.
+func (h *Buy) notLoaded(c *fiber.Ctx, itemID int64) error {
+	_, act, err := models.ItemWithActivity(c.UserContext(), h.DB, itemID)
+	if err != nil {
+		return err
+	}
+	now := h.Now()
+	if now.Before(act.StartsAt) {
+		return errs.New(errs.NotStarted, "the sale has not started yet")
+	}
+	if !now.Before(act.EndsAt) {
+		return errs.New(errs.Ended, "the sale has ended")
+	}
+	_, err = h.Ledger.PreheatFromDB(c.UserContext(), h.DB, itemID)
+	return err
+}
+
+// validPath reports whether p can be a path at all (32 hex digits), so that junk never reaches Redis.
+func validPath(p string) bool {
+	if len(p) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(p)
+	return err == nil
+}
+
+// Take is the buy. Everything before the script is checked in memory: the session and CSRF token (by
+// middleware), the per-address limit, the path's form and the sold-out flag. Then one round trip.
+func (h *Buy) Take(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	if h.RateLimitIP {
+		if err := h.BuyLimit.Allow(c.IP()); err != nil {
+			return err
+		}
+	}
+	itemID, err := pathID(c, "id", "item")
+	if err != nil {
+		return err
+	}
+	path := c.Params("path")
+	if !validPath(path) {
+		return errs.New(errs.InvalidPath, "this purchase link is not valid: get a new one")
+	}
+	if h.Flags.SoldOut(itemID) {
+		return errs.New(errs.SoldOut, "sold out")
+	}
+	ctx := c.UserContext()
+	left, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
+	switch {
+	case err == nil && left == 0:
+		h.Flags.MarkSoldOut(ctx, itemID)
+	case errs.Is(err, errs.SoldOut):
+		h.Flags.MarkSoldOut(ctx, itemID)
+	}
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(queued)
+}
+
+var queued = fiber.Map{"status": "queued"}
+
+// Result answers the buyer's result for the item.
+func (h *Buy) Result(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	itemID, err := pathID(c, "id", "item")
+	if err != nil {
+		return err
+	}
+	r, err := h.Ledger.ResultOf(c.UserContext(), itemID, s.UserID)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(r)
+}

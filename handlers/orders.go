@@ -1,0 +1,78 @@
+package handlers
+
+import (
+	"errors"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/errs"
+	"seckill/models"
+)
+
+// Orders serves the buyer's orders.
+type Orders struct {
+	DB *gorm.DB
+}
+
+// OrderJSON is the contract's `order`.
+type OrderJSON struct {
+	OrderNo     string    `json:"order_no"`
+	ItemID      int64     `json:"item_id"`
+	ActivityID  int64     `json:"activity_id"`
+	Name        string    `json:"name"`
+	PriceCents  int64     `json:"price_cents"`
+	Status      string    `json:"status"`
+	CreatedAt   time.Time `json:"created_at"`
+	PayDeadline time.Time `json:"pay_deadline"`
+}
+
+func (h *Orders) toJSON(c *fiber.Ctx, orders []models.Order) ([]OrderJSON, error) {
+	ids := make([]int64, 0, len(orders))
+	for _, o := range orders {
+		ids = append(ids, o.ItemID)
+	}
+	names, err := models.ItemNames(c.UserContext(), h.DB, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OrderJSON, len(orders))
+	for i, o := range orders {
+		out[i] = OrderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: names[o.ItemID],
+			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC()}
+	}
+	return out, nil
+}
+
+// List answers the caller's orders, newest first.
+func (h *Orders) List(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	orders, err := models.OrdersOfUser(c.UserContext(), h.DB, s.UserID)
+	if err != nil {
+		return err
+	}
+	out, err := h.toJSON(c, orders)
+	if err != nil {
+		return err
+	}
+	return c.JSON(out)
+}
+
+// Get answers one of the caller's orders; another user's answers 404.
+func (h *Orders) Get(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	var o models.Order
+	err := h.DB.WithContext(c.UserContext()).Where("order_no = ? AND user_id = ?", c.Params("order_no"), s.UserID).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return errs.New(errs.NotFound, "no such order")
+	}
+	if err != nil {
+		return err
+	}
+	out, err := h.toJSON(c, []models.Order{o})
+	if err != nil {
+		return err
+	}
+	return c.JSON(out[0])
+}

@@ -1,0 +1,409 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+
+	"seckill/auth"
+	"seckill/internal/testenv"
+	"seckill/models"
+	"seckill/stock"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type rig struct {
+	db     *gorm.DB
+	rdb    *redis.Client
+	ledger *stock.Ledger
+	flags  *stock.Flags
+	item   models.Item
+	users  []models.User
+}
+
+// newRig makes a running sale of one item with stockTotal units, preheated, and n buyers.
+func newRig(t *testing.T, stockTotal int64, n int) *rig {
+	t.Helper()
+	r := &rig{db: testenv.Postgres(t), rdb: testenv.Redis(t)}
+	r.ledger = stock.NewLedger(r.rdb, time.Now)
+	r.flags = stock.NewFlags(r.ledger, r.rdb, quiet)
+	_, r.item = testenv.Sale(t, r.db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if _, err := r.ledger.PreheatFromDB(context.Background(), r.db, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	r.users = testenv.Users(t, r.db, "buyer", n)
+	return r
+}
+
+// buy takes one unit for user u through a fresh path, as the buy endpoint does.
+func (r *rig) buy(t *testing.T, u models.User) error {
+	t.Helper()
+	ctx := context.Background()
+	tok, _ := auth.RandomToken(16)
+	if err := r.ledger.IssuePath(ctx, r.item.ID, u.ID, tok); err != nil {
+		return err
+	}
+	_, err := r.ledger.Take(ctx, r.item.ID, u.ID, tok, fmt.Sprintf("SK%d-%d", r.item.ID, u.ID))
+	return err
+}
+
+func (r *rig) consumer(db *gorm.DB, name string) *OrderConsumer {
+	return &OrderConsumer{DB: db, Ledger: r.ledger, Flags: r.flags, Name: name, Log: quiet, PayTimeout: 15 * time.Minute,
+		Batch: 50, Block: 50 * time.Millisecond, ClaimIdle: time.Minute, Discover: 20 * time.Millisecond}
+}
+
+// run runs c until the returned stop is called.
+func run(c *OrderConsumer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	return func() { cancel(); <-done }
+}
+
+// waitDrained waits until the item's stream has nothing queued or unacknowledged.
+func (r *rig) waitDrained(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		n, err := r.ledger.Backlog(context.Background(), r.item.ID)
+		if err == nil && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue did not drain within %v: %d left, %v", within, n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// audit checks the invariants between PostgreSQL and Redis for the item once the queue has drained:
+// want orders, each with its purchase and stock log row, no user twice, stock_sold and Redis agreeing.
+func (r *rig) audit(t *testing.T, want int64) {
+	t.Helper()
+	ctx := context.Background()
+	count := func(q string, args ...any) int64 {
+		var n int64
+		if err := r.db.Raw(q, args...).Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	id := r.item.ID
+	if n := count("SELECT count(*) FROM orders WHERE item_id = ?", id); n != want {
+		t.Errorf("%d orders, want %d", n, want)
+	}
+	if n := count("SELECT count(*) FROM purchases WHERE item_id = ?", id); n != want {
+		t.Errorf("%d purchase rows, want %d", n, want)
+	}
+	if n := count("SELECT count(*) FROM stock_logs WHERE item_id = ? AND kind = 'sell'", id); n != want {
+		t.Errorf("%d stock log rows, want %d", n, want)
+	}
+	if n := count("SELECT count(*) FROM (SELECT user_id FROM orders WHERE item_id = ? GROUP BY user_id HAVING count(*) > 1) d", id); n != 0 {
+		t.Errorf("%d users hold two orders", n)
+	}
+	if n := count("SELECT stock_sold FROM items WHERE id = ?", id); n != want {
+		t.Errorf("stock_sold %d, want %d", n, want)
+	}
+	left, _, err := r.ledger.Left(ctx, id)
+	if err != nil || left != r.item.StockTotal-want {
+		t.Errorf("Redis stock left %d (%v), want %d", left, err, r.item.StockTotal-want)
+	}
+	// Every order's buyer sees success with that order.
+	var orders []models.Order
+	r.db.Where("item_id = ?", id).Find(&orders)
+	for _, o := range orders {
+		res, err := r.ledger.ResultOf(ctx, id, o.UserID)
+		if err != nil || res.Status != stock.ResultSuccess || res.OrderNo != o.OrderNo {
+			t.Errorf("user %d's result %+v (%v), want success with %s", o.UserID, res, err, o.OrderNo)
+		}
+	}
+}
+
+func TestConsumerPlacesEveryQueuedOrderOnce(t *testing.T) {
+	r := newRig(t, 100, 150)
+	for _, u := range r.users {
+		_ = r.buy(t, u) // the last 50 find it sold out
+	}
+	// Two instances' consumers share the stream.
+	stopA := run(r.consumer(r.db, "a"))
+	stopB := run(r.consumer(r.db, "b"))
+	r.waitDrained(t, 30*time.Second)
+	stopA()
+	stopB()
+	r.audit(t, 100)
+}
+
+func TestConsumerStoppedBetweenCommitAndAck(t *testing.T) {
+	r := newRig(t, 100, 100)
+	for _, u := range r.users {
+		if err := r.buy(t, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := r.consumer(r.db, "crashy")
+	ctx, cancel := context.WithCancel(context.Background())
+	var commits atomic.Int32
+	c.afterCommit = func(int64) {
+		if commits.Add(1) == 1 {
+			cancel() // the process dies after its first commit, before acknowledging
+		}
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	<-done
+	if n, _ := r.ledger.Backlog(context.Background(), r.item.ID); n != 100 {
+		t.Fatalf("after the crash %d messages are unacknowledged, want all 100", n)
+	}
+	var placed int64
+	r.db.Model(&models.Order{}).Where("item_id = ?", r.item.ID).Count(&placed)
+	if placed == 0 {
+		t.Fatal("the first batch was not committed before the crash")
+	}
+
+	// The same consumer starts again: it reads its pending messages first.
+	again := r.consumer(r.db, "crashy")
+	stop := run(again)
+	r.waitDrained(t, 30*time.Second)
+	stop()
+	r.audit(t, 100)
+}
+
+func TestDuplicatedMessageMakesOneOrder(t *testing.T) {
+	r := newRig(t, 10, 1)
+	u := r.users[0]
+	if err := r.buy(t, u); err != nil {
+		t.Fatal(err)
+	}
+	// The same order message delivered a second time (a producer retry, a replayed stream).
+	ctx := context.Background()
+	k := stock.KeysOf(r.item.ID)
+	msgs, err := r.rdb.XRange(ctx, k.Stream, "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("stream: %v %v", msgs, err)
+	}
+	r.rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream, Values: msgs[0].Values})
+
+	stop := run(r.consumer(r.db, "c"))
+	r.waitDrained(t, 10*time.Second)
+	stop()
+	// Redis took one unit; the database holds one order.
+	r.audit(t, 1)
+}
+
+func TestDeadConsumersMessagesAreClaimed(t *testing.T) {
+	r := newRig(t, 20, 20)
+	for _, u := range r.users {
+		if err := r.buy(t, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	if err := r.ledger.EnsureGroup(ctx, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A consumer reads every message and dies without acknowledging any.
+	got, err := r.ledger.Read(ctx, r.item.ID, "dead", false, 100, 0)
+	if err != nil || len(got) != 20 {
+		t.Fatalf("the dead consumer read %d, %v", len(got), err)
+	}
+	c := r.consumer(r.db, "survivor")
+	c.ClaimIdle = 100 * time.Millisecond
+	stop := run(c)
+	r.waitDrained(t, 30*time.Second)
+	stop()
+	r.audit(t, 20)
+}
+
+func TestMessageThatCanNeverSucceedGivesStockBack(t *testing.T) {
+	r := newRig(t, 5, 2)
+	ctx := context.Background()
+	if err := r.buy(t, r.users[0]); err != nil {
+		t.Fatal(err)
+	}
+	// A corrupt message for user 1, as if its unit had been taken: left 3, user marked.
+	k := stock.KeysOf(r.item.ID)
+	r.rdb.HIncrBy(ctx, k.Sale, "left", -1)
+	r.rdb.SAdd(ctx, k.Buyers, r.users[1].ID)
+	r.rdb.HSet(ctx, k.Results, strconv.FormatInt(r.users[1].ID, 10), "queued")
+	r.rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream, Values: map[string]any{"order_no": "SKbad", "user_id": r.users[1].ID, "price": "not a number"}})
+
+	stop := run(r.consumer(r.db, "c"))
+	r.waitDrained(t, 10*time.Second)
+	stop()
+	res, _ := r.ledger.ResultOf(ctx, r.item.ID, r.users[1].ID)
+	if res.Status != stock.ResultFailed || res.Message == "" {
+		t.Errorf("the corrupt order's buyer sees %+v, want failed with a message", res)
+	}
+	r.audit(t, 1) // one order, and Redis back at 4 left
+	if err := r.buy(t, r.users[1]); err != nil {
+		t.Errorf("the buyer whose order failed cannot buy again: %v", err)
+	}
+}
+
+// proxy is a TCP proxy to PostgreSQL that a test can cut and restore.
+type proxy struct {
+	t      *testing.T
+	target string
+	ln     net.Listener
+	addr   string
+	mu     sync.Mutex
+	conns  []net.Conn
+	up     bool
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{t: t, target: target}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	ln.Close()
+	p.start()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *proxy) start() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatalf("proxy listen: %v", err)
+	}
+	p.mu.Lock()
+	p.ln, p.up = ln, true
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(c, s); c.Close() }()
+		}
+	}()
+}
+
+// cut closes the listener and every connection: PostgreSQL is unreachable.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.up {
+		return
+	}
+	p.up = false
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func TestPostgresAwayDuringTheSale(t *testing.T) {
+	r := newRig(t, 60, 60)
+	// The consumer reaches PostgreSQL through a proxy the test controls.
+	u, _ := url.Parse(testenv.PostgresSchema(t))
+	schemaDB := r.db
+	var search string
+	schemaDB.Raw("SHOW search_path").Scan(&search)
+	p := newProxy(t, u.Host)
+	u.Host = p.addr
+	q := u.Query()
+	q.Set("search_path", search)
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	viaProxy, err := gorm.Open(postgres.Open(u.String()), testenv.GormConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := viaProxy.DB(); err == nil {
+		defer d.Close()
+	}
+
+	stop := run(r.consumer(viaProxy, "c"))
+	defer stop()
+	for _, u := range r.users[:20] {
+		if err := r.buy(t, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.waitDrained(t, 10*time.Second)
+
+	p.cut()
+	for _, u := range r.users[20:] {
+		if err := r.buy(t, u); err != nil { // buying goes on: PostgreSQL is not on the buy path
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the consumer fails and backs off meanwhile
+	if n, _ := r.ledger.Backlog(context.Background(), r.item.ID); n != 40 {
+		t.Errorf("while PostgreSQL is away %d orders wait, want 40", n)
+	}
+	p.start()
+	r.waitDrained(t, 30*time.Second)
+	r.audit(t, 60)
+}
+
+func TestRedisEmptiedAfterTheSaleStarted(t *testing.T) {
+	r := newRig(t, 30, 60)
+	for _, u := range r.users[:20] {
+		if err := r.buy(t, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := run(r.consumer(r.db, "c"))
+	r.waitDrained(t, 10*time.Second)
+	stop()
+
+	ctx := context.Background()
+	r.rdb.FlushDB(ctx) // Redis restarts with nothing
+	p := &Preheater{DB: r.db, Ledger: r.ledger, Window: 10 * time.Minute, Now: time.Now, Log: quiet}
+	if n, err := p.Once(ctx); err != nil || n != 1 {
+		t.Fatalf("preheat after the flush: %d items, %v", n, err)
+	}
+	if left, _, _ := r.ledger.Left(ctx, r.item.ID); left != 10 {
+		t.Fatalf("rebuilt stock left %d, want 10 (30 minus 20 orders)", left)
+	}
+	// Everyone tries again, the 20 who bought included: only 10 more can buy.
+	var ok int
+	for _, u := range r.users {
+		if err := r.buy(t, u); err == nil {
+			ok++
+		}
+	}
+	if ok != 10 {
+		t.Errorf("%d more units sold after the rebuild, want 10", ok)
+	}
+	// Preheating again during the sale never raises the count.
+	if _, err := p.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, _, _ := r.ledger.Left(ctx, r.item.ID); left != 0 {
+		t.Errorf("a second preheat changed stock left to %d, want 0", left)
+	}
+	stop = run(r.consumer(r.db, "c"))
+	r.waitDrained(t, 10*time.Second)
+	stop()
+	r.audit(t, 30)
+}

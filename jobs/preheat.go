@@ -1,0 +1,51 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"seckill/models"
+	"seckill/stock"
+)
+
+// Preheater keeps every approved sale that starts within the window, or is running, loaded in Redis.
+// It is idempotent, so every instance may run it: a loaded sale keeps its count, and a sale Redis lost is
+// rebuilt from the database.
+type Preheater struct {
+	DB       *gorm.DB
+	Ledger   *stock.Ledger
+	Window   time.Duration
+	Interval time.Duration
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// Run preheats every Interval until ctx ends.
+func (p *Preheater) Run(ctx context.Context) error {
+	return Every(ctx, p.Interval, func(ctx context.Context) error {
+		_, err := p.Once(ctx)
+		return err
+	}, func(err error) { p.Log.Warn("preheat failed", "err", err) })
+}
+
+// Once preheats what is due now and answers how many items it loaded or refreshed.
+func (p *Preheater) Once(ctx context.Context) (int, error) {
+	now := p.Now()
+	acts, err := models.ActivitiesToPreheat(ctx, p.DB, now, now.Add(p.Window))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range acts {
+		for _, it := range a.Items {
+			if _, err := p.Ledger.PreheatFromDB(ctx, p.DB, it.ID); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,201 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// NewOrder is an order a consumer writes for one queued message.
+type NewOrder struct {
+	OrderNo    string
+	UserID     int64
+	ActivityID int64
+	PriceCents int64
+	BoughtAt   time.Time
+}
+
+// Placement outcomes.
+const (
+	Placed      = "placed"      // the order is now in the database
+	AlreadyHeld = "already"     // this very order was placed before (the message came twice)
+	OtherOrder  = "other_order" // the user holds another order for the item: this one is refused
+	NoStock     = "no_stock"    // the database has no stock left for it
+)
+
+// Placement is what became of one NewOrder.
+type Placement struct {
+	Outcome string
+	OrderNo string // the order the user holds for the item
+}
+
+// ErrItemGone means the item is not in the database: its orders can never be placed.
+var ErrItemGone = errors.New("item not in the database")
+
+// errVersionConflict is an optimistic lock that lost too many times in a row.
+var errVersionConflict = errors.New("item version kept changing")
+
+// PlaceOrders writes a batch of one item's orders in one transaction: stock_sold moves under the
+// optimistic lock on version, and each order comes with its stock log row and its purchase row, whose
+// unique (user, item) index is the database's own line of defence against a second order. A message
+// delivered twice finds its purchase and places nothing. The answer maps each order number to its fate.
+func PlaceOrders(ctx context.Context, db *gorm.DB, itemID int64, orders []NewOrder, now time.Time, payTimeout time.Duration) (map[string]Placement, error) {
+	out := make(map[string]Placement, len(orders))
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		clear(out)
+		users := make([]int64, 0, len(orders))
+		for _, o := range orders {
+			users = append(users, o.UserID)
+		}
+		var held []Purchase
+		if err := tx.Raw("SELECT user_id, order_no FROM purchases WHERE item_id = ? AND user_id IN ?", itemID, users).
+			Scan(&held).Error; err != nil {
+			return err
+		}
+		holder := make(map[int64]string, len(held))
+		for _, p := range held {
+			holder[p.UserID] = p.OrderNo
+		}
+		var fresh []NewOrder
+		for _, o := range orders {
+			switch prev, ok := holder[o.UserID]; {
+			case ok && prev == o.OrderNo:
+				out[o.OrderNo] = Placement{AlreadyHeld, prev}
+			case ok:
+				out[o.OrderNo] = Placement{OtherOrder, prev}
+			default:
+				holder[o.UserID] = o.OrderNo
+				fresh = append(fresh, o)
+			}
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+
+		// The optimistic lock: read the version, write only if nobody moved it, else read again.
+		var item Item
+		var n int64
+		for attempt := 0; ; attempt++ {
+			if attempt == 50 {
+				return errVersionConflict
+			}
+			err := tx.Raw("SELECT id, stock_total, stock_sold, version FROM items WHERE id = ?", itemID).Scan(&item).Error
+			if err != nil {
+				return err
+			}
+			if item.ID == 0 {
+				return ErrItemGone
+			}
+			n = min(int64(len(fresh)), item.StockTotal-item.StockSold)
+			if n <= 0 {
+				n = 0
+				break
+			}
+			res := tx.Exec("UPDATE items SET stock_sold = stock_sold + ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?",
+				n, now, itemID, item.Version)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 1 {
+				break
+			}
+		}
+		for _, o := range fresh[n:] {
+			out[o.OrderNo] = Placement{NoStock, ""}
+		}
+		fresh = fresh[:n]
+		if n == 0 {
+			return nil
+		}
+
+		rows := make([]Order, len(fresh))
+		logs := make([]StockLog, len(fresh))
+		buys := make([]Purchase, len(fresh))
+		left := item.StockTotal - item.StockSold
+		for i, o := range fresh {
+			rows[i] = Order{OrderNo: o.OrderNo, UserID: o.UserID, ItemID: itemID, ActivityID: o.ActivityID, PriceCents: o.PriceCents,
+				Status: OrderPendingPayment, PayDeadline: now.Add(payTimeout), CreatedAt: o.BoughtAt, UpdatedAt: now}
+			logs[i] = StockLog{OrderNo: o.OrderNo, Kind: StockSell, ItemID: itemID, StockBefore: left - int64(i), StockAfter: left - int64(i) - 1, CreatedAt: now}
+			buys[i] = Purchase{UserID: o.UserID, ItemID: itemID, OrderNo: o.OrderNo, CreatedAt: now}
+			out[o.OrderNo] = Placement{Placed, o.OrderNo}
+		}
+		if err := tx.CreateInBatches(rows, 500).Error; err != nil {
+			return err
+		}
+		if err := tx.CreateInBatches(logs, 500).Error; err != nil {
+			return err
+		}
+		return tx.CreateInBatches(buys, 500).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("place %d orders of item %d: %w", len(orders), itemID, err)
+	}
+	return out, nil
+}
+
+// ItemStockFacts is what preheating needs from the database about an item.
+type ItemStockFacts struct {
+	Item     Item
+	Activity Activity
+	Live     int64      // orders not cancelled
+	Buyers   []Purchase // every purchase of the item: one per user, cancelled orders included
+}
+
+// StockFacts reads an item, its activity, its live orders and its buyers.
+func StockFacts(ctx context.Context, db *gorm.DB, itemID int64) (*ItemStockFacts, error) {
+	f := &ItemStockFacts{}
+	db = db.WithContext(ctx)
+	if err := db.Take(&f.Item, "id = ?", itemID).Error; err != nil {
+		return nil, fmt.Errorf("item %d: %w", itemID, err)
+	}
+	if err := db.Take(&f.Activity, "id = ?", f.Item.ActivityID).Error; err != nil {
+		return nil, fmt.Errorf("activity of item %d: %w", itemID, err)
+	}
+	if err := db.Raw("SELECT count(*) FROM orders WHERE item_id = ? AND status <> ?", itemID, OrderCancelled).Scan(&f.Live).Error; err != nil {
+		return nil, fmt.Errorf("orders of item %d: %w", itemID, err)
+	}
+	if err := db.Raw("SELECT user_id, order_no FROM purchases WHERE item_id = ?", itemID).Scan(&f.Buyers).Error; err != nil {
+		return nil, fmt.Errorf("buyers of item %d: %w", itemID, err)
+	}
+	return f, nil
+}
+
+// ActivitiesToPreheat lists the approved activities that start before horizon and have not ended at now.
+func ActivitiesToPreheat(ctx context.Context, db *gorm.DB, now, horizon time.Time) ([]Activity, error) {
+	var acts []Activity
+	err := db.WithContext(ctx).Preload("Items").
+		Where("state = ? AND starts_at <= ? AND ends_at > ?", ActivityApproved, horizon, now).
+		Find(&acts).Error
+	if err != nil {
+		return nil, fmt.Errorf("activities to preheat: %w", err)
+	}
+	return acts, nil
+}
+
+// OrdersOfUser lists a user's orders, newest first.
+func OrdersOfUser(ctx context.Context, db *gorm.DB, userID int64) ([]Order, error) {
+	var orders []Order
+	if err := db.WithContext(ctx).Where("user_id = ?", userID).Order("created_at DESC, id DESC").Find(&orders).Error; err != nil {
+		return nil, fmt.Errorf("orders of user %d: %w", userID, err)
+	}
+	return orders, nil
+}
+
+// ItemNames maps item ids to their names.
+func ItemNames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string, error) {
+	out := map[int64]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var items []Item
+	if err := db.WithContext(ctx).Select("id", "name").Where("id IN ?", ids).Find(&items).Error; err != nil {
+		return nil, fmt.Errorf("item names: %w", err)
+	}
+	for _, it := range items {
+		out[it.ID] = it.Name
+	}
+	return out, nil
+}

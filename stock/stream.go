@@ -1,0 +1,173 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Group is the consumer group every instance's order consumer joins.
+const Group = "orders"
+
+// OrderMessage is one queued order, as the take script wrote it.
+type OrderMessage struct {
+	ID         string // the stream entry id
+	ItemID     int64
+	OrderNo    string
+	UserID     int64
+	ActivityID int64
+	PriceCents int64
+	At         time.Time
+	Bad        error // set when the entry cannot be read as an order: it can never succeed
+}
+
+// Streams lists the items that have an order stream.
+func (l *Ledger) Streams(ctx context.Context) ([]int64, error) {
+	ids, err := l.rdb.SMembers(ctx, streamsKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("streams: %w", err)
+	}
+	out := make([]int64, 0, len(ids))
+	for _, s := range ids {
+		if id, err := strconv.ParseInt(s, 10, 64); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// EnsureGroup makes the consumer group of an item's stream (and the stream) if missing.
+func (l *Ledger) EnsureGroup(ctx context.Context, itemID int64) error {
+	err := l.rdb.XGroupCreateMkStream(ctx, KeysOf(itemID).Stream, Group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("consumer group of item %d: %w", itemID, err)
+	}
+	return nil
+}
+
+// Read reads up to count order messages of an item for consumer: its own unacknowledged ones when
+// pending, else new ones, waiting up to block for them.
+func (l *Ledger) Read(ctx context.Context, itemID int64, consumer string, pending bool, count int, block time.Duration) ([]OrderMessage, error) {
+	start := ">"
+	if pending {
+		start, block = "0", -1
+	}
+	res, err := l.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: Group, Consumer: consumer, Streams: []string{KeysOf(itemID).Stream, start}, Count: int64(count), Block: block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read orders of item %d: %w", itemID, err)
+	}
+	var out []OrderMessage
+	for _, s := range res {
+		for _, m := range s.Messages {
+			out = append(out, parseOrder(itemID, m))
+		}
+	}
+	return out, nil
+}
+
+// Claim takes over up to count messages of an item that another consumer has left unacknowledged for
+// longer than minIdle (it died, or is stuck).
+func (l *Ledger) Claim(ctx context.Context, itemID int64, consumer string, minIdle time.Duration, count int) ([]OrderMessage, error) {
+	msgs, _, err := l.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+		Stream: KeysOf(itemID).Stream, Group: Group, Consumer: consumer, MinIdle: minIdle, Start: "0", Count: int64(count),
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("claim orders of item %d: %w", itemID, err)
+	}
+	out := make([]OrderMessage, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, parseOrder(itemID, m))
+	}
+	return out, nil
+}
+
+func parseOrder(itemID int64, m redis.XMessage) OrderMessage {
+	o := OrderMessage{ID: m.ID, ItemID: itemID}
+	str := func(k string) string { s, _ := m.Values[k].(string); return s }
+	num := func(k string) int64 {
+		n, err := strconv.ParseInt(str(k), 10, 64)
+		if err != nil && o.Bad == nil {
+			o.Bad = fmt.Errorf("field %s: %q is not a number", k, str(k))
+		}
+		return n
+	}
+	o.OrderNo = str("order_no")
+	o.UserID = num("user_id")
+	o.ActivityID = num("activity_id")
+	o.PriceCents = num("price")
+	o.At = time.UnixMilli(num("at")).UTC()
+	if o.Bad == nil && (o.OrderNo == "" || o.UserID <= 0) {
+		o.Bad = errors.New("no order number or user")
+	}
+	return o
+}
+
+// Placed is an order the database holds for a message.
+type Placed struct {
+	MessageID string
+	UserID    int64
+	OrderNo   string
+}
+
+// Ack acknowledges messages whose orders the database holds and sets each buyer's result to success,
+// in one round trip.
+func (l *Ledger) Ack(ctx context.Context, itemID int64, placed []Placed) error {
+	if len(placed) == 0 {
+		return nil
+	}
+	k := KeysOf(itemID)
+	ids := make([]string, len(placed))
+	results := make([]any, 0, 2*len(placed))
+	for i, p := range placed {
+		ids[i] = p.MessageID
+		results = append(results, strconv.FormatInt(p.UserID, 10), successValue(p.OrderNo))
+	}
+	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k.Results, results...)
+		p.XAck(ctx, k.Stream, Group, ids...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ack orders of item %d: %w", itemID, err)
+	}
+	return nil
+}
+
+// AckOnly acknowledges messages that need nothing else (their results were set already).
+func (l *Ledger) AckOnly(ctx context.Context, itemID int64, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := l.rdb.XAck(ctx, KeysOf(itemID).Stream, Group, ids...).Err(); err != nil {
+		return fmt.Errorf("ack orders of item %d: %w", itemID, err)
+	}
+	return nil
+}
+
+// Backlog counts an item's orders that are queued and not yet in the database: read by no consumer yet,
+// or read and not acknowledged.
+func (l *Ledger) Backlog(ctx context.Context, itemID int64) (int64, error) {
+	groups, err := l.rdb.XInfoGroups(ctx, KeysOf(itemID).Stream).Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("backlog of item %d: %w", itemID, err)
+	}
+	for _, g := range groups {
+		if g.Name == Group {
+			return g.Pending + max(g.Lag, 0), nil
+		}
+	}
+	return l.rdb.XLen(ctx, KeysOf(itemID).Stream).Result()
+}
