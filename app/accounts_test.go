@@ -41,18 +41,34 @@ type liveServer struct {
 	DB    *gorm.DB
 	Redis *redis.Client
 	Clock *clock
+	Cfg   Config
 }
 
 // startLive serves a real app on a free port with its background work running, on the given services
 // (fresh ones when nil), with a movable clock.
 func startLive(t *testing.T, db *gorm.DB, rdb *redis.Client) *liveServer {
 	t.Helper()
-	return startLiveWith(t, db, rdb, nil)
+	return startLiveWith(t, db, rdb, nil, nil)
 }
 
-// startLiveWith is startLive with a chance to add test routes before the server starts.
-func startLiveWith(t *testing.T, db *gorm.DB, rdb *redis.Client, setup func(*Server)) *liveServer {
+// startLiveWith is startLive with a chance to change the configuration and to add test routes before
+// the server starts.
+func startLiveWith(t *testing.T, db *gorm.DB, rdb *redis.Client, tune func(*Config), setup func(*Server)) *liveServer {
 	t.Helper()
+	return startLiveOpts(t, liveOpts{db: db, rdb: rdb, tune: tune, setup: setup})
+}
+
+type liveOpts struct {
+	db           *gorm.DB
+	rdb          *redis.Client
+	tune         func(*Config)
+	setup        func(*Server)
+	noBackground bool // for tests that count Redis commands: no worker sends any of its own
+}
+
+func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
+	t.Helper()
+	db, rdb, tune, setup := o.db, o.rdb, o.tune, o.setup
 	if db == nil {
 		db = testenv.Postgres(t)
 	}
@@ -61,22 +77,27 @@ func startLiveWith(t *testing.T, db *gorm.DB, rdb *redis.Client, setup func(*Ser
 	}
 	clk := &clock{}
 	cfg := testConfig()
+	if tune != nil {
+		tune(&cfg)
+	}
 	srv, err := NewServer(cfg, Deps{DB: db, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	bg, err := srv.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if !o.noBackground {
+		ctx, cancel := context.WithCancel(context.Background())
+		bg, err := srv.Start(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cancel(); <-bg })
 	}
-	t.Cleanup(func() { cancel(); <-bg })
 	if setup != nil {
 		setup(srv)
 	}
 	base := startServer(t, srv.Fiber)
 	cfg.BaseURL = base
-	return &liveServer{URL: base, Srv: srv, DB: db, Redis: rdb, Clock: clk}
+	return &liveServer{URL: base, Srv: srv, DB: db, Redis: rdb, Clock: clk, Cfg: cfg}
 }
 
 // browser is one cookie jar: a PC, a phone, an attacker.
@@ -615,13 +636,13 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // only; a state-changing request behind them reaches its handler without a Redis command.
 func TestSessionCheckMakesNoRedisCall(t *testing.T) {
 	var seen atomic.Int64
-	s := startLiveWith(t, nil, nil, func(srv *Server) {
+	s := startLiveOpts(t, liveOpts{noBackground: true, setup: func(srv *Server) {
 		srv.Fiber.Post("/api/test/guarded", handlers.RequireUser, func(c *fiber.Ctx) error {
 			sess, _ := handlers.SessionOf(c)
 			seen.Store(sess.UserID)
 			return c.SendStatus(fiber.StatusAccepted)
 		})
-	})
+	}})
 	hook := &countingHook{}
 	s.Redis.AddHook(hook)
 	b := newBrowser(t, s.URL)
