@@ -171,10 +171,10 @@ func TestRush(t *testing.T) {
 		return n
 	}
 	for q, want := range map[string]int64{
-		"SELECT count(*) FROM orders WHERE item_id = ?":                                                                      100,
-		"SELECT count(*) FROM purchases WHERE item_id = ?":                                                                   100,
-		"SELECT count(*) FROM stock_logs WHERE item_id = ?":                                                                  100,
-		"SELECT stock_sold FROM items WHERE id = ?":                                                                           100,
+		"SELECT count(*) FROM orders WHERE item_id = ?":                                                                  100,
+		"SELECT count(*) FROM purchases WHERE item_id = ?":                                                               100,
+		"SELECT count(*) FROM stock_logs WHERE item_id = ?":                                                              100,
+		"SELECT stock_sold FROM items WHERE id = ?":                                                                      100,
 		"SELECT count(*) FROM (SELECT user_id FROM orders WHERE item_id = ? GROUP BY user_id HAVING count(*) > 1) twice": 0,
 	} {
 		if got := count(q); got != want {
