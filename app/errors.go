@@ -57,8 +57,14 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 		if e.RetryAfter > 0 {
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 		}
-		return c.Status(status).JSON(fiber.Map{"error": e.Code, "message": e.Message})
+		return c.Status(status).JSON(errorBody{e.Code, e.Message})
 	}
+}
+
+// errorBody is the contract's error JSON.
+type errorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
 }
 
 func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {

@@ -11,13 +11,13 @@ import (
 // must send the token in a header and in the cookie GET /api/csrf set (a cross-site page can do neither),
 // and the token must carry this server's signature (so a planted cookie does not pass). All in memory.
 type CSRF struct {
-	key []byte
+	mac *macPool
 }
 
 const csrfRandLen, csrfMacLen = 16, 16
 
 // NewCSRF returns a token maker keyed by the session secret.
-func NewCSRF(secret string) *CSRF { return &CSRF{key: derive(secret, "csrf")} }
+func NewCSRF(secret string) *CSRF { return &CSRF{mac: newMacPool(derive(secret, "csrf"))} }
 
 // Token returns a new token.
 func (c *CSRF) Token() (string, error) {
@@ -25,9 +25,7 @@ func (c *CSRF) Token() (string, error) {
 	if _, err := rand.Read(buf); err != nil {
 		return "", err
 	}
-	m := hmac.New(sha256.New, c.key)
-	m.Write(buf)
-	buf = m.Sum(buf)[:csrfRandLen+csrfMacLen]
+	buf = c.mac.sum(buf, buf)[:csrfRandLen+csrfMacLen]
 	return base64.RawURLEncoding.EncodeToString(buf), nil
 }
 
@@ -36,11 +34,13 @@ func (c *CSRF) Valid(header, cookie string) bool {
 	if header == "" || !hmac.Equal([]byte(header), []byte(cookie)) {
 		return false
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(header)
-	if err != nil || len(raw) != csrfRandLen+csrfMacLen {
+	var raw [csrfRandLen + csrfMacLen]byte
+	if base64.RawURLEncoding.DecodedLen(len(header)) != len(raw) {
 		return false
 	}
-	m := hmac.New(sha256.New, c.key)
-	m.Write(raw[:csrfRandLen])
-	return hmac.Equal(m.Sum(nil)[:csrfMacLen], raw[csrfRandLen:])
+	if _, err := base64.RawURLEncoding.Decode(raw[:], []byte(header)); err != nil {
+		return false
+	}
+	var mac [sha256.Size]byte
+	return hmac.Equal(c.mac.sum(mac[:0], raw[:csrfRandLen])[:csrfMacLen], raw[csrfRandLen:])
 }

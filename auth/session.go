@@ -66,7 +66,7 @@ type userState struct {
 // from a Redis channel, and reads the database every two seconds for anything the channel missed. So
 // the check on the buy path costs no round trip, and a logout takes effect everywhere within moments.
 type Sessions struct {
-	key   []byte
+	mac   *macPool
 	ttl   time.Duration
 	now   func() time.Time
 	db    *gorm.DB
@@ -80,7 +80,7 @@ type Sessions struct {
 // NewSessions returns a session manager whose cookies live for ttl.
 func NewSessions(secret string, ttl time.Duration, db *gorm.DB, rdb redis.UniversalClient, now func() time.Time, log *slog.Logger) *Sessions {
 	return &Sessions{
-		key: derive(secret, "session"), ttl: ttl, now: now, db: db, rdb: rdb, log: log,
+		mac: newMacPool(derive(secret, "session")), ttl: ttl, now: now, db: db, rdb: rdb, log: log,
 		users: map[int64]userState{},
 	}
 }
@@ -104,9 +104,7 @@ func (s *Sessions) Issue(u *models.User) (Session, string, error) {
 	binary.BigEndian.PutUint64(buf[17:], uint64(sess.Expires.Unix()))
 	buf[25] = roleCode(sess.Role)
 	copy(buf[26:], sess.ID[:])
-	m := hmac.New(sha256.New, s.key)
-	m.Write(buf)
-	buf = m.Sum(buf)
+	buf = s.mac.sum(buf, buf)
 	return sess, base64.RawURLEncoding.EncodeToString(buf), nil
 }
 
@@ -120,9 +118,8 @@ func (s *Sessions) Check(value string) (Session, bool) {
 	if _, err := base64.RawURLEncoding.Decode(raw[:], []byte(value)); err != nil {
 		return Session{}, false
 	}
-	m := hmac.New(sha256.New, s.key)
-	m.Write(raw[:payloadLen])
-	if !hmac.Equal(m.Sum(nil), raw[payloadLen:]) || raw[0] != cookieFormat {
+	var mac [macLen]byte
+	if !hmac.Equal(s.mac.sum(mac[:0], raw[:payloadLen]), raw[payloadLen:]) || raw[0] != cookieFormat {
 		return Session{}, false
 	}
 	role := int(raw[25])

@@ -164,7 +164,7 @@ func (h *Buy) Take(c *fiber.Ctx) error {
 		return errs.New(errs.InvalidPath, "this purchase link is not valid: get a new one")
 	}
 	if h.Flags.SoldOut(itemID) {
-		return errs.New(errs.SoldOut, "sold out")
+		return errSoldOut
 	}
 	ctx := c.UserContext()
 	left, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
@@ -177,10 +177,14 @@ func (h *Buy) Take(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusAccepted).JSON(queued)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(fiber.StatusAccepted).Send(queued)
 }
 
-var queued = fiber.Map{"status": "queued"}
+var (
+	queued     = []byte(`{"status":"queued"}`)
+	errSoldOut = errs.New(errs.SoldOut, "sold out")
+)
 
 // Result answers the buyer's result for the item.
 func (h *Buy) Result(c *fiber.Ctx) error {

@@ -180,7 +180,7 @@ func (c *OrderConsumer) process(ctx context.Context, itemID int64, msgs []stock.
 			other = append(other, m)
 		case models.NoStock:
 			// Redis held more than the database: never sell it, so nothing is given back.
-			if err := c.Ledger.SetResult(ctx, itemID, m.UserID, stock.FailedValue("sold out")); err != nil {
+			if err := c.Ledger.Fail(ctx, itemID, m.UserID, "sold out"); err != nil {
 				return err
 			}
 			noStock = append(noStock, m.ID)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -237,7 +236,6 @@ func TestMessageThatCanNeverSucceedGivesStockBack(t *testing.T) {
 	k := stock.KeysOf(r.item.ID)
 	r.rdb.HIncrBy(ctx, k.Sale, "left", -1)
 	r.rdb.SAdd(ctx, k.Buyers, r.users[1].ID)
-	r.rdb.HSet(ctx, k.Results, strconv.FormatInt(r.users[1].ID, 10), "queued")
 	r.rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream, Values: map[string]any{"order_no": "SKbad", "user_id": r.users[1].ID, "price": "not a number"}})
 
 	stop := run(r.consumer(r.db, "c"))
@@ -249,7 +247,10 @@ func TestMessageThatCanNeverSucceedGivesStockBack(t *testing.T) {
 	}
 	r.audit(t, 1) // one order, and Redis back at 4 left
 	if err := r.buy(t, r.users[1]); err != nil {
-		t.Errorf("the buyer whose order failed cannot buy again: %v", err)
+		t.Fatalf("the buyer whose order failed cannot buy again: %v", err)
+	}
+	if res, _ := r.ledger.ResultOf(ctx, r.item.ID, r.users[1].ID); res.Status != stock.ResultQueued {
+		t.Errorf("after buying again the buyer sees %+v, want queued", res)
 	}
 }
 

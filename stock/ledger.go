@@ -167,7 +167,7 @@ func (l *Ledger) IssuePath(ctx context.Context, itemID, userID int64, token stri
 // the order, all in one script. It answers the stock left, or the contract's reason.
 func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo string) (int64, error) {
 	k := KeysOf(itemID)
-	res, err := takeScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Path(userID), k.Results, k.Stream},
+	res, err := takeScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Path(userID), k.Stream},
 		userID, path, l.now().UnixMilli(), orderNo).StringSlice()
 	if err != nil {
 		return 0, fmt.Errorf("take: %w", err)
@@ -194,10 +194,17 @@ func (l *Ledger) Release(ctx context.Context, itemID, userID int64, result strin
 	return left, nil
 }
 
-// SetResult sets a buyer's result without touching stock.
-func (l *Ledger) SetResult(ctx context.Context, itemID, userID int64, value string) error {
-	if err := l.rdb.HSet(ctx, KeysOf(itemID).Results, strconv.FormatInt(userID, 10), value).Err(); err != nil {
-		return fmt.Errorf("set result: %w", err)
+// Fail ends a buyer's attempt as failed without touching stock, and unmarks the buyer.
+func (l *Ledger) Fail(ctx context.Context, itemID, userID int64, message string) error {
+	k := KeysOf(itemID)
+	uid := strconv.FormatInt(userID, 10)
+	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k.Results, uid, FailedValue(message))
+		p.SRem(ctx, k.Buyers, uid)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("fail buyer: %w", err)
 	}
 	return nil
 }
@@ -227,25 +234,29 @@ func successValue(orderNo string) string { return "success:" + orderNo }
 // FailedValue is the result of a buyer whose order could not be made.
 func FailedValue(message string) string { return "failed:" + message }
 
-// ResultOf reads a buyer's result. A buyer with none sees sold_out once the item is sold out.
+// ResultOf reads a buyer's result: a marked buyer whose order is not settled yet is queued, and a buyer
+// with none sees sold_out once the item is sold out.
 func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, error) {
 	k := KeysOf(itemID)
-	var resCmd *redis.StringCmd
-	var leftCmd *redis.StringCmd
+	uid := strconv.FormatInt(userID, 10)
+	var resCmd, leftCmd *redis.StringCmd
+	var buyerCmd *redis.BoolCmd
 	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		resCmd = p.HGet(ctx, k.Results, strconv.FormatInt(userID, 10))
+		resCmd = p.HGet(ctx, k.Results, uid)
+		buyerCmd = p.SIsMember(ctx, k.Buyers, uid)
 		leftCmd = p.HGet(ctx, k.Sale, "left")
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Result{}, fmt.Errorf("result: %w", err)
 	}
+	// A failed buyer is no longer marked; marked again, it is a new attempt, queued.
 	v, _ := resCmd.Result()
 	switch {
-	case v == ResultQueued:
-		return Result{Status: ResultQueued}, nil
 	case strings.HasPrefix(v, "success:"):
 		return Result{Status: ResultSuccess, OrderNo: strings.TrimPrefix(v, "success:")}, nil
+	case buyerCmd.Val():
+		return Result{Status: ResultQueued}, nil
 	case strings.HasPrefix(v, "failed:"):
 		return Result{Status: ResultFailed, Message: strings.TrimPrefix(v, "failed:")}, nil
 	}

@@ -1,5 +1,5 @@
 -- Takes one unit of an item for a buyer, or says why not: the whole buy in one atomic step.
--- KEYS: 1 sale hash, 2 buyers set, 3 the buyer's purchase path, 4 results hash, 5 order stream
+-- KEYS: 1 sale hash, 2 buyers set, 3 the buyer's purchase path, 4 order stream
 -- ARGV: 1 user id, 2 path token, 3 now (ms), 4 order number
 -- Answers {'queued', stock left} or {reason}.
 local uid, now = ARGV[1], tonumber(ARGV[3])
@@ -33,10 +33,9 @@ if left <= 0 then
   return {'sold_out'}
 end
 
--- Stock, the buyer's mark, the buyer's result and the order message change together or not at all:
--- no message can be lost between taking stock and queueing the order.
+-- Stock, the buyer's mark and the order message change together or not at all: no message can be lost
+-- between taking stock and queueing the order. (A marked buyer with no result yet is "queued".)
 redis.call('HINCRBY', KEYS[1], 'left', -1)
 redis.call('SADD', KEYS[2], uid)
-redis.call('HSET', KEYS[4], uid, 'queued')
-redis.call('XADD', KEYS[5], '*', 'order_no', ARGV[4], 'user_id', uid, 'price', s[4], 'activity_id', s[5], 'at', ARGV[3])
+redis.call('XADD', KEYS[4], '*', 'order_no', ARGV[4], 'user_id', uid, 'price', s[4], 'activity_id', s[5], 'at', ARGV[3])
 return {'queued', tostring(left - 1)}

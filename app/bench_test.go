@@ -1,0 +1,188 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+
+	"seckill/auth"
+	"seckill/handlers"
+	"seckill/internal/testenv"
+	"seckill/models"
+)
+
+// The buy endpoint's speed goal is relative: measured in one run against a bare Fiber handler and a Fiber
+// handler that makes one EVALSHA round trip on the same Redis. Each benchmark reports req/s; compare the
+// ratios, not the absolute figures (the load generator shares the machine's cores with the server).
+
+const benchConns = 64
+
+// hammer sends n POST requests to the URLs that next gives, over benchConns connections, and reports
+// req/s. Every answer must have the status want.
+func hammer(b *testing.B, addr string, n int, next func(i int) (path string, cookie string, csrf string), want int) {
+	b.Helper()
+	client := &fasthttp.Client{MaxConnsPerHost: benchConns * 2}
+	var i atomic.Int64
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for range benchConns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			for {
+				k := int(i.Add(1)) - 1
+				if k >= n {
+					return
+				}
+				path, cookie, csrf := next(k)
+				req.Reset()
+				req.SetRequestURI("http://" + addr + path)
+				req.Header.SetMethod("POST")
+				if cookie != "" {
+					req.Header.Set("Cookie", cookie)
+					req.Header.Set(handlers.CSRFHeader, csrf)
+				}
+				if err := client.Do(req, resp); err != nil || resp.StatusCode() != want {
+					if bad.Add(1) == 1 {
+						b.Errorf("request %d: %v %d %s", k, err, resp.StatusCode(), resp.Body())
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
+}
+
+func listen(b *testing.B, f *fiber.App) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = Serve(ctx, f, ln, 5*time.Second) }()
+	b.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+// BenchmarkBaselineBare is a Fiber handler that answers the buy's 202 body and does nothing else.
+func BenchmarkBaselineBare(b *testing.B) {
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	f.Post("/buy", func(c *fiber.Ctx) error { return c.Status(202).JSON(fiber.Map{"status": "queued"}) })
+	addr := listen(b, f)
+	hammer(b, addr, b.N, func(int) (string, string, string) { return "/buy", "", "" }, 202)
+}
+
+// BenchmarkBaselineOneEvalsha is a Fiber handler that makes one EVALSHA round trip and answers 202.
+func BenchmarkBaselineOneEvalsha(b *testing.B) {
+	rdb := testenv.Redis(b)
+	script := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'n', 1)`)
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	f.Post("/buy", func(c *fiber.Ctx) error {
+		if err := script.Run(c.UserContext(), rdb, []string{"bench:{item:1}:sale"}).Err(); err != nil {
+			return err
+		}
+		return c.Status(202).JSON(fiber.Map{"status": "queued"})
+	})
+	addr := listen(b, f)
+	hammer(b, addr, b.N, func(int) (string, string, string) { return "/buy", "", "" }, 202)
+}
+
+// benchServer is the real app with its middleware, on real Redis and PostgreSQL, without background work
+// (no consumer: the benchmark measures the buy endpoint alone), and one item with stock for every request.
+func benchServer(b *testing.B, stockTotal int64) (*Server, string, int64) {
+	b.Helper()
+	db, rdb := testenv.Postgres(b), testenv.Redis(b)
+	cfg := testConfig()
+	cfg.RateLimitIP = false
+	cfg.LogLevel = "warn"
+	srv, err := NewServer(cfg, Deps{DB: db, Redis: rdb, Log: newLogger(cfg, discard{})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, item := testenv.Sale(b, db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if _, err := srv.Ledger.PreheatFromDB(context.Background(), db, item.ID); err != nil {
+		b.Fatal(err)
+	}
+	return srv, listen(b, srv.Fiber), item.ID
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// buyers makes n logged-in buyers (sessions only: the buy path never reads the users table), each with a
+// fresh path for the item.
+func buyers(b *testing.B, srv *Server, itemID int64, n int) (paths, cookies []string, csrfTok string) {
+	b.Helper()
+	csrf := auth.NewCSRF(testConfig().SessionSecret)
+	csrfTok, _ = csrf.Token()
+	paths, cookies = make([]string, n), make([]string, n)
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				u := models.User{ID: int64(1_000_000 + i), Role: models.RoleShopper, SessionVersion: 1}
+				_, cookie, err := srv.Sessions.Issue(&u)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				tok, _ := auth.RandomToken(16)
+				if err := srv.Ledger.IssuePath(context.Background(), itemID, u.ID, tok); err != nil {
+					b.Error(err)
+					return
+				}
+				paths[i] = "/api/items/" + strconv.FormatInt(itemID, 10) + "/buy/" + tok
+				cookies[i] = handlers.SessionCookie + "=" + cookie + "; " + handlers.CSRFCookie + "=" + csrfTok
+			}
+		}()
+	}
+	wg.Wait()
+	return paths, cookies, csrfTok
+}
+
+// BenchmarkBuyWhileStockLasts: every request is a successful buy (202), through the whole middleware chain.
+func BenchmarkBuyWhileStockLasts(b *testing.B) {
+	srv, addr, itemID := benchServer(b, int64(b.N)+1)
+	paths, cookies, csrf := buyers(b, srv, itemID, b.N)
+	hammer(b, addr, b.N, func(i int) (string, string, string) { return paths[i], cookies[i], csrf }, 202)
+}
+
+// BenchmarkBuySoldOut: every request finds the item sold out (409), answered from memory.
+func BenchmarkBuySoldOut(b *testing.B) {
+	srv, addr, itemID := benchServer(b, 1)
+	paths, cookies, csrf := buyers(b, srv, itemID, 1000)
+	// The one unit goes; the item is flagged sold out.
+	if _, err := srv.Ledger.Take(context.Background(), itemID, 1_000_000, paths[0][len(paths[0])-32:], "SKbench"); err != nil {
+		b.Fatal(err)
+	}
+	srv.Flags.MarkSoldOut(context.Background(), itemID)
+	hammer(b, addr, b.N, func(i int) (string, string, string) { return paths[1+i%999], cookies[1+i%999], csrf }, 409)
+	_ = fmt.Sprint
+}
