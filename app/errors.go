@@ -54,6 +54,10 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 				"Message": "There is nothing at this address.", "Now": now(),
 			}, handlers.Layout)
 		}
+		if b := e.Body(); b != nil {
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			return c.Status(status).Send(b)
+		}
 		if e.RetryAfter > 0 {
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 		}

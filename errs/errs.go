@@ -3,6 +3,7 @@
 package errs
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -39,12 +40,28 @@ type Error struct {
 	Code       string
 	Message    string
 	RetryAfter time.Duration // for RateLimited: when to try again (the Retry-After header)
+
+	body []byte // the contract's JSON body, made once for errors answered at a crowd's rate
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // New returns an *Error with the given code and message.
 func New(code, message string) *Error { return &Error{Code: code, Message: message} }
+
+// Static returns an *Error whose JSON body is made once, for a package-level error that a hot path
+// returns thousands of times a second (sold out).
+func Static(code, message string) *Error {
+	e := &Error{Code: code, Message: message}
+	e.body, _ = json.Marshal(struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}{code, message})
+	return e
+}
+
+// Body returns the JSON body made by Static, or nil.
+func (e *Error) Body() []byte { return e.body }
 
 // Newf returns an *Error with a formatted message.
 func Newf(code, format string, args ...any) *Error {

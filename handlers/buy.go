@@ -183,7 +183,7 @@ func (h *Buy) Take(c *fiber.Ctx) error {
 
 var (
 	queued     = []byte(`{"status":"queued"}`)
-	errSoldOut = errs.New(errs.SoldOut, "sold out")
+	errSoldOut = errs.Static(errs.SoldOut, "sold out")
 )
 
 // Result answers the buyer's result for the item.
