@@ -164,7 +164,7 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 
 	// Whatever no route takes ends in the router's 404, which the error handler answers as the contract
 	// says: JSON under /api, a page elsewhere.
-	s.routes(cfg, d, files, reg, accounts, node)
+	s.routes(cfg, d, files, reg, accounts, node, engine)
 	return s, nil
 }
 
@@ -175,12 +175,12 @@ func consumerName(cfg Config) string {
 }
 
 // routes is the one route table: it reads as a map of the site.
-func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.Registry, accounts *handlers.Accounts, node *snowflake.Node) {
+func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.Registry, accounts *handlers.Accounts, node *snowflake.Node, views fiber.Views) {
 	f := s.Fiber
 	left := stock.NewLeftCache(s.Ledger, time.Second)
 	health := &handlers.Health{DB: d.DB, Redis: d.Redis}
 	catalog := &handlers.Catalog{DB: d.DB, Left: left, Now: d.Now}
-	pages := &handlers.Pages{DB: d.DB, Left: left, Now: d.Now}
+	pages := &handlers.Pages{DB: d.DB, Left: left, Now: d.Now, Views: views}
 	static := &handlers.Static{Files: files}
 	qr := &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now}
 	buy := &handlers.Buy{
@@ -199,6 +199,10 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	f.Get("/assets/*", static.Serve)
 
 	f.Get("/", pages.Home)
+	f.Get("/items/:id", pages.Item)
+	f.Get("/orders", pages.Orders)
+	f.Get("/orders/:order_no", pages.Order)
+	f.Get("/lang/:lang", pages.SetLang)
 	f.Get("/login", pages.Login)
 	f.Get("/register", pages.Register)
 	f.Get("/m/qr/:id", pages.QRPhone)

@@ -281,7 +281,7 @@ func TestHomePageListsTheSales(t *testing.T) {
 	if a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET /: %d %s", a.status, a.header.Get("Content-Type"))
 	}
-	for _, want := range []string{"Running sale", "Later sale", "60 of 100 left"} {
+	for _, want := range []string{"Running sale", "Later sale", "60 / 100 left"} {
 		if !strings.Contains(a.body, want) {
 			t.Errorf("home page lacks %q", want)
 		}

@@ -49,10 +49,7 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 		}
 		if status == fiber.StatusNotFound && !strings.HasPrefix(c.Path(), "/api/") && c.Path() != "/api" {
 			c.Status(status)
-			return c.Render("error", fiber.Map{
-				"Title": "Not found", "Heading": "Page not found",
-				"Message": "There is nothing at this address.", "Now": now(),
-			}, handlers.Layout)
+			return c.Render("error", handlers.PageData(c, now(), "notfound.title"), handlers.Layout)
 		}
 		if b := e.Body(); b != nil {
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

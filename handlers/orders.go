@@ -1,13 +1,11 @@
 package handlers
 
 import (
-	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
-	"seckill/errs"
 	"seckill/models"
 )
 
@@ -28,12 +26,13 @@ type OrderJSON struct {
 	PayDeadline time.Time `json:"pay_deadline"`
 }
 
-func (h *Orders) toJSON(c *fiber.Ctx, orders []models.Order) ([]OrderJSON, error) {
+// orderViews turns orders into what the API and the pages show, with their items' names.
+func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]OrderJSON, error) {
 	ids := make([]int64, 0, len(orders))
 	for _, o := range orders {
 		ids = append(ids, o.ItemID)
 	}
-	names, err := models.ItemNames(c.UserContext(), h.DB, ids)
+	names, err := models.ItemNames(c.UserContext(), db, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +51,7 @@ func (h *Orders) List(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.toJSON(c, orders)
+	out, err := orderViews(c, h.DB, orders)
 	if err != nil {
 		return err
 	}
@@ -62,15 +61,11 @@ func (h *Orders) List(c *fiber.Ctx) error {
 // Get answers one of the caller's orders; another user's answers 404.
 func (h *Orders) Get(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
-	var o models.Order
-	err := h.DB.WithContext(c.UserContext()).Where("order_no = ? AND user_id = ?", c.Params("order_no"), s.UserID).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return errs.New(errs.NotFound, "no such order")
-	}
+	o, err := models.OrderOfUser(c.UserContext(), h.DB, s.UserID, c.Params("order_no"))
 	if err != nil {
 		return err
 	}
-	out, err := h.toJSON(c, []models.Order{o})
+	out, err := orderViews(c, h.DB, []models.Order{*o})
 	if err != nil {
 		return err
 	}

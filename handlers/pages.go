@@ -1,45 +1,196 @@
 package handlers
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/url"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/sync/singleflight"
 	"gorm.io/gorm"
 
+	"seckill/errs"
+	"seckill/i18n"
 	"seckill/models"
 	"seckill/stock"
 )
 
-// Pages renders the HTML pages.
-type Pages struct {
-	DB   *gorm.DB
-	Left *stock.LeftCache
-	Now  func() time.Time
-}
-
 // Layout is the layout every page is rendered in.
 const Layout = "layouts/main"
 
+// LangCookie keeps the visitor's choice of language.
+const LangCookie = "lang"
+
+// Lang is the language of the request: the visitor's choice, else Accept-Language.
+func Lang(c *fiber.Ctx) string {
+	return i18n.Pick(c.Cookies(LangCookie), c.Get(fiber.HeaderAcceptLanguage))
+}
+
+// PageData is what every page's layout needs, with the page's own fields added.
+func PageData(c *fiber.Ctx, now time.Time, title string, kv ...any) fiber.Map {
+	tr := i18n.For(Lang(c))
+	m := fiber.Map{"Tr": tr, "Now": now, "Title": tr.T(title)}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+// Pages renders the HTML pages. The shared pages (home, item detail) are the same for every visitor (the
+// per-user parts come from the JSON API), so each is rendered at most once per second per language and
+// served from memory in between: a crowd on the detail page costs one render a second.
+type Pages struct {
+	DB    *gorm.DB
+	Left  *stock.LeftCache
+	Now   func() time.Time
+	Views fiber.Views
+	TTL   time.Duration // how long a rendered shared page is served (default 1s)
+
+	mu     sync.Mutex
+	cache  map[string]renderedPage
+	flight singleflight.Group
+}
+
+type renderedPage struct {
+	body   []byte
+	status int
+	at     time.Time
+}
+
+// shared answers a page that every visitor sees alike, rendering it at most once per TTL per key.
+func (h *Pages) shared(c *fiber.Ctx, key string, build func() (status int, view string, data fiber.Map, err error)) error {
+	ttl := h.TTL
+	if ttl <= 0 {
+		ttl = time.Second
+	}
+	key = Lang(c) + ":" + key
+	h.mu.Lock()
+	p, ok := h.cache[key]
+	h.mu.Unlock()
+	if !ok || time.Since(p.at) >= ttl {
+		v, err, _ := h.flight.Do(key, func() (any, error) {
+			status, view, data, err := build()
+			if err != nil {
+				return nil, err
+			}
+			var buf bytes.Buffer
+			if err := h.Views.Render(&buf, view, data, Layout); err != nil {
+				return nil, err
+			}
+			p := renderedPage{body: buf.Bytes(), status: status, at: time.Now()}
+			h.mu.Lock()
+			if h.cache == nil {
+				h.cache = map[string]renderedPage{}
+			}
+			h.cache[key] = p
+			h.mu.Unlock()
+			return p, nil
+		})
+		if err != nil {
+			return err
+		}
+		p = v.(renderedPage)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
+	c.Set(fiber.HeaderVary, "Accept-Language, Cookie")
+	return c.Status(p.status).Send(p.body)
+}
+
 // Home renders the live and upcoming sales.
 func (h *Pages) Home(c *fiber.Ctx) error {
-	now := h.Now()
-	acts, err := models.OpenActivities(c.UserContext(), h.DB, now)
+	return h.shared(c, "home", func() (int, string, fiber.Map, error) {
+		now := h.Now()
+		acts, err := models.OpenActivities(c.UserContext(), h.DB, now)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		return 200, "home", PageData(c, now, "home.title", "Activities", acts, "Left", LeftOf(c.UserContext(), h.Left, acts)), nil
+	})
+}
+
+// Item renders an item's detail page: countdown, stock, captcha and the Buy button (driven by item.js).
+func (h *Pages) Item(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "item")
 	if err != nil {
 		return err
 	}
-	return c.Render("home", fiber.Map{"Title": "Flash sales", "Now": now, "Activities": acts,
-		"Left": LeftOf(c.UserContext(), h.Left, acts)}, Layout)
+	return h.shared(c, "item:"+c.Params("id"), func() (int, string, fiber.Map, error) {
+		it, act, err := models.ItemWithActivity(c.UserContext(), h.DB, id)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		words, _ := json.Marshal(i18n.Words(Lang(c), ""))
+		data := PageData(c, h.Now(), "", "Item", it, "Activity", act, "Left", StockLeft(c.UserContext(), h.Left, it), "Words", string(words))
+		data["Title"] = it.Name
+		return 200, "item", data, nil
+	})
+}
+
+// SetLang keeps the visitor's choice of language and goes back to the page it came from.
+func (h *Pages) SetLang(c *fiber.Ctx) error {
+	lang := c.Params("lang")
+	if lang != "en" && lang != "zh" {
+		return errs.New(errs.NotFound, "no such language")
+	}
+	c.Cookie(&fiber.Cookie{Name: LangCookie, Value: lang, Path: "/", Expires: time.Now().Add(365 * 24 * time.Hour), SameSite: fiber.CookieSameSiteLaxMode})
+	// Back to the page the switch was clicked on: a local path only, never another site.
+	back := c.Query("back")
+	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
+		back = "/"
+	}
+	return c.Redirect(back)
+}
+
+// Orders renders the logged-in shopper's orders.
+func (h *Pages) Orders(c *fiber.Ctx) error {
+	s, ok := SessionOf(c)
+	if !ok {
+		return c.Redirect("/login?next=" + url.QueryEscape("/orders"))
+	}
+	orders, err := models.OrdersOfUser(c.UserContext(), h.DB, s.UserID)
+	if err != nil {
+		return err
+	}
+	views, err := orderViews(c, h.DB, orders)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Render("orders", PageData(c, h.Now(), "orders.title", "Orders", views), Layout)
+}
+
+// Order renders one of the shopper's orders.
+func (h *Pages) Order(c *fiber.Ctx) error {
+	s, ok := SessionOf(c)
+	if !ok {
+		return c.Redirect("/login?next=" + url.QueryEscape("/orders/"+c.Params("order_no")))
+	}
+	o, err := models.OrderOfUser(c.UserContext(), h.DB, s.UserID, c.Params("order_no"))
+	if err != nil {
+		return err
+	}
+	views, err := orderViews(c, h.DB, []models.Order{*o})
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	data := PageData(c, h.Now(), "orders.title", "Order", views[0])
+	data["Title"] = views[0].Name
+	return c.Render("order", data, Layout)
 }
 
 // Login renders the login page: a password form and a QR code for a phone.
 func (h *Pages) Login(c *fiber.Ctx) error {
-	return c.Render("login", fiber.Map{"Title": "Log in", "Now": h.Now()}, Layout)
+	return c.Render("login", PageData(c, h.Now(), "login.title"), Layout)
 }
 
 // Register renders the sign-up page.
 func (h *Pages) Register(c *fiber.Ctx) error {
-	return c.Render("register", fiber.Map{"Title": "Create an account", "Now": h.Now()}, Layout)
+	return c.Render("register", PageData(c, h.Now(), "register.title"), Layout)
 }
 
 // QRPhone renders the phone's page for a login code; a phone that is not logged in logs in first and
@@ -53,5 +204,5 @@ func (h *Pages) QRPhone(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Render("qr_phone", fiber.Map{"Title": "Confirm login", "Now": h.Now(), "QRID": c.Params("id"), "Username": u.Username}, Layout)
+	return c.Render("qr_phone", PageData(c, h.Now(), "phone.title", "QRID", c.Params("id"), "Username", u.Username), Layout)
 }

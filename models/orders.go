@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"seckill/errs"
 )
 
 // NewOrder is an order a consumer writes for one queued message.
@@ -198,4 +200,17 @@ func ItemNames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string,
 		out[it.ID] = it.Name
 	}
 	return out, nil
+}
+
+// OrderOfUser finds one of a user's orders; another user's, or none, answers errs.NotFound.
+func OrderOfUser(ctx context.Context, db *gorm.DB, userID int64, orderNo string) (*Order, error) {
+	var o Order
+	err := db.WithContext(ctx).Where("order_no = ? AND user_id = ?", orderNo, userID).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errs.New(errs.NotFound, "no such order")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("order %s: %w", orderNo, err)
+	}
+	return &o, nil
 }

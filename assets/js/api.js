@@ -35,6 +35,13 @@
   }
   window.api = api;
 
+  // The language switch comes back to the page it was clicked on.
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("a[data-keep-path]").forEach(function (a) {
+      a.addEventListener("click", function () { a.href = a.pathname + "?back=" + encodeURIComponent(location.pathname + location.search); });
+    });
+  });
+
   // The header shows who is logged in; pages stay the same for everyone, so they can be cached.
   document.addEventListener("DOMContentLoaded", function () {
     var nav = document.getElementById("nav-account");

@@ -1,24 +1,31 @@
-// Counts down every element with data-starts and data-ends, corrected for the offset between this
-// browser's clock and the server's (data-server-time on <body>); the server checks the window itself.
+// Counts down every element with data-starts and data-ends (a sale) or data-deadline (an order to pay),
+// by the server's clock: the offset between this browser's clock and the server's is read from
+// <body data-server-time>, and pages that learn a fresher server time set window.serverOffset.
 (function () {
   "use strict";
   var serverTime = Date.parse(document.body.dataset.serverTime || "");
-  var offset = isNaN(serverTime) ? 0 : serverTime - Date.now();
+  window.serverOffset = isNaN(serverTime) ? 0 : serverTime - Date.now();
+  window.serverNow = function () { return Date.now() + window.serverOffset; };
   function fmt(ms) {
-    var s = Math.max(0, Math.floor(ms / 1000));
+    var s = Math.max(0, Math.ceil(ms / 1000));
     var d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
     var pad = function (n) { return n < 10 ? "0" + n : "" + n; };
     return (d > 0 ? d + "d " : "") + pad(h) + ":" + pad(m) + ":" + pad(s % 60);
   }
+  window.fmtCountdown = fmt;
   function tick() {
-    var now = Date.now() + offset;
+    var now = window.serverNow();
     document.querySelectorAll("[data-starts][data-ends]").forEach(function (el) {
       var starts = Date.parse(el.dataset.starts), ends = Date.parse(el.dataset.ends);
       if (now < starts) el.textContent = el.dataset.labelStarts + " " + fmt(starts - now);
       else if (now < ends) el.textContent = el.dataset.labelEnds + " " + fmt(ends - now);
       else el.textContent = el.dataset.labelOver;
     });
+    document.querySelectorAll("[data-deadline]").forEach(function (el) {
+      var left = Date.parse(el.dataset.deadline) - now;
+      el.textContent = left > 0 ? fmt(left) : el.dataset.labelOver;
+    });
   }
   tick();
-  setInterval(tick, 1000);
+  setInterval(tick, 250);
 })();

@@ -14,7 +14,7 @@ import (
 func Sale(t testing.TB, db *gorm.DB, stockTotal int64, starts, ends time.Time) (models.Activity, models.Item) {
 	t.Helper()
 	a := models.Activity{MerchantID: 1, Name: "Test sale", State: models.ActivityApproved, StartsAt: starts.UTC(), EndsAt: ends.UTC(),
-		Items: []models.Item{{Name: "Test item", OriginalPriceCents: 10000, SeckillPriceCents: 990, StockTotal: stockTotal}}}
+		Items: []models.Item{{Name: "Test item", Title: "A gadget for the tests", ImageURL: "/assets/img/demo-2.svg", OriginalPriceCents: 10000, SeckillPriceCents: 990, StockTotal: stockTotal}}}
 	if err := db.Create(&a).Error; err != nil {
 		t.Fatalf("sale fixture: %v", err)
 	}

@@ -1,0 +1,207 @@
+package app
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seckill/captcha"
+	"seckill/internal/testenv"
+)
+
+// chrome starts Debian's Chromium, headless, with a fresh profile. It never downloads a browser: a
+// machine without Chromium fails the test with the command that installs it.
+func chrome(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("CHROMIUM")
+	if path == "" {
+		for _, name := range []string{"chromium", "chromium-browser"} {
+			if p, err := exec.LookPath(name); err == nil {
+				path = p
+				break
+			}
+		}
+	}
+	if path == "" {
+		t.Fatal("Chromium is not installed: apt-get install -y chromium (.ci/run installs it)")
+	}
+	// Not t.TempDir: Chromium's helpers may still be writing to the profile when the test ends, and a
+	// profile left behind should not fail the test.
+	profile, err := os.MkdirTemp("", "seckill-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancel()
+		cancelAlloc()
+		for range 5 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start Chromium at %s: %v", path, err)
+	}
+	return ctx
+}
+
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func registerInBrowser(t *testing.T, ctx context.Context, base, username string) {
+	t.Helper()
+	run(t, ctx, "register",
+		chromedp.Navigate(base+"/register"),
+		chromedp.WaitVisible("#username", chromedp.ByID),
+		chromedp.SendKeys("#username", username, chromedp.ByID),
+		chromedp.SendKeys("#password", "browser password", chromedp.ByID),
+		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`//h1[contains(., "Flash sales")]`),
+	)
+}
+
+// TestShopperBuysInABrowser: a shopper registers, opens the home page and an item, waits for the
+// countdown to reach zero, passes the captcha, buys, sees success with an order number and finds the order.
+func TestShopperBuysInABrowser(t *testing.T) {
+	s := startLive(t, nil, nil)
+	now := s.Clock.Now()
+	act, item := testenv.Sale(t, s.DB, 5, now.Add(6*time.Second).Truncate(time.Second), now.Add(time.Hour))
+	ctx := chrome(t)
+
+	registerInBrowser(t, ctx, s.URL, "browser_buyer")
+	var home string
+	run(t, ctx, "home page", chromedp.Text("main", &home, chromedp.ByQuery))
+	if !strings.Contains(home, act.Name) || !strings.Contains(home, item.Name) {
+		t.Fatalf("the home page does not list the sale: %q", home)
+	}
+	var countdown string
+	run(t, ctx, "open the item",
+		chromedp.Click(`a[href="/items/`+itoa(item.ID)+`"].btn`, chromedp.ByQuery),
+		chromedp.WaitVisible("#buy-form", chromedp.ByID),
+		chromedp.Text("#countdown", &countdown, chromedp.ByID),
+	)
+	if !strings.HasPrefix(countdown, "Starts in") {
+		t.Errorf("before the start the countdown reads %q", countdown)
+	}
+	var disabled bool
+	run(t, ctx, "buy button before the start", chromedp.Evaluate(`document.getElementById("buy").disabled`, &disabled))
+	if !disabled {
+		t.Error("the Buy button is enabled before the sale starts")
+	}
+
+	// The countdown reaches zero and the button comes alive; the captcha answer is read from Redis as
+	// the contract allows.
+	var captchaID string
+	run(t, ctx, "wait for the start",
+		chromedp.WaitEnabled("#buy", chromedp.ByID),
+		chromedp.WaitVisible(`#captcha-img[data-captcha-id]`, chromedp.ByQuery),
+		chromedp.AttributeValue("#captcha-img", "data-captcha-id", &captchaID, nil, chromedp.ByID),
+	)
+	if time.Now().Before(act.StartsAt) {
+		t.Errorf("the Buy button came alive %v before the start", act.StartsAt.Sub(time.Now()))
+	}
+	answer, err := s.Redis.Get(context.Background(), captcha.Key(captchaID)).Result()
+	if err != nil {
+		t.Fatalf("captcha answer: %v", err)
+	}
+	var orderNo string
+	run(t, ctx, "buy",
+		chromedp.SendKeys("#captcha-answer", answer, chromedp.ByID),
+		chromedp.Click("#buy", chromedp.ByID),
+		chromedp.WaitVisible("#buy-status .order-no", chromedp.ByQuery),
+		chromedp.Text("#buy-status .order-no", &orderNo, chromedp.ByQuery),
+	)
+	if !strings.HasPrefix(orderNo, "SK") {
+		t.Fatalf("the page shows order number %q", orderNo)
+	}
+	var orders string
+	run(t, ctx, "orders page",
+		chromedp.Navigate(s.URL+"/orders"),
+		chromedp.WaitVisible(".orders", chromedp.ByQuery),
+		chromedp.Text("main", &orders, chromedp.ByQuery),
+	)
+	if !strings.Contains(orders, orderNo) || !strings.Contains(orders, "Awaiting payment") {
+		t.Errorf("the orders page does not show order %s awaiting payment: %q", orderNo, orders)
+	}
+
+	if dir := os.Getenv("SCREENSHOTS_DIR"); dir != "" {
+		screenshots(t, ctx, s.URL, dir, item.ID)
+	}
+}
+
+// TestSoldOutItemInABrowser: a sold-out item says so, and its Buy button stays disabled.
+func TestSoldOutItemInABrowser(t *testing.T) {
+	s := startLive(t, nil, nil)
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, 1, now.Add(-time.Minute), now.Add(time.Hour))
+	first := makeShoppers(t, s, "first", 1)[0]
+	if _, err := s.Srv.Ledger.PreheatFromDB(context.Background(), s.DB, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, first.id, issuePath(t, s, item.ID, first.id), "SKfirst"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := chrome(t)
+	registerInBrowser(t, ctx, s.URL, "too_late")
+	var status string
+	var disabled bool
+	run(t, ctx, "open the sold-out item",
+		chromedp.Navigate(s.URL+"/items/"+itoa(item.ID)),
+		chromedp.WaitVisible(`//p[@id="buy-status"][contains(., "Sold out")]`),
+		chromedp.Sleep(2500*time.Millisecond), // a stock refresh and many button updates later
+		chromedp.Text("#buy-status", &status, chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById("buy").disabled`, &disabled),
+	)
+	if !strings.Contains(status, "Sold out") || !disabled {
+		t.Errorf("sold-out item: status %q, button disabled %v", status, disabled)
+	}
+}
+
+// screenshots saves home, detail and orders at phone and desktop widths, in English and Chinese.
+func screenshots(t *testing.T, ctx context.Context, base, dir string, itemID int64) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pages := map[string]string{"home": "/", "item": "/items/" + itoa(itemID), "orders": "/orders"}
+	for _, lang := range []string{"en", "zh"} {
+		run(t, ctx, "language "+lang, chromedp.Navigate(base+"/lang/"+lang))
+		for _, width := range []int64{375, 1280} {
+			for name, path := range pages {
+				var png []byte
+				run(t, ctx, "screenshot "+name,
+					chromedp.EmulateViewport(width, 900),
+					chromedp.Navigate(base+path),
+					chromedp.WaitVisible("main", chromedp.ByQuery),
+					chromedp.Sleep(1200*time.Millisecond), // scripts fill in the account, countdown and captcha
+					chromedp.FullScreenshot(&png, 100),
+				)
+				file := filepath.Join(dir, name+"-"+lang+"-"+itoa(width)+".png")
+				if err := os.WriteFile(file, png, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,79 @@
+// Package i18n holds the pages' words in English and Simplified Chinese and picks a language for a
+// request: the visitor's own choice (a cookie set by the switch on every page), else Accept-Language.
+package i18n
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Languages the pages speak; the first is the default.
+var Languages = []string{"en", "zh"}
+
+// Tr is one language's words. Templates call {{$.Tr.T "key"}}.
+type Tr struct {
+	Lang  string
+	words map[string]string
+}
+
+// T returns the word for key; a missing key shows as itself, so that it is seen and fixed.
+func (t Tr) T(key string) string {
+	if w, ok := t.words[key]; ok {
+		return w
+	}
+	if w, ok := catalog["en"][key]; ok {
+		return w
+	}
+	return key
+}
+
+// HTMLLang is the value of <html lang>.
+func (t Tr) HTMLLang() string {
+	if t.Lang == "zh" {
+		return "zh-CN"
+	}
+	return "en"
+}
+
+// For returns the words of lang (en when unknown).
+func For(lang string) Tr {
+	if w, ok := catalog[lang]; ok {
+		return Tr{Lang: lang, words: w}
+	}
+	return Tr{Lang: "en", words: catalog["en"]}
+}
+
+// Words returns every key of lang, for the pages' scripts.
+func Words(lang string, prefix string) map[string]string {
+	out := map[string]string{}
+	for k := range catalog["en"] {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = For(lang).T(k)
+		}
+	}
+	return out
+}
+
+// Pick chooses the language from the visitor's choice (cookie) or the Accept-Language header.
+func Pick(choice, acceptLanguage string) string {
+	if _, ok := catalog[choice]; ok {
+		return choice
+	}
+	best, bestQ := "en", -1.0
+	for _, part := range strings.Split(acceptLanguage, ",") {
+		tag, q := strings.TrimSpace(part), 1.0
+		if i := strings.Index(tag, ";"); i >= 0 {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(tag[i+1:]), "q="); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+			tag = tag[:i]
+		}
+		base := strings.ToLower(strings.SplitN(tag, "-", 2)[0])
+		if _, ok := catalog[base]; ok && q > bestQ {
+			best, bestQ = base, q
+		}
+	}
+	return best
+}

@@ -1,0 +1,34 @@
+package i18n
+
+import "testing"
+
+func TestPick(t *testing.T) {
+	tests := []struct{ choice, accept, want string }{
+		{"", "", "en"},
+		{"", "zh-CN,zh;q=0.9,en;q=0.8", "zh"},
+		{"", "en-US,en;q=0.9,zh-CN;q=0.8", "en"},
+		{"", "fr-FR,fr;q=0.9", "en"},
+		{"", "fr;q=1, zh-TW;q=0.5", "zh"},
+		{"en", "zh-CN", "en"},
+		{"zh", "en", "zh"},
+		{"xx", "zh", "zh"},
+	}
+	for _, tt := range tests {
+		if got := Pick(tt.choice, tt.accept); got != tt.want {
+			t.Errorf("Pick(%q, %q) = %q, want %q", tt.choice, tt.accept, got, tt.want)
+		}
+	}
+}
+
+func TestEveryWordInBothLanguages(t *testing.T) {
+	for key := range catalog["en"] {
+		if _, ok := catalog["zh"][key]; !ok {
+			t.Errorf("%q has no Chinese", key)
+		}
+	}
+	for key := range catalog["zh"] {
+		if _, ok := catalog["en"][key]; !ok {
+			t.Errorf("%q has no English", key)
+		}
+	}
+}
