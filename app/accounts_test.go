@@ -84,6 +84,7 @@ func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() })
 	if !o.noBackground {
 		ctx, cancel := context.WithCancel(context.Background())
 		bg, err := srv.Start(ctx)
@@ -663,5 +664,25 @@ func TestSessionCheckMakesNoRedisCall(t *testing.T) {
 	anon := newBrowser(t, s.URL)
 	if r := anon.call("POST", "/api/test/guarded", nil); r.Status != 401 {
 		t.Errorf("without a session: %d, want 401", r.Status)
+	}
+}
+
+func TestInstancesWithoutNodeIDLeaseDifferentOnes(t *testing.T) {
+	rdb := testenv.Redis(t)
+	cfg := testConfig() // NODE_ID unset
+	seen := map[int64]bool{}
+	for range 3 {
+		n, err := leaseNode(context.Background(), cfg, rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[n] || n < 0 || n > 1023 {
+			t.Fatalf("leased node %d twice or out of range (%v)", n, seen)
+		}
+		seen[n] = true
+	}
+	cfg.NodeID = 7
+	if n, _ := leaseNode(context.Background(), cfg, rdb); n != 7 {
+		t.Errorf("an explicit NODE_ID=7 gave node %d", n)
 	}
 }

@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -56,6 +57,48 @@ type Server struct {
 
 	buyLimit *ratelimit.Local
 	log      *slog.Logger
+	closers  []func() error
+}
+
+// Close releases what NewServer opened (not the Deps, which belong to the caller).
+func (s *Server) Close() error {
+	var errs []error
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+// nodeSeq hands out snowflake nodes to instances that were given none.
+const nodeSeq = "sk:node-seq"
+
+// leaseNode returns cfg's NODE_ID, or the next node from a counter in Redis, so that instances started
+// without one still make order numbers no other instance makes.
+func leaseNode(ctx context.Context, cfg Config, rdb redis.UniversalClient) (int64, error) {
+	if cfg.NodeID >= 0 {
+		return cfg.NodeID, nil
+	}
+	n, err := rdb.Incr(ctx, nodeSeq).Result()
+	if err != nil {
+		return 0, fmt.Errorf("lease a NODE_ID from Redis: %w", err)
+	}
+	return (n - 1) % 1024, nil
+}
+
+// dedicatedClient is a second client on the same Redis, for the order consumer: its workers wait on
+// blocking reads, and the buy endpoint must never queue behind them for a connection.
+func dedicatedClient(rdb redis.UniversalClient) redis.UniversalClient {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := *c.Options()
+		o.PoolSize = 256
+		return redis.NewClient(&o)
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.PoolSize = 256
+		return redis.NewClusterClient(&o)
+	}
+	return rdb
 }
 
 // New builds the Fiber application; tests that need no background work use it with app.Test.
@@ -120,21 +163,30 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	if err := engine.Load(); err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
-	node, err := snowflake.NewNode(cfg.NodeID)
+	nodeID, err := leaseNode(context.Background(), cfg, d.Redis)
+	if err != nil {
+		return nil, err
+	}
+	node, err := snowflake.NewNode(nodeID)
 	if err != nil {
 		return nil, fmt.Errorf("NODE_ID: %w", err)
 	}
 
 	ledger := stock.NewLedger(d.Redis, d.Now)
 	flags := stock.NewFlags(ledger, d.Redis, d.Log)
+	consumerRedis := dedicatedClient(d.Redis)
 	s := &Server{
 		Sessions: auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log),
 		Ledger:   ledger,
 		Flags:    flags,
-		Consumer: &jobs.OrderConsumer{DB: d.DB, Ledger: ledger, Flags: flags, Name: consumerName(cfg), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout},
+		Consumer: &jobs.OrderConsumer{DB: d.DB, Ledger: stock.NewLedger(consumerRedis, d.Now), Flags: flags,
+			Name: consumerName(nodeID), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout},
 		Preheat:  &jobs.Preheater{DB: d.DB, Ledger: ledger, Window: cfg.PreheatWindow, Interval: 5 * time.Second, Now: d.Now, Log: d.Log},
 		buyLimit: ratelimit.NewLocal(20, 40),
 		log:      d.Log,
+	}
+	if consumerRedis != d.Redis {
+		s.closers = append(s.closers, consumerRedis.Close)
 	}
 
 	reg := prometheus.NewRegistry()
@@ -169,9 +221,9 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 }
 
 // consumerName names this instance in the order streams' consumer group.
-func consumerName(cfg Config) string {
+func consumerName(node int64) string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s-%d-node%d", host, os.Getpid(), cfg.NodeID)
+	return fmt.Sprintf("%s-%d-node%d", host, os.Getpid(), node)
 }
 
 // routes is the one route table: it reads as a map of the site.

@@ -162,7 +162,9 @@ func TestHealthAndReadiness(t *testing.T) {
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer dead.Close()
 	d.Redis = dead
-	f2, err := New(testConfig(), d)
+	cfg := testConfig()
+	cfg.NodeID = 1 // nothing to lease one from
+	f2, err := New(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
 	want := Config{Port: 8080, BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
-		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: 1, DataDir: "./data", LogLevel: "info",
+		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, Demo: true}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)

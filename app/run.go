@@ -194,6 +194,7 @@ func runServe(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	background, err := srv.Start(bgCtx)
 	if err != nil {

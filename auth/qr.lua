@@ -42,8 +42,8 @@ if action == 'poll' then
   if f[5] ~= sid then
     return {'not_found'} -- only the browser that made the code may read it
   end
-  if state == 'confirmed' and not f[7] then
-    -- The first read after the phone confirmed logs this browser in, once.
+  if state == 'confirmed' and not f[7] and now < tonumber(f[4]) + 30000 then
+    -- The first read after the phone confirmed, within 30 s, logs this browser in, once.
     redis.call('HSET', KEYS[1], 'consumed', '1')
     return {'ok', 'confirmed', f[6]}
   end

@@ -168,8 +168,12 @@ func (s *Sessions) SetRole(ctx context.Context, userID int64, role string) (*mod
 }
 
 func (s *Sessions) announce(ctx context.Context, u *models.User) error {
-	s.apply(u.ID, u.SessionVersion, u.Role, s.now())
-	msg := fmt.Sprintf("%d:%d:%s", u.ID, u.SessionVersion, u.Role)
+	changed := s.now()
+	if u.AuthChangedAt != nil {
+		changed = *u.AuthChangedAt
+	}
+	s.apply(u.ID, u.SessionVersion, u.Role, changed)
+	msg := fmt.Sprintf("%d:%d:%s:%d", u.ID, u.SessionVersion, u.Role, changed.UnixNano())
 	if err := s.rdb.Publish(ctx, authChannel, msg).Err(); err != nil {
 		// The other instances still learn it from the database within refreshPeriod.
 		s.log.WarnContext(ctx, "auth change not published", "user_id", u.ID, "err", err)
@@ -177,11 +181,12 @@ func (s *Sessions) announce(ctx context.Context, u *models.User) error {
 	return nil
 }
 
-// apply records a user's state; a lower session version never replaces a higher one.
+// apply records a user's state; an older change (a lower session version, or the same version changed
+// earlier) never replaces a newer one, whichever way it arrived first.
 func (s *Sessions) apply(userID, version int64, role string, changed time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.users[userID]; ok && cur.version > version {
+	if cur, ok := s.users[userID]; ok && (cur.version > version || cur.version == version && cur.changed.After(changed)) {
 		return
 	}
 	s.users[userID] = userState{version: version, role: role, changed: changed}
@@ -242,14 +247,15 @@ func (s *Sessions) Run(ctx context.Context) error {
 }
 
 func (s *Sessions) applyMessage(payload string) {
-	parts := strings.SplitN(payload, ":", 3)
-	if len(parts) != 3 {
+	parts := strings.Split(payload, ":")
+	if len(parts) != 4 {
 		return
 	}
 	id, err1 := strconv.ParseInt(parts[0], 10, 64)
 	ver, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || !models.ValidRole(parts[2]) {
+	at, err3 := strconv.ParseInt(parts[3], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || !models.ValidRole(parts[2]) {
 		return
 	}
-	s.apply(id, ver, parts[2], s.now())
+	s.apply(id, ver, parts[2], time.Unix(0, at))
 }

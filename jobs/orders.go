@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,10 +17,13 @@ import (
 // group shares the messages out among them. A message is acknowledged only after its order is committed,
 // so a consumer that dies, or a database that is away, loses nothing: the messages wait in the stream,
 // this consumer retries with backoff, and another instance claims what a dead one left pending.
+//
+// Its Ledger should sit on a Redis client of its own: each stream's worker holds a connection while it
+// waits for messages, and the buy endpoint must never queue behind them.
 type OrderConsumer struct {
 	DB         *gorm.DB
 	Ledger     *stock.Ledger
-	Flags      *stock.Flags // told when a failed order gives stock back
+	Flags      *stock.Flags // told when a unit goes back on sale
 	Name       string       // this consumer's name in the group: unique per instance
 	Log        *slog.Logger
 	Now        func() time.Time
@@ -30,6 +32,7 @@ type OrderConsumer struct {
 	Block      time.Duration // how long a read waits for new messages (default 1s)
 	ClaimIdle  time.Duration // how long a message may sit with a silent consumer before another takes it (default 30s)
 	Discover   time.Duration // how often to look for new item streams (default 1s)
+	Linger     time.Duration // how long after its sale ends a drained stream is still followed (default 1m)
 
 	// afterCommit, when set, runs between the commit and the acknowledgement (tests stop the consumer there).
 	afterCommit func(itemID int64)
@@ -48,22 +51,29 @@ func (c *OrderConsumer) defaults() {
 	if c.Discover <= 0 {
 		c.Discover = time.Second
 	}
+	if c.Linger <= 0 {
+		c.Linger = time.Minute
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 }
 
-// Run consumes every item stream until ctx ends: one worker per stream, started as streams appear.
+// Run consumes every item stream until ctx ends: one worker per stream, started as streams appear and
+// stopped once their sale is over and their queue is empty.
 func (c *OrderConsumer) Run(ctx context.Context) error {
 	c.defaults()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var mu sync.Mutex
 	running := map[int64]bool{}
 	return Every(ctx, c.Discover, func(ctx context.Context) error {
 		items, err := c.Ledger.Streams(ctx)
 		if err != nil {
 			return err
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		for _, id := range items {
 			if running[id] {
 				continue
@@ -73,6 +83,9 @@ func (c *OrderConsumer) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				c.consume(ctx, id)
+				mu.Lock()
+				delete(running, id)
+				mu.Unlock()
 			}()
 		}
 		return nil
@@ -80,15 +93,19 @@ func (c *OrderConsumer) Run(ctx context.Context) error {
 }
 
 // consume drains one item's stream: first what this consumer left pending (after a restart or an
-// error), then new messages, and now and then what dead consumers left behind.
+// error), then new messages, and now and then what dead consumers left behind. It returns when ctx ends
+// or when the sale is over and nothing is left to drain.
 func (c *OrderConsumer) consume(ctx context.Context, itemID int64) {
 	backoff := newBackoff()
-	pending := true
-	lastClaim := time.Time{}
+	pending, needGroup := true, true
+	lastClaim, lastCheck := time.Time{}, time.Now()
 	for ctx.Err() == nil {
-		if err := c.Ledger.EnsureGroup(ctx, itemID); err != nil {
-			c.fail(ctx, itemID, err, backoff)
-			continue
+		if needGroup {
+			if err := c.Ledger.EnsureGroup(ctx, itemID); err != nil {
+				c.fail(ctx, itemID, err, backoff)
+				continue
+			}
+			needGroup = false
 		}
 		var msgs []stock.OrderMessage
 		var err error
@@ -110,11 +127,34 @@ func (c *OrderConsumer) consume(ctx context.Context, itemID int64) {
 		}
 		if err != nil {
 			pending = true // what was read and not acknowledged is read again from our pending list
+			needGroup = stock.IsNoGroup(err)
 			c.fail(ctx, itemID, err, backoff)
 			continue
 		}
 		backoff.reset()
+		if len(msgs) == 0 && time.Since(lastCheck) > c.Discover {
+			lastCheck = time.Now()
+			if c.finished(ctx, itemID) {
+				return
+			}
+		}
 	}
+}
+
+// finished reports (and records) that an item's sale is over and its queue empty: nobody can queue an
+// order for it any more, so its stream needs no worker.
+func (c *OrderConsumer) finished(ctx context.Context, itemID int64) bool {
+	ends, loaded, err := c.Ledger.SaleEnds(ctx, itemID)
+	if err != nil || (loaded && c.Now().Before(ends.Add(c.Linger))) {
+		return false
+	}
+	if n, err := c.Ledger.Backlog(ctx, itemID); err != nil || n > 0 {
+		return false
+	}
+	if err := c.Ledger.Forget(ctx, itemID); err != nil {
+		return false
+	}
+	return true
 }
 
 func (c *OrderConsumer) fail(ctx context.Context, itemID int64, err error, b *backoff) {
@@ -129,32 +169,77 @@ func (c *OrderConsumer) fail(ctx context.Context, itemID int64, err error, b *ba
 	}
 }
 
-// process writes one batch and settles every message in it: placed or already placed → success and
-// acknowledged; refused for good → failed, stock given back, acknowledged. A database error leaves the
-// whole batch unacknowledged, to be read again.
+// process writes one batch and settles every message in it. A database that does not answer leaves the
+// whole batch unacknowledged, to be read again; a batch the database refuses while answering is split,
+// so that one message that can never succeed is refused alone and does not hold up the others.
 func (c *OrderConsumer) process(ctx context.Context, itemID int64, msgs []stock.OrderMessage) error {
 	var good []stock.OrderMessage
-	var bad []stock.OrderMessage
 	for _, m := range msgs {
 		if m.Bad != nil {
-			bad = append(bad, m)
-		} else {
-			good = append(good, m)
+			if err := c.refuse(ctx, itemID, m, m.Bad, "this order could not be read; your stock was given back"); err != nil {
+				return err
+			}
+			continue
 		}
-	}
-	if err := c.refuse(ctx, itemID, bad, "this order could not be read; your stock was given back", true); err != nil {
-		return err
+		good = append(good, m)
 	}
 	if len(good) == 0 {
 		return nil
 	}
-	orders := make([]models.NewOrder, len(good))
-	for i, m := range good {
+	err := c.place(ctx, itemID, good)
+	if err == nil || errors.Is(err, context.Canceled) || len(good) == 1 || !c.dbAnswers(ctx) {
+		return c.alone(ctx, itemID, good, err)
+	}
+	c.Log.Warn("order consumer: batch refused, placing its orders one by one", "item_id", itemID, "size", len(good), "err", err)
+	for _, m := range good {
+		if err := c.alone(ctx, itemID, []stock.OrderMessage{m}, c.place(ctx, itemID, []stock.OrderMessage{m})); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// alone settles the outcome of placing msgs: a single message the answering database keeps refusing is
+// refused for good, with its unit given back.
+func (c *OrderConsumer) alone(ctx context.Context, itemID int64, msgs []stock.OrderMessage, err error) error {
+	if err == nil || len(msgs) != 1 || errors.Is(err, context.Canceled) || !c.dbAnswers(ctx) {
+		return err
+	}
+	for try := 1; try < 3 && err != nil; try++ { // a deadlock or a lost race deserves another go
+		err = c.place(ctx, itemID, msgs)
+	}
+	if err == nil || !c.dbAnswers(ctx) {
+		return err
+	}
+	return c.refuse(ctx, itemID, msgs[0], err, "your order could not be made; your stock was given back")
+}
+
+// dbAnswers reports whether PostgreSQL answers at all: if not, an error says nothing about the messages.
+func (c *OrderConsumer) dbAnswers(ctx context.Context) bool {
+	sqlDB, err := c.DB.DB()
+	if err != nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return sqlDB.PingContext(pctx) == nil
+}
+
+// place writes msgs in one transaction and settles each: placed or already placed → success and
+// acknowledged; the user holds another order → the unit goes back; the database has no stock → failed.
+func (c *OrderConsumer) place(ctx context.Context, itemID int64, msgs []stock.OrderMessage) error {
+	orders := make([]models.NewOrder, len(msgs))
+	for i, m := range msgs {
 		orders[i] = models.NewOrder{OrderNo: m.OrderNo, UserID: m.UserID, ActivityID: m.ActivityID, PriceCents: m.PriceCents, BoughtAt: m.At}
 	}
 	placed, err := models.PlaceOrders(ctx, c.DB, itemID, orders, c.Now().UTC(), c.PayTimeout)
 	if errors.Is(err, models.ErrItemGone) {
-		return c.refuse(ctx, itemID, good, "this item is no longer on sale; your stock was given back", true)
+		for _, m := range msgs {
+			if err := c.refuse(ctx, itemID, m, err, "this item is no longer on sale; your stock was given back"); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if err != nil {
 		return err
@@ -165,10 +250,11 @@ func (c *OrderConsumer) process(ctx context.Context, itemID int64, msgs []stock.
 			return ctx.Err()
 		}
 	}
+	// Committed: settle even if we are being stopped, so that no message is settled half.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	var ok []stock.Placed
-	var other []stock.OrderMessage
-	var noStock []string
-	for _, m := range good {
+	for _, m := range msgs {
 		p := placed[m.OrderNo]
 		switch p.Outcome {
 		case models.Placed, models.AlreadyHeld:
@@ -176,46 +262,37 @@ func (c *OrderConsumer) process(ctx context.Context, itemID int64, msgs []stock.
 		case models.OtherOrder:
 			// The buyer holds an order for this item already: this unit goes back on sale, and the
 			// buyer's result stays the order they hold.
-			ok = append(ok, stock.Placed{MessageID: m.ID, UserID: m.UserID, OrderNo: p.OrderNo})
-			other = append(other, m)
-		case models.NoStock:
-			// Redis held more than the database: never sell it, so nothing is given back.
-			if err := c.Ledger.Fail(ctx, itemID, m.UserID, "sold out"); err != nil {
+			settled, err := c.Ledger.Settle(sctx, itemID, m, stock.Settlement{GiveBack: true, Result: stock.SuccessValue(p.OrderNo)})
+			if err != nil {
 				return err
 			}
-			noStock = append(noStock, m.ID)
-		}
-	}
-	for _, m := range other {
-		if _, err := c.Ledger.Release(ctx, itemID, m.UserID, "", false); err != nil {
-			return err
-		}
-		c.Flags.Restocked(ctx, itemID)
-	}
-	if err := c.Ledger.Ack(ctx, itemID, ok); err != nil {
-		return err
-	}
-	return c.Ledger.AckOnly(ctx, itemID, noStock...)
-}
-
-// refuse ends messages that can never become orders: the buyer's result is failed, the unit goes back on
-// sale, and the buyer may try again.
-func (c *OrderConsumer) refuse(ctx context.Context, itemID int64, msgs []stock.OrderMessage, why string, rebuy bool) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(msgs))
-	for _, m := range msgs {
-		c.Log.Warn("order refused", "item_id", itemID, "message_id", m.ID, "order_no", m.OrderNo, "reason", why, "err", m.Bad)
-		if m.UserID > 0 {
-			if _, err := c.Ledger.Release(ctx, itemID, m.UserID, stock.FailedValue(why), rebuy); err != nil {
-				return fmt.Errorf("give back stock: %w", err)
+			if settled {
+				c.Flags.Restocked(sctx, itemID)
+			}
+		case models.NoStock:
+			// Redis held more than the database: never sell it, so nothing is given back.
+			if _, err := c.Ledger.Settle(sctx, itemID, m, stock.Settlement{Result: stock.FailedValue("sold out"), Rebuy: true}); err != nil {
+				return err
 			}
 		}
-		ids = append(ids, m.ID)
 	}
-	c.Flags.Restocked(ctx, itemID)
-	return c.Ledger.AckOnly(ctx, itemID, ids...)
+	return c.Ledger.Ack(sctx, itemID, ok)
+}
+
+// refuse ends a message that can never become an order: the buyer's result is failed, the unit goes back
+// on sale, and the buyer may try again. Done once, however often the message comes.
+func (c *OrderConsumer) refuse(ctx context.Context, itemID int64, m stock.OrderMessage, cause error, why string) error {
+	c.Log.Warn("order refused", "item_id", itemID, "message_id", m.ID, "order_no", m.OrderNo, "reason", why, "err", cause)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	settled, err := c.Ledger.Settle(sctx, itemID, m, stock.Settlement{GiveBack: m.UserID > 0, Result: stock.FailedValue(why), Rebuy: true})
+	if err != nil {
+		return err
+	}
+	if settled {
+		c.Flags.Restocked(sctx, itemID)
+	}
+	return nil
 }
 
 // backoff doubles from 100 ms to 5 s.

@@ -408,3 +408,89 @@ func TestRedisEmptiedAfterTheSaleStarted(t *testing.T) {
 	stop()
 	r.audit(t, 30)
 }
+
+func TestOneBadMessageDoesNotHoldUpTheQueue(t *testing.T) {
+	r := newRig(t, 10, 3)
+	ctx := context.Background()
+	k := stock.KeysOf(r.item.ID)
+	// Three queued orders as the take script writes them; two instances made the same order number
+	// (as two instances sharing a NODE_ID could): the database can never hold both.
+	for i, no := range []string{"SKsame", "SKsame", "SKother"} {
+		r.rdb.HIncrBy(ctx, k.Sale, "left", -1)
+		r.rdb.SAdd(ctx, k.Buyers, r.users[i].ID)
+		r.rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream, Values: map[string]any{
+			"order_no": no, "user_id": r.users[i].ID, "price": 990, "activity_id": r.item.ActivityID, "at": time.Now().UnixMilli()}})
+	}
+	stop := run(r.consumer(r.db, "c"))
+	r.waitDrained(t, 20*time.Second)
+	stop()
+	var n int64
+	r.db.Model(&models.Order{}).Where("item_id = ?", r.item.ID).Count(&n)
+	if n != 2 {
+		t.Errorf("%d orders, want 2: the good order and one of the clashing pair", n)
+	}
+	if left, _, _ := r.ledger.Left(ctx, r.item.ID); left != 8 {
+		t.Errorf("stock left %d, want 8: the refused order's unit goes back", left)
+	}
+	failed := 0
+	for _, u := range r.users {
+		if res, _ := r.ledger.ResultOf(ctx, r.item.ID, u.ID); res.Status == stock.ResultFailed {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d buyers see failed, want 1", failed)
+	}
+}
+
+func TestSettlingTwiceGivesStockBackOnce(t *testing.T) {
+	r := newRig(t, 5, 1)
+	ctx := context.Background()
+	if err := r.buy(t, r.users[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ledger.EnsureGroup(ctx, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := r.ledger.Read(ctx, r.item.ID, "c", false, 10, 0)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("read: %v %v", msgs, err)
+	}
+	give := stock.Settlement{GiveBack: true, Result: stock.FailedValue("test"), Rebuy: true}
+	first, err := r.ledger.Settle(ctx, r.item.ID, msgs[0], give)
+	if err != nil || !first {
+		t.Fatalf("first settle: %v %v", first, err)
+	}
+	again, err := r.ledger.Settle(ctx, r.item.ID, msgs[0], give) // the message came again after its ack was lost
+	if err != nil || again {
+		t.Fatalf("second settle: %v %v, want nothing done", again, err)
+	}
+	if left, _, _ := r.ledger.Left(ctx, r.item.ID); left != 5 {
+		t.Errorf("stock left %d, want 5: the unit came back once", left)
+	}
+}
+
+func TestFinishedSalesLeaveTheConsumer(t *testing.T) {
+	r := newRig(t, 5, 1)
+	ctx := context.Background()
+	if err := r.buy(t, r.users[0]); err != nil {
+		t.Fatal(err)
+	}
+	c := r.consumer(r.db, "c")
+	c.Linger = time.Millisecond
+	c.Now = func() time.Time { return time.Now().Add(2 * time.Hour) } // the sale ended an hour ago
+	stop := run(c)
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		items, err := r.ledger.Streams(ctx)
+		if err == nil && len(items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended, drained sale is still followed: %v", items)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.audit(t, 1)
+}

@@ -138,31 +138,27 @@ func PlaceOrders(ctx context.Context, db *gorm.DB, itemID int64, orders []NewOrd
 	return out, nil
 }
 
-// ItemStockFacts is what preheating needs from the database about an item.
-type ItemStockFacts struct {
-	Item     Item
-	Activity Activity
-	Live     int64      // orders not cancelled
-	Buyers   []Purchase // every purchase of the item: one per user, cancelled orders included
+// ItemAndActivity reads an item and its activity, whatever the activity's state.
+func ItemAndActivity(ctx context.Context, db *gorm.DB, itemID int64) (*Item, *Activity, error) {
+	var it Item
+	var act Activity
+	db = db.WithContext(ctx)
+	if err := db.Take(&it, "id = ?", itemID).Error; err != nil {
+		return nil, nil, fmt.Errorf("item %d: %w", itemID, err)
+	}
+	if err := db.Take(&act, "id = ?", it.ActivityID).Error; err != nil {
+		return nil, nil, fmt.Errorf("activity of item %d: %w", itemID, err)
+	}
+	return &it, &act, nil
 }
 
-// StockFacts reads an item, its activity, its live orders and its buyers.
-func StockFacts(ctx context.Context, db *gorm.DB, itemID int64) (*ItemStockFacts, error) {
-	f := &ItemStockFacts{}
-	db = db.WithContext(ctx)
-	if err := db.Take(&f.Item, "id = ?", itemID).Error; err != nil {
-		return nil, fmt.Errorf("item %d: %w", itemID, err)
-	}
-	if err := db.Take(&f.Activity, "id = ?", f.Item.ActivityID).Error; err != nil {
-		return nil, fmt.Errorf("activity of item %d: %w", itemID, err)
-	}
-	if err := db.Raw("SELECT count(*) FROM orders WHERE item_id = ? AND status <> ?", itemID, OrderCancelled).Scan(&f.Live).Error; err != nil {
-		return nil, fmt.Errorf("orders of item %d: %w", itemID, err)
-	}
-	if err := db.Raw("SELECT user_id, order_no FROM purchases WHERE item_id = ?", itemID).Scan(&f.Buyers).Error; err != nil {
+// Buyers lists every purchase of an item: one per user, cancelled orders included.
+func Buyers(ctx context.Context, db *gorm.DB, itemID int64) ([]Purchase, error) {
+	var out []Purchase
+	if err := db.WithContext(ctx).Raw("SELECT user_id, order_no FROM purchases WHERE item_id = ?", itemID).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("buyers of item %d: %w", itemID, err)
 	}
-	return f, nil
+	return out, nil
 }
 
 // ActivitiesToPreheat lists the approved activities that start before horizon and have not ended at now.

@@ -52,15 +52,15 @@ var (
 	takeLua string
 	//go:embed path.lua
 	pathLua string
-	//go:embed release.lua
-	releaseLua string
 	//go:embed preheat.lua
 	preheatLua string
+	//go:embed settle.lua
+	settleLua string
 
 	takeScript    = redis.NewScript(takeLua)
 	pathScript    = redis.NewScript(pathLua)
-	releaseScript = redis.NewScript(releaseLua)
 	preheatScript = redis.NewScript(preheatLua)
+	settleScript  = redis.NewScript(settleLua)
 )
 
 // Ledger is an item's stock in Redis.
@@ -84,6 +84,30 @@ type Sale struct {
 	Buyers             map[int64]string // user → order number of everyone with a purchase of the item, cancelled or not: one per user holds for the sale
 }
 
+// Refresh updates a loaded sale's window, price and cap, and reports false when the sale is not loaded
+// (then Preheat must load it, buyers and all).
+func (l *Ledger) Refresh(ctx context.Context, s Sale) (int64, bool, error) {
+	res, err := l.runPreheat(ctx, s, true)
+	if err != nil || res[0] == "missing" {
+		return 0, false, err
+	}
+	left, _ := strconv.ParseInt(res[1], 10, 64)
+	return left, true, nil
+}
+
+func (l *Ledger) runPreheat(ctx context.Context, s Sale, refreshOnly bool) ([]string, error) {
+	only := "0"
+	if refreshOnly {
+		only = "1"
+	}
+	res, err := preheatScript.Run(ctx, l.rdb, []string{KeysOf(s.ItemID).Sale},
+		max(s.StockLeft, 0), s.StockTotal, s.StartsAt.UnixMilli(), s.EndsAt.UnixMilli(), s.PriceCents, s.ActivityID, only).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
+	}
+	return res, nil
+}
+
 // Preheat loads a sale into Redis so that it is ready before it starts. Run again during a sale, it never
 // raises the stock above what the database can back. It reports the stock left in Redis afterwards.
 func (l *Ledger) Preheat(ctx context.Context, s Sale) (int64, error) {
@@ -99,7 +123,7 @@ func (l *Ledger) Preheat(ctx context.Context, s Sale) (int64, error) {
 			p.SAdd(ctx, k.Buyers, members...)
 			for _, m := range members {
 				uid := strconv.FormatInt(m.(int64), 10)
-				p.HSetNX(ctx, k.Results, uid, successValue(s.Buyers[m.(int64)]))
+				p.HSetNX(ctx, k.Results, uid, SuccessValue(s.Buyers[m.(int64)]))
 			}
 			return nil
 		})
@@ -117,10 +141,9 @@ func (l *Ledger) Preheat(ctx context.Context, s Sale) (int64, error) {
 	if err := flush(); err != nil {
 		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
 	}
-	res, err := preheatScript.Run(ctx, l.rdb, []string{k.Sale},
-		max(s.StockLeft, 0), s.StockTotal, s.StartsAt.UnixMilli(), s.EndsAt.UnixMilli(), s.PriceCents, s.ActivityID).StringSlice()
+	res, err := l.runPreheat(ctx, s, false)
 	if err != nil {
-		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
+		return 0, err
 	}
 	if err := l.rdb.SAdd(ctx, streamsKey, s.ItemID).Err(); err != nil {
 		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
@@ -179,34 +202,29 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 	return left, nil
 }
 
-// Release gives one unit back. result, when not empty, becomes the buyer's result; rebuy lets the buyer
-// buy the item again. It answers the stock left, or -1 when the sale is not loaded.
-func (l *Ledger) Release(ctx context.Context, itemID, userID int64, result string, rebuy bool) (int64, error) {
-	k := KeysOf(itemID)
-	flag := "0"
-	if rebuy {
-		flag = "1"
-	}
-	left, err := releaseScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Results}, userID, result, flag).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("release: %w", err)
-	}
-	return left, nil
+// Settlement is what to do with an order message that will not become a new order.
+type Settlement struct {
+	GiveBack bool   // the unit goes back on sale
+	Result   string // the buyer's new result ('' keeps it)
+	Rebuy    bool   // the buyer may buy again
 }
 
-// Fail ends a buyer's attempt as failed without touching stock, and unmarks the buyer.
-func (l *Ledger) Fail(ctx context.Context, itemID, userID int64, message string) error {
+// Settle acknowledges the message and applies s, once: a message settled before changes nothing again.
+// It reports whether this call settled it.
+func (l *Ledger) Settle(ctx context.Context, itemID int64, m OrderMessage, s Settlement) (bool, error) {
 	k := KeysOf(itemID)
-	uid := strconv.FormatInt(userID, 10)
-	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, k.Results, uid, FailedValue(message))
-		p.SRem(ctx, k.Buyers, uid)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("fail buyer: %w", err)
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
 	}
-	return nil
+	n, err := settleScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Results, k.Stream},
+		m.ID, m.UserID, flag(s.GiveBack), s.Result, flag(s.Rebuy)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("settle order message %s: %w", m.ID, err)
+	}
+	return n == 1, nil
 }
 
 // Left answers the stock left in Redis, and false when the sale is not loaded.
@@ -229,7 +247,8 @@ type Result struct {
 }
 
 // Encoded results as the results hash keeps them.
-func successValue(orderNo string) string { return "success:" + orderNo }
+// SuccessValue is the result of a buyer who holds an order.
+func SuccessValue(orderNo string) string { return "success:" + orderNo }
 
 // FailedValue is the result of a buyer whose order could not be made.
 func FailedValue(message string) string { return "failed:" + message }

@@ -10,23 +10,31 @@ import (
 	"seckill/models"
 )
 
-// PreheatFromDB loads an item's sale from what the database knows: stock left is stock_total minus the
-// orders that are not cancelled, and every user with a purchase is a buyer already. After Redis lost its
-// data, this rebuilds the counters, and the item can never be sold beyond its stock.
+// PreheatFromDB loads an item's sale from what the database knows: stock left is stock_total minus
+// stock_sold (the count the order consumer moves under the optimistic lock), and every user with a
+// purchase is a buyer already. A sale that is loaded only has its window refreshed and its count capped;
+// after Redis lost its data, this rebuilds everything, and the item can never be sold beyond its stock.
 func (l *Ledger) PreheatFromDB(ctx context.Context, db *gorm.DB, itemID int64) (int64, error) {
-	f, err := models.StockFacts(ctx, db, itemID)
+	it, act, err := models.ItemAndActivity(ctx, db, itemID)
 	if err != nil {
 		return 0, err
 	}
-	buyers := make(map[int64]string, len(f.Buyers))
-	for _, p := range f.Buyers {
-		buyers[p.UserID] = p.OrderNo
+	sale := Sale{
+		ItemID: itemID, ActivityID: act.ID, StartsAt: act.StartsAt, EndsAt: act.EndsAt,
+		PriceCents: it.SeckillPriceCents, StockTotal: it.StockTotal, StockLeft: it.StockTotal - it.StockSold,
 	}
-	return l.Preheat(ctx, Sale{
-		ItemID: itemID, ActivityID: f.Activity.ID, StartsAt: f.Activity.StartsAt, EndsAt: f.Activity.EndsAt,
-		PriceCents: f.Item.SeckillPriceCents, StockTotal: f.Item.StockTotal, StockLeft: f.Item.StockTotal - f.Live,
-		Buyers: buyers,
-	})
+	if left, loaded, err := l.Refresh(ctx, sale); err != nil || loaded {
+		return left, err
+	}
+	buyers, err := models.Buyers(ctx, db, itemID)
+	if err != nil {
+		return 0, err
+	}
+	sale.Buyers = make(map[int64]string, len(buyers))
+	for _, p := range buyers {
+		sale.Buyers[p.UserID] = p.OrderNo
+	}
+	return l.Preheat(ctx, sale)
 }
 
 // LeftCache answers the stock left of items from Redis, at most one read per item per ttl: pages and the

@@ -1,9 +1,10 @@
 -- Loads an item's sale, or refreshes its window and price when it is loaded already.
 -- KEYS: 1 sale hash
--- ARGV: 1 stock left by the database (stock_total minus orders not cancelled), 2 stock_total,
---       3 starts (ms), 4 ends (ms), 5 price (cents), 6 activity id
--- Answers {'loaded'|'kept', stock left}. A running sale's count is never raised: orders still queued in
--- the stream are not in the database yet, so Redis may rightly hold less than the database says.
+-- ARGV: 1 stock left by the database (stock_total minus stock_sold), 2 stock_total,
+--       3 starts (ms), 4 ends (ms), 5 price (cents), 6 activity id, 7 '1' to refresh a loaded sale only
+-- Answers {'loaded'|'kept', stock left}, or {'missing'} when asked to refresh a sale that is not loaded.
+-- A running sale's count is never raised: orders still queued in the stream are not in the database
+-- yet, so Redis may rightly hold less than the database says.
 local dbLeft = tonumber(ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('HSET', KEYS[1], 'total', ARGV[2], 'starts', ARGV[3], 'ends', ARGV[4], 'price', ARGV[5], 'activity', ARGV[6])
@@ -14,6 +15,9 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
     left = dbLeft
   end
   return {'kept', tostring(left)}
+end
+if ARGV[7] == '1' then
+  return {'missing'}
 end
 redis.call('HSET', KEYS[1], 'left', dbLeft, 'total', ARGV[2], 'starts', ARGV[3], 'ends', ARGV[4], 'price', ARGV[5], 'activity', ARGV[6])
 return {'loaded', tostring(dbLeft)}

@@ -41,6 +41,26 @@ func (l *Ledger) Streams(ctx context.Context) ([]int64, error) {
 	return out, nil
 }
 
+// IsNoGroup reports whether err says the stream or its consumer group is missing (Redis lost them).
+func IsNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
+
+// Forget removes an item from the list of streams the consumers follow.
+func (l *Ledger) Forget(ctx context.Context, itemID int64) error {
+	return l.rdb.SRem(ctx, streamsKey, itemID).Err()
+}
+
+// SaleEnds answers when the item's loaded sale ends, and false when it is not loaded.
+func (l *Ledger) SaleEnds(ctx context.Context, itemID int64) (time.Time, bool, error) {
+	ms, err := l.rdb.HGet(ctx, KeysOf(itemID).Sale, "ends").Int64()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return time.UnixMilli(ms), true, nil
+}
+
 // EnsureGroup makes the consumer group of an item's stream (and the stream) if missing.
 func (l *Ledger) EnsureGroup(ctx context.Context, itemID int64) error {
 	err := l.rdb.XGroupCreateMkStream(ctx, KeysOf(itemID).Stream, Group, "0").Err()
@@ -130,25 +150,17 @@ func (l *Ledger) Ack(ctx context.Context, itemID int64, placed []Placed) error {
 	results := make([]any, 0, 2*len(placed))
 	for i, p := range placed {
 		ids[i] = p.MessageID
-		results = append(results, strconv.FormatInt(p.UserID, 10), successValue(p.OrderNo))
+		results = append(results, strconv.FormatInt(p.UserID, 10), SuccessValue(p.OrderNo))
 	}
 	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, k.Results, results...)
 		p.XAck(ctx, k.Stream, Group, ids...)
+		// Settled entries leave the stream, so that it does not grow without bound. They were all
+		// delivered to the group, so the group's lag stays exact.
+		p.XDel(ctx, k.Stream, ids...)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("ack orders of item %d: %w", itemID, err)
-	}
-	return nil
-}
-
-// AckOnly acknowledges messages that need nothing else (their results were set already).
-func (l *Ledger) AckOnly(ctx context.Context, itemID int64, ids ...string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if err := l.rdb.XAck(ctx, KeysOf(itemID).Stream, Group, ids...).Err(); err != nil {
 		return fmt.Errorf("ack orders of item %d: %w", itemID, err)
 	}
 	return nil
