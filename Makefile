@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/seckill
 
-.PHONY: run build test services lint migrate bench clean
+.PHONY: run build test services lint migrate bench screenshots clean
 
 run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
 	$(GO) run .
@@ -17,9 +17,12 @@ test: services ## every test, with the race detector, against the real services
 	$(GO) test -race -count=1 ./...
 
 bench: services ## the buy path against its baselines, the consumer's drain rate and captcha drawing (medians of 5)
-	$(GO) test -run '^$$' -bench 'Baseline|Buy' -benchtime 30000x -count 5 ./app
+	$(GO) test -run '^$$' -bench 'Baseline|Buy|Page' -benchtime 30000x -count 5 ./app
 	$(GO) test -run '^$$' -bench ConsumerDrain -benchtime 20000x -count 5 ./jobs
 	$(GO) test -run '^$$' -bench Draw -cpu 1 -count 5 ./captcha
+
+screenshots: services ## the shopper's pages at 375 and 1280 px, in English and Chinese, into docs/screenshots
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run TestShopperBuysInABrowser ./app
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -30,6 +30,11 @@ const benchConns = 64
 // req/s. Every answer must have the status want.
 func hammer(b *testing.B, addr string, n int, next func(i int) (path string, cookie string, csrf string), want int) {
 	b.Helper()
+	hammerMethod(b, "POST", addr, n, next, want)
+}
+
+func hammerMethod(b *testing.B, method, addr string, n int, next func(i int) (path string, cookie string, csrf string), want int) {
+	b.Helper()
 	client := &fasthttp.Client{MaxConnsPerHost: benchConns * 2}
 	var i atomic.Int64
 	var bad atomic.Int64
@@ -51,7 +56,7 @@ func hammer(b *testing.B, addr string, n int, next func(i int) (path string, coo
 				path, cookie, csrf := next(k)
 				req.Reset()
 				req.SetRequestURI("http://" + addr + path)
-				req.Header.SetMethod("POST")
+				req.Header.SetMethod(method)
 				if cookie != "" {
 					req.Header.Set("Cookie", cookie)
 					req.Header.Set(handlers.CSRFHeader, csrf)
@@ -184,5 +189,23 @@ func BenchmarkBuySoldOut(b *testing.B) {
 	}
 	srv.Flags.MarkSoldOut(context.Background(), itemID)
 	hammer(b, addr, b.N, func(i int) (string, string, string) { return paths[1+i%999], cookies[1+i%999], csrf }, 409)
-	_ = fmt.Sprint
+}
+
+// BenchmarkBaselineBareGet is a Fiber handler that answers a fixed HTML page.
+func BenchmarkBaselineBareGet(b *testing.B) {
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	page := []byte("<!doctype html><title>item</title><p>an item page</p>")
+	f.Get("/items/1", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+		return c.Send(page)
+	})
+	addr := listen(b, f)
+	hammerMethod(b, "GET", addr, b.N, func(int) (string, string, string) { return "/items/1", "", "" }, 200)
+}
+
+// BenchmarkPageDetail is the item detail page for anonymous visitors, through the whole app.
+func BenchmarkPageDetail(b *testing.B) {
+	_, addr, itemID := benchServer(b, 100)
+	path := fmt.Sprintf("/items/%d", itemID)
+	hammerMethod(b, "GET", addr, b.N, func(int) (string, string, string) { return path, "", "" }, 200)
 }

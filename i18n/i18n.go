@@ -43,12 +43,14 @@ func For(lang string) Tr {
 	return Tr{Lang: "en", words: catalog["en"]}
 }
 
-// Words returns every key of lang, for the pages' scripts.
-func Words(lang string, prefix string) map[string]string {
+// Words returns the words of lang whose keys start with one of prefixes, for the pages' scripts.
+func Words(lang string, prefixes ...string) map[string]string {
 	out := map[string]string{}
 	for k := range catalog["en"] {
-		if strings.HasPrefix(k, prefix) {
-			out[k] = For(lang).T(k)
+		for _, p := range prefixes {
+			if strings.HasPrefix(k, p) {
+				out[k] = For(lang).T(k)
+			}
 		}
 	}
 	return out

@@ -17,7 +17,7 @@ var catalog = map[string]map[string]string{
 		"count.ends":             "Ends in",
 		"count.over":             "Ended",
 		"stock.left":             "left",
-		"stock.of":               "of",
+		"stock.of":               "",
 		"item.view":              "View and buy",
 		"item.was":               "Was",
 		"item.now":               "Flash price",

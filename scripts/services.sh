@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Brings up the PostgreSQL and Redis that the tests use: starts them when they are installed and down,
-# installs them with apt when they are missing, and creates the test database. With REQUIRE_SERVICES=1
+# Brings up what the tests use: PostgreSQL and Redis (started when installed and down, installed with apt
+# when missing, with the test database created) and Debian's Chromium for the browser tests (installed
+# when missing; never a downloaded browser). With REQUIRE_SERVICES=1
 # (as in CI) it fails when either cannot be reached; without it, it warns and the tests say the rest.
 set -uo pipefail
 
@@ -68,6 +69,10 @@ fi
 if [ -z "${TEST_REDIS_URL:-}" ]; then
   if start_redis; then say "Redis is up on $REDIS_HOST:$REDIS_PORT"
   else say "Redis is NOT reachable on $REDIS_HOST:$REDIS_PORT"; failed=1; fi
+fi
+if [ -z "${CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if apt_install chromium; then say "Chromium installed"
+  else say "Chromium is NOT installed (the browser tests need it: apt-get install -y chromium)"; failed=1; fi
 fi
 if [ "$failed" = 1 ] && [ "${REQUIRE_SERVICES:-}" = 1 ]; then exit 1; fi
 exit 0

@@ -51,6 +51,7 @@
       busy = false;
       if (r.status === "success") {
         final = true;
+        form.hidden = true; // bought: the captcha and the button have done their job
         status.innerHTML = "";
         var msg = document.createElement("span");
         msg.textContent = w("buy.success") + " ";
