@@ -378,3 +378,34 @@ func TestSaleWindow(t *testing.T) {
 		t.Errorf("%d orders made outside the window", n)
 	}
 }
+
+func TestBuyingRateLimits(t *testing.T) {
+	s := startLive(t, nil, nil)
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, 1000, now.Add(-time.Minute), now.Add(time.Hour))
+	b := newBrowser(t, s.URL)
+	b.register("eager", "eager password")
+	itemPath := "/api/items/" + itoa(item.ID)
+
+	// Paths: a burst of 10 per user, then 429 with Retry-After (wrong captchas count too).
+	var last reply
+	for i := 0; i < 11; i++ {
+		last = b.call("POST", itemPath+"/path", map[string]string{"captcha_id": "nope", "captcha_answer": "1"})
+	}
+	if last.Status != 429 || last.code(t) != "rate_limited" || last.Header.Get("Retry-After") == "" {
+		t.Errorf("the 11th path request in a burst: %d %s (Retry-After %q), want 429 with Retry-After", last.Status, last.Body, last.Header.Get("Retry-After"))
+	}
+
+	// The buy: 40 at once from one address, then 429, counted in memory.
+	sh := makeShoppers(t, s, "burst", 1)[0]
+	client := &http.Client{Timeout: 10 * time.Second}
+	limited := 0
+	for i := 0; i < 60; i++ {
+		if a := sh.post(t, client, s.URL, itemPath+"/buy/"+strings.Repeat("0", 32)); a.status == 429 {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Error("60 buys at once from one address were never limited")
+	}
+}
