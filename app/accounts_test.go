@@ -388,7 +388,7 @@ func TestRoles(t *testing.T) {
 	shopperID := shopper.register("shopper1", "shopper password")
 	admin := newBrowser(t, s.URL)
 	adminID := admin.register("boss", "boss password")
-	if _, err := models.SetRole(context.Background(), s.DB, adminID, models.RoleAdmin, time.Now()); err != nil {
+	if _, err := models.SetRole(context.Background(), s.DB, models.Actor{ID: adminID, Username: "boss"}, adminID, models.RoleAdmin, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	admin.getCSRF()

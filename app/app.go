@@ -54,6 +54,7 @@ type Server struct {
 	Flags    *stock.Flags
 	Consumer *jobs.OrderConsumer
 	Preheat  *jobs.Preheater
+	Answers  *stock.Answers
 
 	buyLimit *ratelimit.Local
 	log      *slog.Logger
@@ -123,6 +124,7 @@ func (s *Server) Start(ctx context.Context) (<-chan struct{}, error) {
 		"order consumer": s.Consumer.Run,
 		"preheat":        s.Preheat.Run,
 		"buy limiter":    s.buyLimit.Run,
+		"buy answers":    s.Answers.Run,
 	}
 	var wg sync.WaitGroup
 	for name, run := range workers {
@@ -182,6 +184,7 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 		Consumer: &jobs.OrderConsumer{DB: d.DB, Ledger: stock.NewLedger(consumerRedis, d.Now), Flags: flags,
 			Name: consumerName(nodeID), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout},
 		Preheat:  &jobs.Preheater{DB: d.DB, Ledger: ledger, Window: cfg.PreheatWindow, Interval: 5 * time.Second, Now: d.Now, Log: d.Log},
+		Answers:  stock.NewAnswers(d.Redis),
 		buyLimit: ratelimit.NewLocal(20, 40),
 		log:      d.Log,
 	}
@@ -237,10 +240,12 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	qr := &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now}
 	buy := &handlers.Buy{
 		DB: d.DB, Ledger: s.Ledger, Flags: s.Flags, Captchas: captcha.New(d.Redis, max(runtime.NumCPU()/2, 1), 200*time.Millisecond),
-		Limits: accounts.Limits, BuyLimit: s.buyLimit, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+		Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 	}
 	orders := &handlers.Orders{DB: d.DB}
-	merchant := &handlers.Merchant{DB: d.DB, Now: d.Now}
+	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Answers: s.Answers, Now: d.Now}
+	merchant := &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now}
+	admin := &handlers.Admin{DB: d.DB, Ledger: s.Ledger, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now}
 	user := handlers.RequireUser
 	merchantOnly := handlers.RequireRole(models.RoleMerchant)
 	adminOnly := handlers.RequireRole(models.RoleAdmin)
@@ -284,9 +289,25 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	api.Get("/orders", user, orders.List)
 	api.Get("/orders/:order_no", user, orders.Get)
 
-	api.Get("/merchant/activities", merchantOnly, merchant.Activities)
+	m := api.Group("/merchant", merchantOnly)
+	m.Get("/activities", merchant.Activities)
+	m.Post("/activities", merchant.Create)
+	m.Get("/activities/:id", merchant.Activity)
+	m.Put("/activities/:id", merchant.Update)
+	m.Post("/activities/:id/items", merchant.AddItem)
+	m.Put("/activities/:id/items/:item", merchant.UpdateItem)
+	m.Delete("/activities/:id/items/:item", merchant.DeleteItem)
+	m.Post("/activities/:id/submit", merchant.Submit)
+	m.Get("/activities/:id/stats", merchant.ActivityStats)
 
-	api.Post("/admin/users/:id/role", adminOnly, accounts.SetRole)
+	a := api.Group("/admin", adminOnly)
+	a.Get("/reviews", admin.Reviews)
+	a.Post("/activities/:id/approve", admin.Approve)
+	a.Post("/activities/:id/reject", admin.Reject)
+	a.Get("/activities/:id/stats", admin.ActivityStats)
+	a.Get("/users", admin.Users)
+	a.Post("/users/:id/role", accounts.SetRole)
+	a.Get("/audit", admin.Audit)
 }
 
 func templateFuncs(files *assets.Set) template.FuncMap {

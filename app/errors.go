@@ -32,6 +32,7 @@ var statusOf = map[string]int{
 	errs.Ended:            fiber.StatusForbidden,
 	errs.SoldOut:          fiber.StatusConflict,
 	errs.AlreadyBought:    fiber.StatusConflict,
+	errs.ActivityState:    fiber.StatusConflict,
 	errs.TooLarge:         fiber.StatusRequestEntityTooLarge,
 	errs.RateLimited:      fiber.StatusTooManyRequests,
 	errs.NotReady:         fiber.StatusServiceUnavailable,

@@ -158,9 +158,10 @@ func (s *Sessions) EndAll(ctx context.Context, userID int64) error {
 	return s.announce(ctx, u)
 }
 
-// SetRole changes a user's role; the user's sessions carry the new role from the next request on.
-func (s *Sessions) SetRole(ctx context.Context, userID int64, role string) (*models.User, error) {
-	u, err := models.SetRole(ctx, s.db, userID, role, s.now())
+// SetRole changes a user's role (who's action, audited); the user's sessions carry the new role from
+// the next request on.
+func (s *Sessions) SetRole(ctx context.Context, who models.Actor, userID int64, role string) (*models.User, error) {
+	u, err := models.SetRole(ctx, s.db, who, userID, role, s.now())
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,9 @@ const (
 	Ended         = "ended"
 	SoldOut       = "sold_out"
 	AlreadyBought = "already_bought"
+
+	// The merchant console.
+	ActivityState = "activity_state"
 )
 
 // Error is an error with a contract code and a message safe to show to a client.

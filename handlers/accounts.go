@@ -265,7 +265,11 @@ func (h *Accounts) SetRole(c *fiber.Ctx) error {
 	if err := ParseJSON(c, &in); err != nil {
 		return err
 	}
-	u, err := h.Sessions.SetRole(c.UserContext(), id, in.Role)
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	u, err := h.Sessions.SetRole(c.UserContext(), who, id, in.Role)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ type Buy struct {
 	Captchas    *captcha.Captchas
 	Limits      *ratelimit.Shared
 	BuyLimit    *ratelimit.Local // per address, in memory: the buy costs no round trip for it
+	Answers     *stock.Answers   // the buy's answers per item and second, for the live dashboard
 	Orders      *snowflake.Node
 	RateLimitIP bool
 	Now         func() time.Time
@@ -148,16 +149,17 @@ func validPath(p string) bool {
 
 // Take is the buy. Everything before the script is checked in memory: the session and CSRF token (by
 // middleware), the per-address limit, the path's form and the sold-out flag. Then one round trip.
-func (h *Buy) Take(c *fiber.Ctx) error {
+func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	s, _ := SessionOf(c)
+	itemID, err := pathID(c, "id", "item")
+	if err != nil {
+		return err
+	}
+	defer func() { h.Answers.Add(itemID, answerOf(err), h.Now()) }()
 	if h.RateLimitIP {
 		if err := h.BuyLimit.Allow(c.IP()); err != nil {
 			return err
 		}
-	}
-	itemID, err := pathID(c, "id", "item")
-	if err != nil {
-		return err
 	}
 	path := c.Params("path")
 	if !validPath(path) {
@@ -179,6 +181,18 @@ func (h *Buy) Take(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Status(fiber.StatusAccepted).Send(queued)
+}
+
+// answerOf names a buy's answer for the dashboard.
+func answerOf(err error) string {
+	if err == nil {
+		return "queued"
+	}
+	switch code := errs.Code(err); code {
+	case errs.SoldOut, errs.AlreadyBought, errs.InvalidPath, errs.RateLimited, errs.NotStarted, errs.Ended:
+		return code
+	}
+	return "other"
 }
 
 var (

@@ -3,7 +3,14 @@
 // and payments.
 package models
 
-import "time"
+import (
+	"time"
+
+	"gorm.io/gorm/clause"
+)
+
+// lockForUpdate locks the rows a query reads until its transaction ends (PostgreSQL's FOR UPDATE).
+var lockForUpdate = clause.Locking{Strength: "UPDATE"}
 
 // Roles of a user.
 const (
@@ -142,5 +149,5 @@ type Payment struct {
 
 // All lists every model, in the order the migrations create them.
 func All() []any {
-	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}}
+	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}}
 }

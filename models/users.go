@@ -67,20 +67,30 @@ func BumpSessionVersion(ctx context.Context, db *gorm.DB, id int64, now time.Tim
 	return UserByID(ctx, db, id)
 }
 
-// SetRole changes a user's role.
-func SetRole(ctx context.Context, db *gorm.DB, id int64, role string, now time.Time) (*User, error) {
+// SetRole changes a user's role, and audits it as who's action.
+func SetRole(ctx context.Context, db *gorm.DB, who Actor, id int64, role string, now time.Time) (*User, error) {
 	if !ValidRole(role) {
 		return nil, errs.Invalid("role", "must be shopper, merchant or admin")
 	}
-	res := db.WithContext(ctx).Exec(
-		"UPDATE users SET role = ?, auth_changed_at = ?, updated_at = ? WHERE id = ?", role, now, now, id)
-	if res.Error != nil {
-		return nil, fmt.Errorf("set role of user %d: %w", id, res.Error)
+	var u *User
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		before, err := UserByID(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := tx.Exec("UPDATE users SET role = ?, auth_changed_at = ?, updated_at = ? WHERE id = ?", role, now, now, id).Error; err != nil {
+			return fmt.Errorf("set role of user %d: %w", id, err)
+		}
+		if u, err = UserByID(ctx, tx, id); err != nil {
+			return err
+		}
+		return Audit(tx, who, "user.role", fmt.Sprintf("user:%d", id),
+			map[string]string{"username": before.Username, "role": before.Role}, map[string]string{"username": u.Username, "role": u.Role}, now)
+	})
+	if err != nil {
+		return nil, err
 	}
-	if res.RowsAffected == 0 {
-		return nil, errs.New(errs.NotFound, "no such user")
-	}
-	return UserByID(ctx, db, id)
+	return u, nil
 }
 
 // UsersAuthChangedSince lists the users whose session version or role changed after since.

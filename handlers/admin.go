@@ -1,0 +1,146 @@
+package handlers
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/models"
+	"seckill/stock"
+)
+
+// Admin serves the approval dashboard's API.
+type Admin struct {
+	DB            *gorm.DB
+	Ledger        *stock.Ledger
+	Stats         *Stats
+	PreheatWindow time.Duration
+	Now           func() time.Time
+}
+
+func (h *Admin) withMerchants(c *fiber.Ctx, acts []models.Activity) ([]ManagedActivityJSON, error) {
+	ids := make([]int64, 0, len(acts))
+	for _, a := range acts {
+		ids = append(ids, a.MerchantID)
+	}
+	names, err := models.Usernames(c.UserContext(), h.DB, ids)
+	if err != nil {
+		return nil, err
+	}
+	now := h.Now()
+	out := make([]ManagedActivityJSON, 0, len(acts))
+	for i := range acts {
+		out = append(out, managedJSON(&acts[i], names[acts[i].MerchantID], now))
+	}
+	return out, nil
+}
+
+// Reviews answers the activities waiting for review.
+func (h *Admin) Reviews(c *fiber.Ctx) error {
+	acts, err := models.PendingReviews(c.UserContext(), h.DB)
+	if err != nil {
+		return err
+	}
+	out, err := h.withMerchants(c, acts)
+	if err != nil {
+		return err
+	}
+	return c.JSON(out)
+}
+
+// Approve approves an activity; one that starts within the preheat window is loaded into Redis at once,
+// so that it is on sale from its first second.
+func (h *Admin) Approve(c *fiber.Ctx) error {
+	return h.review(c, true, "")
+}
+
+// Reject rejects an activity with a reason the merchant sees.
+func (h *Admin) Reject(c *fiber.Ctx) error {
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := ParseJSON(c, &in); err != nil {
+		return err
+	}
+	return h.review(c, false, in.Reason)
+}
+
+func (h *Admin) review(c *fiber.Ctx, approve bool, reason string) error {
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	now := h.Now()
+	a, err := models.Review(c.UserContext(), h.DB, who, id, approve, reason, now)
+	if err != nil {
+		return err
+	}
+	if approve && a.StartsAt.Before(now.Add(h.PreheatWindow)) {
+		for _, it := range a.Items {
+			if _, err := h.Ledger.PreheatFromDB(c.UserContext(), h.DB, it.ID); err != nil {
+				return err // the approval stands; the preheat job loads it within seconds
+			}
+		}
+	}
+	return c.JSON(fiber.Map{"state": a.State})
+}
+
+// ActivityStats answers an activity's live figures.
+func (h *Admin) ActivityStats(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	a, err := models.ActivityByID(c.UserContext(), h.DB, id)
+	if err != nil {
+		return err
+	}
+	st, err := h.Stats.Of(c, a)
+	if err != nil {
+		return err
+	}
+	return c.JSON(st)
+}
+
+// Users answers the users with their roles.
+func (h *Admin) Users(c *fiber.Ctx) error {
+	users, err := models.ListUsers(c.UserContext(), h.DB, 1000)
+	if err != nil {
+		return err
+	}
+	out := make([]UserJSON, len(users))
+	for i := range users {
+		out[i] = userJSON(&users[i])
+	}
+	return c.JSON(out)
+}
+
+// AuditJSON is an audit row.
+type AuditJSON struct {
+	ID      int64     `json:"id"`
+	ActorID int64     `json:"actor_id"`
+	Actor   string    `json:"actor"`
+	Action  string    `json:"action"`
+	Target  string    `json:"target"`
+	Before  string    `json:"before"`
+	After   string    `json:"after"`
+	At      time.Time `json:"at"`
+}
+
+// Audit answers the newest audit rows.
+func (h *Admin) Audit(c *fiber.Ctx) error {
+	rows, err := models.AuditTrail(c.UserContext(), h.DB, 200)
+	if err != nil {
+		return err
+	}
+	out := make([]AuditJSON, len(rows))
+	for i, r := range rows {
+		out[i] = AuditJSON{r.ID, r.ActorID, r.Actor, r.Action, r.Target, r.Before, r.After, r.CreatedAt.UTC()}
+	}
+	return c.JSON(out)
+}

@@ -1,0 +1,130 @@
+package stock
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AnswerKinds are the buy endpoint's answers that the live dashboard charts.
+var AnswerKinds = []string{"queued", "sold_out", "already_bought", "invalid_path", "rate_limited", "not_started", "ended", "other"}
+
+// answersTTL is how long per-second answer counts are kept.
+const answersTTL = time.Hour
+
+// Answers counts the buy endpoint's answers per item and second. Counting is in memory (the buy path
+// makes no extra round trip); every second the counts go to Redis, where every instance's add up.
+type Answers struct {
+	rdb redis.UniversalClient
+	mu  sync.Mutex
+	m   map[answerKey]int64
+}
+
+type answerKey struct {
+	item   int64
+	sec    int64
+	answer string
+}
+
+// NewAnswers returns an empty counter.
+func NewAnswers(rdb redis.UniversalClient) *Answers {
+	return &Answers{rdb: rdb, m: map[answerKey]int64{}}
+}
+
+func answersKey(itemID, sec int64) string {
+	return "sk:{item:" + strconv.FormatInt(itemID, 10) + "}:answers:" + strconv.FormatInt(sec, 10)
+}
+
+// Add counts one answer for an item now.
+func (a *Answers) Add(itemID int64, answer string, now time.Time) {
+	k := answerKey{itemID, now.Unix(), answer}
+	a.mu.Lock()
+	a.m[k]++
+	a.mu.Unlock()
+}
+
+// Flush sends the counts gathered so far to Redis.
+func (a *Answers) Flush(ctx context.Context) error {
+	a.mu.Lock()
+	m := a.m
+	a.m = make(map[answerKey]int64, len(m))
+	a.mu.Unlock()
+	if len(m) == 0 {
+		return nil
+	}
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, n := range m {
+			key := answersKey(k.item, k.sec)
+			p.HIncrBy(ctx, key, k.answer, n)
+			p.Expire(ctx, key, answersTTL)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("flush answers: %w", err)
+	}
+	return nil
+}
+
+// Run flushes every second until ctx ends, and once more at the end.
+func (a *Answers) Run(ctx context.Context) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = a.Flush(fctx)
+			cancel()
+			return ctx.Err()
+		case <-t.C:
+			_ = a.Flush(ctx)
+		}
+	}
+}
+
+// Point is the answers counted in one second.
+type Point struct {
+	At     time.Time        `json:"at"`
+	Counts map[string]int64 `json:"counts"`
+}
+
+// Series reads the answers of the items, summed, for each second of the window ending at now.
+func (a *Answers) Series(ctx context.Context, itemIDs []int64, now time.Time, window time.Duration) ([]Point, error) {
+	end := now.Unix()
+	start := end - int64(window/time.Second) + 1
+	cmds := map[int64][]*redis.MapStringStringCmd{}
+	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for sec := start; sec <= end; sec++ {
+			for _, id := range itemIDs {
+				cmds[sec] = append(cmds[sec], p.HGetAll(ctx, answersKey(id, sec)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("answer series: %w", err)
+	}
+	secs := make([]int64, 0, len(cmds))
+	for s := range cmds {
+		secs = append(secs, s)
+	}
+	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
+	out := make([]Point, 0, len(secs))
+	for _, sec := range secs {
+		p := Point{At: time.Unix(sec, 0).UTC(), Counts: map[string]int64{}}
+		for _, c := range cmds[sec] {
+			for k, v := range c.Val() {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				p.Counts[k] += n
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
