@@ -21,8 +21,8 @@ bench: services ## the buy path against its baselines, the consumer's drain rate
 	$(GO) test -run '^$$' -bench ConsumerDrain -benchtime 20000x -count 5 ./jobs
 	$(GO) test -run '^$$' -bench Draw -cpu 1 -count 5 ./captcha
 
-screenshots: services ## the shopper's pages at 375 and 1280 px, in English and Chinese, into docs/screenshots
-	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run TestShopperBuysInABrowser ./app
+screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser' ./app
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

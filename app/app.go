@@ -246,6 +246,7 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Answers: s.Answers, Now: d.Now}
 	merchant := &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now}
 	admin := &handlers.Admin{DB: d.DB, Ledger: s.Ledger, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now}
+	consoles := &handlers.Consoles{DB: d.DB, Stats: stats, Now: d.Now}
 	user := handlers.RequireUser
 	merchantOnly := handlers.RequireRole(models.RoleMerchant)
 	adminOnly := handlers.RequireRole(models.RoleAdmin)
@@ -260,6 +261,15 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	f.Get("/orders", pages.Orders)
 	f.Get("/orders/:order_no", pages.Order)
 	f.Get("/lang/:lang", pages.SetLang)
+	f.Get("/merchant", consoles.MerchantHome)
+	f.Get("/merchant/activities/:id", consoles.MerchantActivity)
+	f.Get("/merchant/activities/:id/live", consoles.MerchantLive)
+	f.Get("/merchant/activities/:id/chart.svg", consoles.MerchantChart)
+	f.Get("/admin", consoles.AdminHome)
+	f.Get("/admin/activities/:id/live", consoles.AdminLive)
+	f.Get("/admin/activities/:id/chart.svg", consoles.AdminChart)
+	f.Get("/admin/users", consoles.AdminUsers)
+	f.Get("/admin/audit", consoles.AdminAudit)
 	f.Get("/login", pages.Login)
 	f.Get("/register", pages.Register)
 	f.Get("/m/qr/:id", pages.QRPhone)

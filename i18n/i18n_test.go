@@ -1,6 +1,12 @@
 package i18n
 
-import "testing"
+import (
+	"io/fs"
+	"regexp"
+	"testing"
+
+	"seckill/views"
+)
 
 func TestPick(t *testing.T) {
 	tests := []struct{ choice, accept, want string }{
@@ -30,5 +36,30 @@ func TestEveryWordInBothLanguages(t *testing.T) {
 		if _, ok := catalog["en"][key]; !ok {
 			t.Errorf("%q has no English", key)
 		}
+	}
+}
+
+func TestTemplatesUseKnownWords(t *testing.T) {
+	// Every key a template asks for has words in both languages: a missing one would show as the key.
+	re := regexp.MustCompile(`\.T "([^"]+)"`)
+	err := fs.WalkDir(views.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(views.FS, path)
+		if err != nil {
+			return err
+		}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			for _, lang := range Languages {
+				if _, ok := catalog[lang][m[1]]; !ok {
+					t.Errorf("%s asks for %q, which has no %s words", path, m[1], lang)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

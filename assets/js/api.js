@@ -48,6 +48,12 @@
     if (!nav) return;
     api("GET", "/api/me").then(function (me) {
       nav.innerHTML = "";
+      if (me.role === "merchant" || me.role === "admin") {
+        var console = document.createElement("a");
+        console.href = me.role === "admin" ? "/admin" : "/merchant";
+        console.textContent = me.role === "admin" ? nav.dataset.admin : nav.dataset.merchant;
+        nav.appendChild(console);
+      }
       var who = document.createElement("span");
       who.textContent = me.username;
       who.className = "who";

@@ -1,0 +1,157 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seckill/models"
+)
+
+func loginInBrowser(t *testing.T, ctx context.Context, base, username, password string) {
+	t.Helper()
+	run(t, ctx, "log in as "+username,
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible("#username", chromedp.ByID),
+		chromedp.SendKeys("#username", username, chromedp.ByID),
+		chromedp.SendKeys("#password", password, chromedp.ByID),
+		chromedp.Click(`form[data-account] button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`//h1[contains(., "Flash sales")]`),
+	)
+}
+
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("SCREENSHOTS_DIR")
+	if dir == "" {
+		return
+	}
+	var png []byte
+	run(t, ctx, "screenshot "+name, chromedp.Sleep(800*time.Millisecond), chromedp.FullScreenshot(&png, 100))
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMerchantAndAdminInABrowser: a merchant creates an activity with an item and submits it, an admin
+// approves it, and it appears on the home page.
+func TestMerchantAndAdminInABrowser(t *testing.T) {
+	s := startLive(t, nil, nil)
+	withRole(t, s, "acme_store", models.RoleMerchant)
+	withRole(t, s, "chief", models.RoleAdmin)
+	ctx := chrome(t)
+	start := s.Clock.Now().Add(3 * time.Second)
+	local := func(tm time.Time) string { return tm.Local().Format("2006-01-02T15:04") }
+
+	loginInBrowser(t, ctx, s.URL, "acme_store", "acme_store password")
+	// A first try with the end before the start: the error shows beside its field, the typing stays.
+	var endErr, typed string
+	run(t, ctx, "new activity with a bad end",
+		chromedp.Navigate(s.URL+"/merchant"),
+		chromedp.WaitVisible("#a-name", chromedp.ByID),
+		chromedp.SendKeys("#a-name", "Spring Flash Sale", chromedp.ByID),
+		chromedp.SendKeys("#a-description", "Tea sets at a tenth of their price.", chromedp.ByID),
+		chromedp.SetValue("#a-starts", local(start.Add(2*time.Hour)), chromedp.ByID),
+		chromedp.SetValue("#a-ends", local(start.Add(time.Hour)), chromedp.ByID),
+		chromedp.Click(`form[data-api] button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`//span[@data-error-for="ends_at"][contains(., "after starts_at")]`),
+		chromedp.Text(`[data-error-for="ends_at"]`, &endErr, chromedp.ByQuery),
+		chromedp.Value("#a-name", &typed, chromedp.ByID),
+	)
+	if typed != "Spring Flash Sale" {
+		t.Errorf("the form lost what was typed: name %q", typed)
+	}
+	shot(t, ctx, "merchant-form-error")
+
+	var state string
+	run(t, ctx, "create, add an item, submit",
+		chromedp.SetValue("#a-starts", local(start.Add(time.Minute)), chromedp.ByID),
+		chromedp.SetValue("#a-ends", local(start.Add(2*time.Hour)), chromedp.ByID),
+		chromedp.Click(`form[data-api] button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible("#item-form", chromedp.ByID),
+		chromedp.SendKeys("#i-name", "Porcelain Tea Set", chromedp.ByID),
+		chromedp.SendKeys("#i-title", "Six cups and a pot", chromedp.ByID),
+		chromedp.SendKeys("#i-image", "/assets/img/demo-3.svg", chromedp.ByID),
+		chromedp.SendKeys("#i-original", "599.00", chromedp.ByID),
+		chromedp.SendKeys("#i-flash", "59.90", chromedp.ByID),
+		chromedp.SendKeys("#i-stock", "20", chromedp.ByID),
+		chromedp.Click(`#item-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`//td[contains(., "Porcelain Tea Set")]`),
+		chromedp.Click(`button[data-api-click$="/submit"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`//h1/span[contains(., "In review")]`),
+		chromedp.Text("h1 .badge", &state, chromedp.ByQuery),
+	)
+	if state != "In review" {
+		t.Fatalf("after submitting, the activity is %q", state)
+	}
+
+	loginInBrowser(t, ctx, s.URL, "chief", "chief password")
+	run(t, ctx, "review queue", chromedp.Navigate(s.URL+"/admin"), chromedp.WaitVisible(`//article[contains(., "Porcelain Tea Set")]`))
+	shot(t, ctx, "admin-review-queue")
+	var home string
+	run(t, ctx, "approve",
+		chromedp.Click(`button[data-api-click$="/approve"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`//p[contains(., "Nothing waits for review")]`),
+		chromedp.Navigate(s.URL+"/"),
+		chromedp.WaitVisible("main", chromedp.ByQuery),
+		chromedp.Sleep(1100*time.Millisecond), // the home page is rendered at most once a second
+		chromedp.Reload(),
+		chromedp.Text("main", &home, chromedp.ByQuery),
+	)
+	if !strings.Contains(home, "Spring Flash Sale") || !strings.Contains(home, "Porcelain Tea Set") {
+		t.Fatalf("the approved activity is not on the home page: %q", home)
+	}
+
+	if os.Getenv("SCREENSHOTS_DIR") != "" {
+		dashboardDuringALoad(t, s, ctx)
+	}
+}
+
+// dashboardDuringALoad buys the tea sets from many shoppers and shows the admin's live dashboard.
+func dashboardDuringALoad(t *testing.T, s *liveServer, ctx context.Context) {
+	t.Helper()
+	var a models.Activity
+	if err := s.DB.Preload("Items").Where("name = ?", "Spring Flash Sale").Take(&a).Error; err != nil {
+		t.Fatal(err)
+	}
+	for s.Clock.Now().Before(a.StartsAt) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	item := a.Items[0]
+	buyers := makeShoppers(t, s, "crowd", 300)
+	client := &http.Client{Timeout: 10 * time.Second}
+	paths := map[int]string{}
+	for i := 0; i < 40; i++ { // 40 real buyers for 20 units; the rest of the crowd sends made-up paths
+		paths[i*7] = issuePath(t, s, item.ID, buyers[i*7].id)
+	}
+	var wg sync.WaitGroup
+	for round := 0; round < 3; round++ {
+		for i, b := range buyers {
+			path := strings.Repeat("0", 32)
+			if p, ok := paths[i]; ok && round == 0 {
+				path = p
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b.post(t, client, s.URL, fmt.Sprintf("/api/items/%d/buy/%s", item.ID, path))
+			}()
+		}
+		wg.Wait()
+		time.Sleep(time.Second)
+	}
+	run(t, ctx, "live dashboard",
+		chromedp.Navigate(fmt.Sprintf("%s/admin/activities/%d/live", s.URL, a.ID)),
+		chromedp.WaitVisible(`//tr[@data-item="all"]/td[@data-f="stock_left"][normalize-space(text())!=""]`),
+		chromedp.Sleep(2500*time.Millisecond),
+	)
+	shot(t, ctx, "admin-live-dashboard")
+}

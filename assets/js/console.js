@@ -1,0 +1,81 @@
+// The consoles' forms and buttons talk to the JSON API: a form keeps what was typed, and each error
+// shows beside its field (the API names the field first in its message).
+(function () {
+  "use strict";
+  function pad(n) { return n < 10 ? "0" + n : "" + n; }
+  function toLocalInput(iso) {
+    var d = new Date(iso);
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes());
+  }
+  document.querySelectorAll("input[data-value]").forEach(function (el) { el.value = toLocalInput(el.dataset.value); });
+  document.querySelectorAll("time[data-local]").forEach(function (el) { el.textContent = new Date(el.getAttribute("datetime")).toLocaleString(); });
+
+  function then(target, result) {
+    if (target === "reload") { location.reload(); return; }
+    location.href = target.replace("{id}", result && result.id);
+  }
+  function showError(box, e) {
+    box.querySelectorAll(".field-error").forEach(function (el) { el.textContent = ""; });
+    var field = e.code === "bad_request" ? e.message.split(":")[0] : "";
+    var slot = field && box.querySelector('[data-error-for="' + field + '"]');
+    var general = box.querySelector(".form-error");
+    if (general) general.textContent = "";
+    if (slot) { slot.textContent = e.message; var input = box.querySelector('[name="' + field + '"]'); if (input) input.focus(); }
+    else if (general) general.textContent = e.message;
+  }
+  function value(el) {
+    var v = el.value.trim();
+    switch (el.dataset.type) {
+      case "cents": return v === "" ? 0 : Math.round(parseFloat(v) * 100);
+      case "int": return v === "" ? 0 : parseInt(v, 10);
+      case "datetime": return v === "" ? null : new Date(v).toISOString();
+    }
+    return v;
+  }
+  document.querySelectorAll("form[data-api]").forEach(function (form) {
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var body = {};
+      form.querySelectorAll("input[name], textarea[name], select[name]").forEach(function (el) {
+        var v = value(el);
+        if (v !== null) body[el.name] = v;
+      });
+      var btn = form.querySelector("button[type=submit]");
+      if (btn) btn.disabled = true;
+      api(form.dataset.method || "POST", form.dataset.api, body)
+        .then(function (r) { then(form.dataset.then, r); })
+        .catch(function (e) { showError(form, e); if (btn) btn.disabled = false; });
+    });
+  });
+  document.querySelectorAll("[data-api-click]").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      if (btn.dataset.confirm && !window.confirm(btn.dataset.confirm)) return;
+      btn.disabled = true;
+      api(btn.dataset.method || "POST", btn.dataset.apiClick)
+        .then(function (r) { then(btn.dataset.then, r); })
+        .catch(function (e) {
+          var box = btn.closest("section, article") || document;
+          var slot = box.querySelector(".click-error");
+          if (slot) slot.textContent = e.message;
+          btn.disabled = false;
+        });
+    });
+  });
+
+  // An item's Edit fills the item form and turns it into a change of that item.
+  var form = document.getElementById("item-form"), title = document.getElementById("item-form-title");
+  document.querySelectorAll("[data-edit-item]").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      var it = JSON.parse(btn.dataset.editItem);
+      form.dataset.api = form.dataset.api.replace(/\/items(\/\d+)?$/, "/items/" + it.id);
+      form.dataset.method = "PUT";
+      title.textContent = title.dataset.edit + ": " + it.name;
+      form.name.value = it.name; form.title.value = it.title; form.description.value = it.description;
+      form.image_url.value = it.image_url;
+      form.original_price_cents.value = (it.original_price_cents / 100).toFixed(2);
+      form.seckill_price_cents.value = (it.seckill_price_cents / 100).toFixed(2);
+      form.stock.value = it.stock;
+      form.name.focus();
+    });
+  });
+})();

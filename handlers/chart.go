@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"time"
+
+	"seckill/stock"
+)
+
+// answerColors draws each answer of the buy endpoint in its own colour.
+var answerColors = map[string]string{
+	"queued": "#1a7f37", "sold_out": "#d4351c", "already_bought": "#8250df", "invalid_path": "#bf8700",
+	"rate_limited": "#0969da", "not_started": "#57606a", "ended": "#24292f", "other": "#cf222e",
+}
+
+// ChartSVG draws the buy endpoint's answers per second as an SVG line chart, one line per answer seen.
+func ChartSVG(points []stock.Point, title string) []byte {
+	const w, h, left, right, top, bottom = 860, 300, 50, 150, 16, 30
+	pw, ph := float64(w-left-right), float64(h-top-bottom)
+	var peak int64 = 1
+	seen := map[string]bool{}
+	for _, p := range points {
+		for k, n := range p.Counts {
+			seen[k] = true
+			peak = max(peak, n)
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" role="img" aria-label="%s">`, w, h, html.EscapeString(title))
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#fff"/>`, w, h)
+	for i := 0; i <= 4; i++ { // grid lines and their values
+		y := float64(top) + ph*float64(i)/4
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e6ec"/>`, left, y, w-right, y)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" font-family="sans-serif" fill="#5b6475" text-anchor="end">%d</text>`,
+			left-6, y+4, peak*int64(4-i)/4)
+	}
+	if len(points) > 1 {
+		first, last := points[0].At, points[len(points)-1].At
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" font-family="sans-serif" fill="#5b6475">%s</text>`, left, h-8, first.Local().Format(time.TimeOnly))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" font-family="sans-serif" fill="#5b6475" text-anchor="end">%s</text>`, w-right, h-8, last.Local().Format(time.TimeOnly))
+	}
+	row := 0
+	for _, kind := range stock.AnswerKinds {
+		if !seen[kind] {
+			continue
+		}
+		color := answerColors[kind]
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="`, color)
+		for i, p := range points {
+			x := float64(left) + pw*float64(i)/float64(max(len(points)-1, 1))
+			y := float64(top) + ph*(1-float64(p.Counts[kind])/float64(peak))
+			fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+		}
+		b.WriteString(`"/>`)
+		ly := top + 14 + row*18
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="4" fill="%s"/><text x="%d" y="%d" font-size="12" font-family="sans-serif" fill="#1d2330">%s</text>`,
+			w-right+12, ly-4, color, w-right+30, ly, kind)
+		row++
+	}
+	b.WriteString(`</svg>`)
+	return b.Bytes()
+}

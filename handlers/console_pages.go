@@ -1,0 +1,214 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/auth"
+	"seckill/models"
+)
+
+// Consoles renders the merchant console and the admin pages. The data changes they make go through the
+// JSON API; these pages only show.
+type Consoles struct {
+	DB    *gorm.DB
+	Stats *Stats
+	Now   func() time.Time
+}
+
+// pageRole lets a page through for the roles listed: without a session it sends to log in and back,
+// with another role it shows a page saying so.
+func pageRole(c *fiber.Ctx, now time.Time, roles ...string) (auth.Session, bool, error) {
+	s, ok := SessionOf(c)
+	if !ok {
+		return s, false, c.Redirect("/login?next=" + url.QueryEscape(c.OriginalURL()))
+	}
+	for _, r := range roles {
+		if s.Role == r {
+			return s, true, nil
+		}
+	}
+	c.Status(fiber.StatusForbidden)
+	return s, false, c.Render("forbidden", PageData(c, now, "forbidden.title"), Layout)
+}
+
+func noStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
+
+// MerchantHome lists the merchant's activities, with the form for a new one.
+func (h *Consoles) MerchantHome(c *fiber.Ctx) error {
+	s, ok, err := pageRole(c, h.Now(), models.RoleMerchant)
+	if !ok {
+		return err
+	}
+	acts, err := models.MerchantActivities(c.UserContext(), h.DB, s.UserID)
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	return c.Render("merchant", PageData(c, h.Now(), "nav.merchant", "Activities", acts), Layout)
+}
+
+// MerchantActivity shows one activity: its form, its items, the review's reason, Submit.
+func (h *Consoles) MerchantActivity(c *fiber.Ctx) error {
+	s, ok, err := pageRole(c, h.Now(), models.RoleMerchant)
+	if !ok {
+		return err
+	}
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	a, err := models.MerchantActivity(c.UserContext(), h.DB, s.UserID, id)
+	if err != nil {
+		return err
+	}
+	itemJSON := map[int64]string{}
+	for _, it := range a.Items {
+		b, _ := json.Marshal(map[string]any{"id": it.ID, "name": it.Name, "title": it.Title, "description": it.Description,
+			"image_url": it.ImageURL, "original_price_cents": it.OriginalPriceCents, "seckill_price_cents": it.SeckillPriceCents, "stock": it.StockTotal})
+		itemJSON[it.ID] = string(b)
+	}
+	_, editErr := models.Next(a.State, models.ActEdit)
+	noStore(c)
+	data := PageData(c, h.Now(), "nav.merchant", "Activity", a, "Locked", editErr != nil, "ItemJSON", itemJSON)
+	data["Title"] = a.Name
+	return c.Render("merchant_activity", data, Layout)
+}
+
+// live renders the dashboard of an activity for its merchant or an admin.
+func (h *Consoles) live(c *fiber.Ctx, a *models.Activity, base, back, backLabel string) error {
+	noStore(c)
+	data := PageData(c, h.Now(), "live.title", "Activity", a, "Back", back, "BackLabel", backLabel,
+		"StatsURL", fmt.Sprintf("/api%s/activities/%d/stats", base, a.ID), "ChartURL", fmt.Sprintf("%s/activities/%d/chart.svg", base, a.ID))
+	data["Title"] = a.Name
+	return c.Render("live", data, Layout)
+}
+
+func (h *Consoles) chart(c *fiber.Ctx, a *models.Activity) error {
+	st, err := h.Stats.Of(c, a)
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	c.Set(fiber.HeaderContentType, "image/svg+xml")
+	return c.Send(ChartSVG(st.Answers, a.Name))
+}
+
+func (h *Consoles) merchantOwn(c *fiber.Ctx) (*models.Activity, bool, error) {
+	s, ok, err := pageRole(c, h.Now(), models.RoleMerchant)
+	if !ok {
+		return nil, false, err
+	}
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return nil, false, err
+	}
+	a, err := models.MerchantActivity(c.UserContext(), h.DB, s.UserID, id)
+	return a, err == nil, err
+}
+
+func (h *Consoles) anyActivity(c *fiber.Ctx) (*models.Activity, bool, error) {
+	if _, ok, err := pageRole(c, h.Now(), models.RoleAdmin); !ok {
+		return nil, false, err
+	}
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return nil, false, err
+	}
+	a, err := models.ActivityByID(c.UserContext(), h.DB, id)
+	return a, err == nil, err
+}
+
+// MerchantLive is the merchant's live dashboard of an activity.
+func (h *Consoles) MerchantLive(c *fiber.Ctx) error {
+	a, ok, err := h.merchantOwn(c)
+	if !ok {
+		return err
+	}
+	return h.live(c, a, "/merchant", "/merchant", "con.myActivities")
+}
+
+// MerchantChart draws the merchant's activity's chart.
+func (h *Consoles) MerchantChart(c *fiber.Ctx) error {
+	a, ok, err := h.merchantOwn(c)
+	if !ok {
+		return err
+	}
+	return h.chart(c, a)
+}
+
+// AdminLive is an admin's live dashboard of an activity.
+func (h *Consoles) AdminLive(c *fiber.Ctx) error {
+	a, ok, err := h.anyActivity(c)
+	if !ok {
+		return err
+	}
+	return h.live(c, a, "/admin", "/admin", "nav.admin")
+}
+
+// AdminChart draws an activity's chart for admins.
+func (h *Consoles) AdminChart(c *fiber.Ctx) error {
+	a, ok, err := h.anyActivity(c)
+	if !ok {
+		return err
+	}
+	return h.chart(c, a)
+}
+
+// AdminHome is the review queue, with the approved sales and their dashboards.
+func (h *Consoles) AdminHome(c *fiber.Ctx) error {
+	if _, ok, err := pageRole(c, h.Now(), models.RoleAdmin); !ok {
+		return err
+	}
+	ctx := c.UserContext()
+	reviews, err := models.PendingReviews(ctx, h.DB)
+	if err != nil {
+		return err
+	}
+	approved, err := models.OpenActivities(ctx, h.DB, h.Now())
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, 0, len(reviews))
+	for _, a := range reviews {
+		ids = append(ids, a.MerchantID)
+	}
+	merchants, err := models.Usernames(ctx, h.DB, ids)
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	return c.Render("admin", PageData(c, h.Now(), "nav.admin", "Reviews", reviews, "Approved", approved, "Merchants", merchants), Layout)
+}
+
+// AdminUsers lists users with a role switch each.
+func (h *Consoles) AdminUsers(c *fiber.Ctx) error {
+	if _, ok, err := pageRole(c, h.Now(), models.RoleAdmin); !ok {
+		return err
+	}
+	users, err := models.ListUsers(c.UserContext(), h.DB, 1000)
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	return c.Render("admin_users", PageData(c, h.Now(), "adm.users", "Users", users,
+		"Roles", []string{models.RoleShopper, models.RoleMerchant, models.RoleAdmin}), Layout)
+}
+
+// AdminAudit shows the newest audit rows.
+func (h *Consoles) AdminAudit(c *fiber.Ctx) error {
+	if _, ok, err := pageRole(c, h.Now(), models.RoleAdmin); !ok {
+		return err
+	}
+	rows, err := models.AuditTrail(c.UserContext(), h.DB, 500)
+	if err != nil {
+		return err
+	}
+	noStore(c)
+	return c.Render("admin_audit", PageData(c, h.Now(), "adm.audit", "Audit", rows), Layout)
+}
