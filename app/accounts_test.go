@@ -9,6 +9,7 @@ import (
 	_ "image/png"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -63,7 +64,8 @@ type liveOpts struct {
 	rdb          *redis.Client
 	tune         func(*Config)
 	setup        func(*Server)
-	noBackground bool // for tests that count Redis commands: no worker sends any of its own
+	noBackground bool     // for tests that count Redis commands: no worker sends any of its own
+	only         []string // the background workers to run (all when empty)
 }
 
 func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
@@ -77,6 +79,12 @@ func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
 	}
 	clk := &clock{}
 	cfg := testConfig()
+	// Listen first: the payment provider is this server's own sandbox, reached over HTTP at BASE_URL.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.BaseURL = "http://" + ln.Addr().String()
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -87,7 +95,7 @@ func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
 	t.Cleanup(func() { srv.Close() })
 	if !o.noBackground {
 		ctx, cancel := context.WithCancel(context.Background())
-		bg, err := srv.Start(ctx)
+		bg, err := srv.Start(ctx, o.only...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,9 +104,8 @@ func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
 	if setup != nil {
 		setup(srv)
 	}
-	base := startServer(t, srv.Fiber)
-	cfg.BaseURL = base
-	return &liveServer{URL: base, Srv: srv, DB: db, Redis: rdb, Clock: clk, Cfg: cfg}
+	serveOn(t, srv.Fiber, ln)
+	return &liveServer{URL: cfg.BaseURL, Srv: srv, DB: db, Redis: rdb, Clock: clk, Cfg: cfg}
 }
 
 // browser is one cookie jar: a PC, a phone, an attacker.
@@ -492,7 +499,7 @@ func newQR(t *testing.T, s *liveServer, pc *browser) string {
 	if _, err := time.Parse(time.RFC3339, j["expires_at"].(string)); err != nil {
 		t.Errorf("expires_at: %v", err)
 	}
-	if got, want := decodeQR(t, j["image"].(string)), testConfig().BaseURL+"/m/qr/"+id; got != want {
+	if got, want := decodeQR(t, j["image"].(string)), s.Cfg.BaseURL+"/m/qr/"+id; got != want {
 		t.Errorf("the QR code holds %q, want %q", got, want)
 	}
 	return id

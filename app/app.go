@@ -32,6 +32,7 @@ import (
 	"seckill/handlers"
 	"seckill/jobs"
 	"seckill/models"
+	"seckill/payment"
 	"seckill/ratelimit"
 	"seckill/stock"
 	"seckill/views"
@@ -55,6 +56,11 @@ type Server struct {
 	Consumer *jobs.OrderConsumer
 	Preheat  *jobs.Preheater
 	Answers  *stock.Answers
+	Poller   *jobs.PaymentPoller
+	Expirer  *jobs.UnpaidCanceller
+	Checker  *jobs.Reconciler
+	Runs     *jobs.Runs
+	Provider *payment.Client
 
 	buyLimit *ratelimit.Local
 	log      *slog.Logger
@@ -112,9 +118,9 @@ func New(cfg Config, d Deps) (*fiber.App, error) {
 }
 
 // Start loads what must be in memory before the first request and starts the background work: session
-// changes, sold-out flags, the order consumer, preheating. It all stops when ctx ends; the returned channel
-// closes once it has.
-func (s *Server) Start(ctx context.Context) (<-chan struct{}, error) {
+// changes, sold-out flags, the order consumer, preheating, the payment jobs. It all stops when ctx ends;
+// the returned channel closes once it has. Tests may name the only workers they want.
+func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, error) {
 	if err := s.Sessions.Load(ctx); err != nil {
 		return nil, err
 	}
@@ -125,6 +131,16 @@ func (s *Server) Start(ctx context.Context) (<-chan struct{}, error) {
 		"preheat":        s.Preheat.Run,
 		"buy limiter":    s.buyLimit.Run,
 		"buy answers":    s.Answers.Run,
+		"payment poll":   s.Poller.Run,
+		"unpaid timeout": s.Expirer.Run,
+		"reconcile":      s.Checker.Run,
+	}
+	if len(only) > 0 {
+		chosen := map[string]func(context.Context) error{}
+		for _, name := range only {
+			chosen[name] = workers[name]
+		}
+		workers = chosen
 	}
 	var wg sync.WaitGroup
 	for name, run := range workers {
@@ -194,6 +210,11 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.Runs = jobs.NewRuns(d.Redis, reg, d.Now)
+	s.Provider = payment.NewClient(cfg.ProviderURL(), 3*time.Second)
+	s.Poller = &jobs.PaymentPoller{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
+	s.Expirer = &jobs.UnpaidCanceller{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
+	s.Checker = &jobs.Reconciler{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcilerGauge(reg)}
 	s.Fiber = fiber.New(fiber.Config{
 		AppName:               "seckill",
 		BodyLimit:             cfg.BodyLimit,
@@ -246,7 +267,9 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Answers: s.Answers, Now: d.Now}
 	merchant := &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now}
 	admin := &handlers.Admin{DB: d.DB, Ledger: s.Ledger, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now}
-	consoles := &handlers.Consoles{DB: d.DB, Stats: stats, Now: d.Now}
+	consoles := &handlers.Consoles{DB: d.DB, Stats: stats, Runs: s.Runs, Checker: s.Checker, Now: d.Now}
+	pay := &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + "/api/payments/notify", Now: d.Now}
+	sandbox := &handlers.Sandbox{Pay: payment.NewSandbox(d.Redis, cfg.BaseURL+"/sandbox", cfg.CallbackSecret(), d.Now), Now: d.Now}
 	user := handlers.RequireUser
 	merchantOnly := handlers.RequireRole(models.RoleMerchant)
 	adminOnly := handlers.RequireRole(models.RoleAdmin)
@@ -298,6 +321,16 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 
 	api.Get("/orders", user, orders.List)
 	api.Get("/orders/:order_no", user, orders.Get)
+	api.Post("/orders/:order_no/pay", user, pay.Pay)
+	api.Post("/payments/notify", pay.Notify)
+
+	// The built-in payment provider, as another site would serve it.
+	f.Post("/sandbox/api/payments", sandbox.Create)
+	f.Get("/sandbox/api/payments/:id", sandbox.Query)
+	f.Post("/sandbox/api/payments/:id/close", sandbox.Close)
+	f.Get("/sandbox/pay/:id", sandbox.Page)
+	f.Post("/sandbox/pay/:id/confirm", sandbox.Confirm)
+	f.Post("/sandbox/pay/:id/cancel", sandbox.Cancel)
 
 	m := api.Group("/merchant", merchantOnly)
 	m.Get("/activities", merchant.Activities)

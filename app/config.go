@@ -1,6 +1,9 @@
 package app
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -32,9 +35,30 @@ type Config struct {
 	LogFormat       string        // LOG_FORMAT: text or json
 	BodyLimit       int           // BODY_LIMIT: the largest request body in bytes
 	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT: how long in-flight requests get at a stop
+	PayProviderURL  string        // PAY_PROVIDER_URL: the payment provider's API; default the built-in sandbox, {BASE_URL}/sandbox
+	PaySecret       string        // PAY_SECRET: checks the provider's signed callbacks; default derived from SESSION_SECRET
+	PayPollInterval time.Duration // PAY_POLL_INTERVAL: how often open payments are checked with the provider
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
+}
+
+// ProviderURL is the payment provider's API: PAY_PROVIDER_URL, or the sandbox this server mounts.
+func (c Config) ProviderURL() string {
+	if c.PayProviderURL != "" {
+		return c.PayProviderURL
+	}
+	return c.BaseURL + "/sandbox"
+}
+
+// CallbackSecret checks the provider's callbacks: PAY_SECRET, or one derived from SESSION_SECRET.
+func (c Config) CallbackSecret() string {
+	if c.PaySecret != "" {
+		return c.PaySecret
+	}
+	m := hmac.New(sha256.New, []byte(c.SessionSecret))
+	m.Write([]byte("payment callbacks"))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // SecureCookies reports whether cookies must be marked Secure: the site is served over TLS.
@@ -73,6 +97,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		LogFormat:       p.oneOf("LOG_FORMAT", "text", "text", "json"),
 		BodyLimit:       p.int("BODY_LIMIT", 1<<20, 1024, 64<<20),
 		ShutdownTimeout: p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+		PayProviderURL:  strings.TrimRight(strings.TrimSpace(getenv("PAY_PROVIDER_URL")), "/"),
+		PaySecret:       getenv("PAY_SECRET"),
+		PayPollInterval: p.duration("PAY_POLL_INTERVAL", 2*time.Second),
 	}
 	c.BaseURL = strings.TrimRight(p.str("BASE_URL", fmt.Sprintf("http://localhost:%d", c.Port)), "/")
 	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -105,6 +132,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if !c.Demo && len(c.SessionSecret) < 32 {
 		p.fail("SESSION_SECRET", "must be at least 32 characters outside demo mode (for example: openssl rand -hex 32)")
+	}
+	if c.PayProviderURL != "" {
+		if u, err := url.Parse(c.PayProviderURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.fail("PAY_PROVIDER_URL", "must be an absolute http:// or https:// URL")
+		}
+	}
+	if c.PaySecret != "" && len(c.PaySecret) < 16 {
+		p.fail("PAY_SECRET", "must be at least 16 characters")
 	}
 	if c.PayTimeout < time.Minute {
 		p.fail("PAY_TIMEOUT", "must be at least 1m")

@@ -22,7 +22,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	}
 	want := Config{Port: 8080, BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
-		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, Demo: true}
+		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, Demo: true}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
@@ -106,6 +106,9 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"node id too large", map[string]string{"NODE_ID": "1024"}, "NODE_ID"},
 		{"base url relative", map[string]string{"BASE_URL": "/shop"}, "BASE_URL"},
 		{"log level unknown", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{"provider url relative", map[string]string{"PAY_PROVIDER_URL": "pay.example"}, "PAY_PROVIDER_URL"},
+		{"short pay secret", map[string]string{"PAY_SECRET": "short"}, "PAY_SECRET"},
+		{"poll interval not a duration", map[string]string{"PAY_POLL_INTERVAL": "often"}, "PAY_POLL_INTERVAL"},
 		{"database without redis", map[string]string{"DATABASE_URL": "postgres://db/x"}, "REDIS_URL"},
 		{"redis without database", map[string]string{"REDIS_URL": "redis://r:6379"}, "DATABASE_URL"},
 		{"database not postgres", prod("DATABASE_URL", "mysql://db/x"), "DATABASE_URL"},

@@ -28,6 +28,13 @@ func startServer(t *testing.T, f *fiber.App) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serveOn(t, f, ln)
+	return "http://" + ln.Addr().String()
+}
+
+// serveOn serves f on ln until the test ends.
+func serveOn(t *testing.T, f *fiber.App, ln net.Listener) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, f, ln, 5*time.Second) }()
@@ -35,7 +42,6 @@ func startServer(t *testing.T, f *fiber.App) string {
 		cancel()
 		<-done
 	})
-	return "http://" + ln.Addr().String()
 }
 
 func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {

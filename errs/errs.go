@@ -36,6 +36,10 @@ const (
 
 	// The merchant console.
 	ActivityState = "activity_state"
+
+	// Payment.
+	OrderState         = "order_state"
+	PaymentUnavailable = "payment_unavailable"
 )
 
 // Error is an error with a contract code and a message safe to show to a client.

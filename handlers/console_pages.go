@@ -10,15 +10,18 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/auth"
+	"seckill/jobs"
 	"seckill/models"
 )
 
 // Consoles renders the merchant console and the admin pages. The data changes they make go through the
 // JSON API; these pages only show.
 type Consoles struct {
-	DB    *gorm.DB
-	Stats *Stats
-	Now   func() time.Time
+	DB      *gorm.DB
+	Stats   *Stats
+	Runs    *jobs.Runs
+	Checker *jobs.Reconciler
+	Now     func() time.Time
 }
 
 // pageRole lets a page through for the roles listed: without a session it sends to log in and back,
@@ -182,8 +185,13 @@ func (h *Consoles) AdminHome(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	runs, err := h.Runs.All(ctx)
+	if err != nil {
+		return err
+	}
 	noStore(c)
-	return c.Render("admin", PageData(c, h.Now(), "nav.admin", "Reviews", reviews, "Approved", approved, "Merchants", merchants), Layout)
+	return c.Render("admin", PageData(c, h.Now(), "nav.admin", "Reviews", reviews, "Approved", approved, "Merchants", merchants,
+		"Runs", runs, "Mismatches", h.Checker.Mismatches()), Layout)
 }
 
 // AdminUsers lists users with a role switch each.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -493,4 +494,40 @@ func TestFinishedSalesLeaveTheConsumer(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.audit(t, 1)
+}
+
+func TestReconcilerFindsBooksThatDoNotAddUp(t *testing.T) {
+	r := newRig(t, 10, 4)
+	ctx := context.Background()
+	for _, u := range r.users {
+		if err := r.buy(t, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := run(r.consumer(r.db, "c"))
+	r.waitDrained(t, 10*time.Second)
+	stop()
+	rec := &Reconciler{DB: r.db, Ledger: r.ledger, Runs: NewRuns(r.rdb, prometheus.NewRegistry(), time.Now), Now: time.Now, Log: quiet}
+	for range 2 {
+		if err := rec.Runs.Once(ctx, "reconcile", false, 0, rec.round); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := rec.Mismatches(); len(m) != 0 {
+		t.Fatalf("books that add up were reported: %+v", m)
+	}
+	r.rdb.HIncrBy(ctx, stock.KeysOf(r.item.ID).Sale, "left", -1) // a unit goes missing in Redis
+	_ = rec.Runs.Once(ctx, "reconcile", false, 0, rec.round)
+	if m := rec.Mismatches(); len(m) != 0 {
+		t.Fatalf("a difference seen once was reported (it may be a moment between two writes): %+v", m)
+	}
+	_ = rec.Runs.Once(ctx, "reconcile", false, 0, rec.round)
+	m := rec.Mismatches()
+	if len(m) != 1 || m[0].ItemID != r.item.ID || m[0].Difference != 1 || m[0].RedisLeft != 5 || m[0].LiveOrders != 4 {
+		t.Fatalf("mismatches %+v, want item %d one unit short", m, r.item.ID)
+	}
+	runs, err := rec.Runs.All(ctx)
+	if err != nil || len(runs) != 1 || runs[0].Job != "reconcile" || runs[0].Counts["mismatched"] != 1 {
+		t.Errorf("the job's last run: %+v, %v", runs, err)
+	}
 }

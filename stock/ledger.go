@@ -56,12 +56,24 @@ var (
 	preheatLua string
 	//go:embed settle.lua
 	settleLua string
+	//go:embed restock.lua
+	restockLua string
 
 	takeScript    = redis.NewScript(takeLua)
 	pathScript    = redis.NewScript(pathLua)
 	preheatScript = redis.NewScript(preheatLua)
 	settleScript  = redis.NewScript(settleLua)
+	restockScript = redis.NewScript(restockLua)
 )
+
+// Restock gives one unit of a cancelled order back on sale and answers the stock left (-1: not loaded).
+func (l *Ledger) Restock(ctx context.Context, itemID int64) (int64, error) {
+	n, err := restockScript.Run(ctx, l.rdb, []string{KeysOf(itemID).Sale}).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("restock item %d: %w", itemID, err)
+	}
+	return n, nil
+}
 
 // Ledger is an item's stock in Redis.
 type Ledger struct {

@@ -1,0 +1,342 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/testenv"
+	"seckill/models"
+	"seckill/payment"
+)
+
+// paySale is a running sale of one item with stock units and a shopper who holds an order for it.
+type paySale struct {
+	s     *liveServer
+	item  models.Item
+	buyer *browser
+	order models.Order
+}
+
+// orderFor has a new shopper buy one unit and waits for the order to be written.
+func orderFor(t *testing.T, s *liveServer, item models.Item, name string) (*browser, models.Order) {
+	t.Helper()
+	b := newBrowser(t, s.URL)
+	id := b.register(name, name+" password")
+	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, id, issuePath(t, s, item.ID, id), "SK"+name); err != nil {
+		t.Fatalf("take: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		o, err := models.OrderByNo(context.Background(), s.DB, "SK"+name)
+		if err == nil {
+			return b, *o
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("order SK%s was not written: %v", name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func newPaySale(t *testing.T, s *liveServer, stockTotal int64) (models.Item, func(string) (*browser, models.Order)) {
+	t.Helper()
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, stockTotal, now.Add(-time.Minute), now.Add(24*time.Hour))
+	if _, err := s.Srv.Ledger.PreheatFromDB(context.Background(), s.DB, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	return item, func(name string) (*browser, models.Order) { return orderFor(t, s, item, name) }
+}
+
+func orderStatus(t *testing.T, s *liveServer, no string) string {
+	t.Helper()
+	o, err := models.OrderByNo(context.Background(), s.DB, no)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.Status
+}
+
+func waitStatus(t *testing.T, s *liveServer, no, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := orderStatus(t, s, no)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("order %s is %s after %v, want %s", no, got, within, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func pay(t *testing.T, b *browser, no string) map[string]any {
+	t.Helper()
+	r := b.call("POST", "/api/orders/"+no+"/pay", nil)
+	if r.Status != 200 {
+		t.Fatalf("pay %s: %d %s", no, r.Status, r.Body)
+	}
+	j := r.json(t)
+	if j["payment_id"] == "" || decodeQR(t, j["image"].(string)) != j["pay_url"] {
+		t.Fatalf("pay answered %v: the QR code must hold pay_url", j)
+	}
+	return j
+}
+
+func TestPaidByPollingAlone(t *testing.T) {
+	// No callback: the provider is told to pay, and only the poller can learn it.
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer", "payment poll"}, tune: func(c *Config) { c.PayPollInterval = 100 * time.Millisecond }})
+	_, buy := newPaySale(t, s, 5)
+	b, o := buy("poll_payer")
+	p := pay(t, b, o.OrderNo)
+	// The payer pays at the provider, whose callback is lost.
+	s.Redis.HSet(context.Background(), "sandbox:pay:{"+p["payment_id"].(string)+"}", "status", payment.StatusPaid)
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+	if r := b.call("GET", "/api/orders/"+o.OrderNo, nil); r.json(t)["status"] != "paid" {
+		t.Errorf("GET /api/orders/{no}: %s", r.Body)
+	}
+	expect(t, "paying a paid order", b.call("POST", "/api/orders/"+o.OrderNo+"/pay", nil), 409, "order_state")
+}
+
+func TestPaidByCallbackAlone(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}}) // no poller
+	_, buy := newPaySale(t, s, 5)
+	b, o := buy("callback_payer")
+	p := pay(t, b, o.OrderNo)
+	// The payer opens the payment page (the QR code's URL) and presses Pay.
+	page := b.call("GET", "/sandbox/pay/"+p["payment_id"].(string), nil)
+	if page.Status != 200 || !bytes.Contains(page.Body, []byte("¥9.90")) || !bytes.Contains(page.Body, []byte(o.OrderNo)) {
+		t.Fatalf("the payment page: %d", page.Status)
+	}
+	if r := b.call("POST", "/sandbox/pay/"+p["payment_id"].(string)+"/confirm", nil); r.Status != 302 {
+		t.Fatalf("pressing Pay: %d", r.Status)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 5*time.Second)
+}
+
+func TestUnpaidOrderIsCancelledAndItsStockSoldAgain(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	item, buy := newPaySale(t, s, 1)
+	b, o := buy("slow_payer")
+	pay(t, b, o.OrderNo) // a payment opened and never paid
+	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, 999999, issuePathOrSoldOut(t, s, item.ID, 999999), "SKx"); err == nil {
+		t.Fatal("a second unit was sold from a stock of one")
+	}
+	s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
+	if err := s.Srv.Expirer.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderCancelled {
+		t.Fatalf("after the deadline the order is %s", st)
+	}
+	var sold, releases int64
+	s.DB.Raw("SELECT stock_sold FROM items WHERE id = ?", item.ID).Scan(&sold)
+	s.DB.Raw("SELECT count(*) FROM stock_logs WHERE item_id = ? AND kind = 'release'", item.ID).Scan(&releases)
+	left, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID)
+	if sold != 0 || releases != 1 || left != 1 {
+		t.Errorf("after the cancel: stock_sold %d (want 0), release logs %d (want 1), Redis left %d (want 1)", sold, releases, left)
+	}
+	// The unit is on sale again: another shopper buys it; the cancelled buyer cannot buy it again.
+	_, again := orderFor(t, s, item, "next_in_line")
+	if again.Status != models.OrderPendingPayment {
+		t.Errorf("the second buyer's order: %+v", again)
+	}
+	expect(t, "the cancelled buyer again", getPath(t, s, b, item.ID), 409, "already_bought")
+	// A second round changes nothing.
+	if err := s.Srv.Expirer.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.DB.Raw("SELECT count(*) FROM stock_logs WHERE item_id = ? AND kind = 'release'", item.ID).Scan(&releases)
+	if releases != 1 {
+		t.Errorf("%d release logs after a second round, want 1", releases)
+	}
+}
+
+func issuePathOrSoldOut(t *testing.T, s *liveServer, itemID, userID int64) string {
+	t.Helper()
+	tok := "00000000000000000000000000000000"
+	_ = s.Srv.Ledger.IssuePath(context.Background(), itemID, userID, tok)
+	return tok
+}
+
+// TestPaidWhileCancelling: the payer pays at the very moment the deadline job closes the payment. The
+// order ends paid or cancelled, never both, and the stock is right either way.
+func TestPaidWhileCancelling(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	item, buy := newPaySale(t, s, 20)
+	type outcome struct{ paid, cancelled int }
+	var got outcome
+	for i := 0; i < 12; i++ {
+		b, o := buy("racer" + itoa(int64(i)))
+		p := pay(t, b, o.OrderNo)
+		s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i%4) * 2 * time.Millisecond) // vary who comes first
+			b.call("POST", "/sandbox/pay/"+p["payment_id"].(string)+"/confirm", nil)
+		}()
+		go func() { defer wg.Done(); _ = s.Srv.Expirer.Once(context.Background()) }()
+		wg.Wait()
+		_ = s.Srv.Expirer.Once(context.Background()) // a round that lost the lock to nobody
+		switch st := orderStatus(t, s, o.OrderNo); st {
+		case models.OrderPaid:
+			got.paid++
+		case models.OrderCancelled:
+			got.cancelled++
+			if pst, _ := s.Srv.Provider.Query(context.Background(), p["payment_id"].(string)); pst == payment.StatusPaid {
+				t.Errorf("order %s was cancelled but its payment went through", o.OrderNo)
+			}
+		default:
+			t.Errorf("order %s is %s after the race", o.OrderNo, st)
+		}
+	}
+	t.Logf("paid %d, cancelled %d", got.paid, got.cancelled)
+	var sold, releases, live int64
+	s.DB.Raw("SELECT stock_sold FROM items WHERE id = ?", item.ID).Scan(&sold)
+	s.DB.Raw("SELECT count(*) FROM stock_logs WHERE item_id = ? AND kind = 'release'", item.ID).Scan(&releases)
+	s.DB.Raw("SELECT count(*) FROM orders WHERE item_id = ? AND status <> 'cancelled'", item.ID).Scan(&live)
+	left, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID)
+	if sold != int64(got.paid) || live != int64(got.paid) || releases != int64(got.cancelled) || left != 20-int64(got.paid) {
+		t.Errorf("stock_sold %d, live orders %d, releases %d, Redis left %d; want %d, %d, %d, %d",
+			sold, live, releases, left, got.paid, got.paid, got.cancelled, 20-got.paid)
+	}
+}
+
+func TestProviderDown(t *testing.T) {
+	var calls sync.Mutex
+	hits := 0
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Lock()
+		hits++
+		calls.Unlock()
+		http.Error(w, "down", http.StatusBadGateway)
+	}))
+	defer down.Close()
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}, tune: func(c *Config) { c.PayProviderURL = down.URL }})
+	_, buy := newPaySale(t, s, 5)
+	b, o := buy("unlucky")
+	for i := 0; i < 4; i++ {
+		expect(t, "pay while the provider fails", b.call("POST", "/api/orders/"+o.OrderNo+"/pay", nil), 503, "payment_unavailable")
+	}
+	if st := s.Srv.Provider.BreakerState(); st != "open" {
+		t.Errorf("the circuit breaker is %s after repeated failures, want open", st)
+	}
+	calls.Lock()
+	before := hits
+	calls.Unlock()
+	expect(t, "pay with the circuit open", b.call("POST", "/api/orders/"+o.OrderNo+"/pay", nil), 503, "payment_unavailable")
+	calls.Lock()
+	if hits != before {
+		t.Errorf("with the circuit open the provider was still called")
+	}
+	calls.Unlock()
+
+	// An order past its deadline with an open payment: the provider cannot be asked to close it, so the
+	// order is not cancelled.
+	if _, err := models.AddPayment(context.Background(), s.DB, &o, "sbx_unknowable", s.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
+	if err := s.Srv.Expirer.Once(context.Background()); err == nil {
+		t.Error("the deadline round with the provider down reported no error")
+	}
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPendingPayment {
+		t.Errorf("the order was %s because of the provider's failure alone", st)
+	}
+	if err := s.Srv.Poller.Once(context.Background()); err == nil {
+		t.Error("the polling round with the provider down reported no error (it backs off on it)")
+	}
+}
+
+func TestTwoInstancesCancelEachOrderOnce(t *testing.T) {
+	a := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	b := startLiveOpts(t, liveOpts{db: a.DB, rdb: a.Redis, only: []string{"order consumer"}})
+	item, buy := newPaySale(t, a, 10)
+	var nos []string
+	for i := 0; i < 6; i++ {
+		_, o := buy("twin" + itoa(int64(i)))
+		nos = append(nos, o.OrderNo)
+	}
+	a.Clock.Advance(a.Cfg.PayTimeout + time.Minute)
+	b.Clock.Advance(b.Cfg.PayTimeout + time.Minute)
+	var wg sync.WaitGroup
+	for _, srv := range []*liveServer{a, b, a, b} {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = srv.Srv.Expirer.Once(context.Background()) }()
+	}
+	wg.Wait()
+	_ = a.Srv.Expirer.Once(context.Background())
+	for _, no := range nos {
+		if st := orderStatus(t, a, no); st != models.OrderCancelled {
+			t.Errorf("order %s is %s", no, st)
+		}
+	}
+	var releases, sold int64
+	a.DB.Raw("SELECT count(*) FROM stock_logs WHERE item_id = ? AND kind = 'release'", item.ID).Scan(&releases)
+	a.DB.Raw("SELECT stock_sold FROM items WHERE id = ?", item.ID).Scan(&sold)
+	left, _, _ := a.Srv.Ledger.Left(context.Background(), item.ID)
+	if releases != 6 || sold != 0 || left != 10 {
+		t.Errorf("releases %d (want 6), stock_sold %d (want 0), Redis left %d (want 10): each order cancelled once", releases, sold, left)
+	}
+}
+
+func TestForgedAndReplayedCallbacks(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	_, buy := newPaySale(t, s, 5)
+	b, o := buy("target_payer")
+	p := pay(t, b, o.OrderNo)
+	id := p["payment_id"].(string)
+	secret := s.Cfg.CallbackSecret()
+	send := func(n payment.Notification, key string) reply {
+		body, _ := json.Marshal(n)
+		req, _ := http.NewRequest("POST", s.URL+"/api/payments/notify", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(payment.SignatureHeader, payment.Sign(key, body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		return reply{Status: resp.StatusCode, Body: buf.Bytes()}
+	}
+	now := s.Clock.Now().Unix()
+	good := payment.Notification{PaymentID: id, OrderNo: o.OrderNo, AmountCents: o.PriceCents, Status: "paid", At: now}
+	for name, tt := range map[string]struct {
+		n      payment.Notification
+		key    string
+		status int
+	}{
+		"bad signature":   {good, "not the secret at all", 400},
+		"wrong amount":    {payment.Notification{PaymentID: id, OrderNo: o.OrderNo, AmountCents: 1, Status: "paid", At: now}, secret, 400},
+		"unknown payment": {payment.Notification{PaymentID: "sbx_nope", OrderNo: o.OrderNo, AmountCents: o.PriceCents, Status: "paid", At: now}, secret, 404},
+		"old (a replay)":  {payment.Notification{PaymentID: id, OrderNo: o.OrderNo, AmountCents: o.PriceCents, Status: "paid", At: now - 3600}, secret, 400},
+	} {
+		if r := send(tt.n, tt.key); r.Status != tt.status {
+			t.Errorf("%s: %d %s, want %d", name, r.Status, r.Body, tt.status)
+		}
+		if st := orderStatus(t, s, o.OrderNo); st != models.OrderPendingPayment {
+			t.Fatalf("a %s callback changed the order to %s", name, st)
+		}
+	}
+	if r := send(good, secret); r.Status != 200 {
+		t.Fatalf("a genuine callback: %d %s", r.Status, r.Body)
+	}
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPaid {
+		t.Fatalf("after a genuine callback the order is %s", st)
+	}
+	if r := send(good, secret); r.Status != 200 || orderStatus(t, s, o.OrderNo) != models.OrderPaid {
+		t.Errorf("the same callback again: %d, order %s", r.Status, orderStatus(t, s, o.OrderNo))
+	}
+}

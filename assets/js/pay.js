@@ -1,0 +1,23 @@
+// Paying an order: the payment's QR code for a phone, then the order page follows the order until paid.
+(function () {
+  "use strict";
+  var box = document.getElementById("pay-box");
+  var no = box.dataset.order, qr = document.getElementById("pay-qr"), err = document.getElementById("pay-error");
+  function follow() {
+    api("GET", "/api/orders/" + no).then(function (o) {
+      if (o.status !== "pending_payment") { location.reload(); return; }
+      setTimeout(follow, 2000);
+    }).catch(function () { setTimeout(follow, 4000); });
+  }
+  document.getElementById("pay-start").addEventListener("click", function (ev) {
+    ev.target.disabled = true;
+    err.textContent = "";
+    api("POST", "/api/orders/" + no + "/pay").then(function (p) {
+      qr.querySelector("img").src = p.image;
+      document.getElementById("pay-link").href = p.pay_url;
+      qr.hidden = false;
+      ev.target.hidden = true;
+      follow();
+    }).catch(function (e) { err.textContent = e.message; ev.target.disabled = false; });
+  });
+})();

@@ -1,0 +1,139 @@
+package payment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// Client is the shop's side of a provider's HTTP API: every call has a timeout, reads are retried, and a
+// circuit breaker stops calling a provider that keeps failing, so that a dead provider costs the shop
+// nothing but a quick ErrUnavailable.
+type Client struct {
+	base    string
+	http    *http.Client
+	breaker *gobreaker.CircuitBreaker[[]byte]
+}
+
+// NewClient talks to the provider at base (the sandbox's /sandbox, say) with a per-call timeout.
+func NewClient(base string, timeout time.Duration) *Client {
+	return &Client{
+		base: base,
+		http: &http.Client{Timeout: timeout},
+		breaker: gobreaker.NewCircuitBreaker[[]byte](gobreaker.Settings{
+			Name:        "payment",
+			Timeout:     10 * time.Second, // open this long before letting one call through
+			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 3 },
+			IsSuccessful: func(err error) bool {
+				return err == nil || errors.Is(err, ErrNotFound) // an answer, even "unknown", means it works
+			},
+		}),
+	}
+}
+
+// BreakerState is the breaker's state: closed, half-open or open.
+func (c *Client) BreakerState() string { return c.breaker.State().String() }
+
+type statusBody struct {
+	Status string `json:"status"`
+}
+
+// call sends one request through the breaker; tries > 1 retries it when the provider did not answer.
+func (c *Client) call(ctx context.Context, method, path string, body any, tries int) ([]byte, error) {
+	var payload []byte
+	if body != nil {
+		payload, _ = json.Marshal(body)
+	}
+	var last error
+	for try := 0; try < tries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+			}
+		}
+		out, err := c.breaker.Execute(func() ([]byte, error) { return c.once(ctx, method, path, payload) })
+		if err == nil || errors.Is(err, ErrNotFound) {
+			return out, err
+		}
+		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+			return nil, fmt.Errorf("%w: circuit open", ErrUnavailable)
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("%w: %v", ErrUnavailable, last)
+}
+
+func (c *Client) once(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, ErrNotFound
+	case resp.StatusCode >= 300:
+		return nil, fmt.Errorf("provider answered %d", resp.StatusCode)
+	}
+	return b, nil
+}
+
+// Create asks for a payment. It is retried: the provider gives an order's open payment back, so a retry
+// makes no second one.
+func (c *Client) Create(ctx context.Context, r Request) (Created, error) {
+	b, err := c.call(ctx, http.MethodPost, "/api/payments", r, 2)
+	if err != nil {
+		return Created{}, err
+	}
+	var out Created
+	if err := json.Unmarshal(b, &out); err != nil || out.ID == "" {
+		return Created{}, fmt.Errorf("%w: bad answer to create", ErrUnavailable)
+	}
+	return out, nil
+}
+
+// Query answers a payment's status.
+func (c *Client) Query(ctx context.Context, id string) (string, error) {
+	b, err := c.call(ctx, http.MethodGet, "/api/payments/"+id, nil, 3)
+	if err != nil {
+		return "", err
+	}
+	var out statusBody
+	if err := json.Unmarshal(b, &out); err != nil || out.Status == "" {
+		return "", fmt.Errorf("%w: bad answer to query", ErrUnavailable)
+	}
+	return out.Status, nil
+}
+
+// Close closes a payment and answers its final status.
+func (c *Client) Close(ctx context.Context, id string) (string, error) {
+	b, err := c.call(ctx, http.MethodPost, "/api/payments/"+id+"/close", nil, 3)
+	if err != nil {
+		return "", err
+	}
+	var out statusBody
+	if err := json.Unmarshal(b, &out); err != nil || out.Status == "" {
+		return "", fmt.Errorf("%w: bad answer to close", ErrUnavailable)
+	}
+	return out.Status, nil
+}
+
+var _ Provider = (*Client)(nil)

@@ -1,0 +1,86 @@
+// Package payment is the payment provider seen from the shop: an interface (create, query, close), an
+// HTTP client for it with timeouts, retries and a circuit breaker, and a sandbox provider that stands in
+// for WeChat Pay, Alipay or Stripe behind the same interface, over HTTP.
+package payment
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"time"
+)
+
+// Payment states at the provider.
+const (
+	StatusOpen      = "open"      // waiting for the payer
+	StatusPaid      = "paid"      // the money is in
+	StatusCancelled = "cancelled" // the payer pressed Cancel
+	StatusClosed    = "closed"    // the shop closed it (order cancelled); it can no longer be paid
+)
+
+// ErrUnavailable means the provider cannot be reached (it is down, slow, or the breaker is open).
+var ErrUnavailable = errors.New("payment provider unavailable")
+
+// ErrNotFound means the provider knows no such payment.
+var ErrNotFound = errors.New("payment not found at the provider")
+
+// Request asks the provider for a payment.
+type Request struct {
+	OrderNo     string `json:"order_no"`
+	AmountCents int64  `json:"amount_cents"`
+	NotifyURL   string `json:"notify_url"` // where the provider calls back when paid ("" for none)
+}
+
+// Created is a payment the provider made.
+type Created struct {
+	ID     string `json:"payment_id"`
+	PayURL string `json:"pay_url"` // what the payer opens (the QR code's content)
+}
+
+// Provider is a payment provider.
+type Provider interface {
+	Create(ctx context.Context, r Request) (Created, error)
+	// Query answers a payment's status.
+	Query(ctx context.Context, id string) (string, error)
+	// Close stops a payment from being paid and answers its final status: closed, or paid if the money
+	// came in first.
+	Close(ctx context.Context, id string) (string, error)
+}
+
+// Notification is the provider's callback that a payment was paid.
+type Notification struct {
+	PaymentID   string `json:"payment_id"`
+	OrderNo     string `json:"order_no"`
+	AmountCents int64  `json:"amount_cents"`
+	Status      string `json:"status"`
+	At          int64  `json:"at"` // unix seconds: a callback older than five minutes is refused as a replay
+}
+
+// SignatureHeader carries the HMAC-SHA256 of a callback's body, in hex.
+const SignatureHeader = "X-Pay-Signature"
+
+// Sign returns the signature of a callback body.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify reports whether sig is the signature of body.
+func Verify(secret string, body []byte, sig string) bool {
+	want, err := hex.DecodeString(sig)
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hmac.Equal(m.Sum(nil), want)
+}
+
+// Fresh reports whether a notification is recent enough to act on at now.
+func (n Notification) Fresh(now time.Time) bool {
+	at := time.Unix(n.At, 0)
+	return now.Sub(at) < 5*time.Minute && at.Sub(now) < time.Minute
+}

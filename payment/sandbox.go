@@ -1,0 +1,160 @@
+package payment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/auth"
+)
+
+// Sandbox is the stand-in provider's own side: its payments live in Redis (so every instance serves the
+// same ones), a payer confirms or cancels on its page, and it calls the shop back with a signed
+// notification. The shop talks to it only over HTTP, through Client.
+type Sandbox struct {
+	rdb     redis.UniversalClient
+	baseURL string // where the sandbox is served, for pay_url
+	secret  string // signs callbacks
+	http    *http.Client
+	now     func() time.Time
+}
+
+// NewSandbox returns the sandbox served at baseURL (for example https://shop.example/sandbox).
+func NewSandbox(rdb redis.UniversalClient, baseURL, secret string, now func() time.Time) *Sandbox {
+	return &Sandbox{rdb: rdb, baseURL: baseURL, secret: secret, http: &http.Client{Timeout: 5 * time.Second}, now: now}
+}
+
+// SandboxPayment is one payment in the sandbox.
+type SandboxPayment struct {
+	ID          string
+	OrderNo     string
+	AmountCents int64
+	Status      string
+	NotifyURL   string
+	CreatedAt   time.Time
+}
+
+func sandboxKey(id string) string { return "sandbox:pay:{" + id + "}" }
+
+// Create makes a payment; the same order asking again gets its open payment back.
+func (s *Sandbox) Create(ctx context.Context, r Request) (Created, error) {
+	if r.OrderNo == "" || r.AmountCents <= 0 {
+		return Created{}, fmt.Errorf("sandbox: order_no and a positive amount_cents are required")
+	}
+	byOrder := "sandbox:order:{" + r.OrderNo + "}"
+	if id, err := s.rdb.Get(ctx, byOrder).Result(); err == nil {
+		if p, err := s.Get(ctx, id); err == nil && p.Status == StatusOpen && p.AmountCents == r.AmountCents {
+			return Created{ID: id, PayURL: s.payURL(id)}, nil
+		}
+	}
+	id, err := auth.RandomToken(12)
+	if err != nil {
+		return Created{}, err
+	}
+	id = "sbx_" + id
+	err = s.rdb.HSet(ctx, sandboxKey(id), map[string]any{
+		"order_no": r.OrderNo, "amount": r.AmountCents, "status": StatusOpen, "notify": r.NotifyURL, "created": s.now().Unix(),
+	}).Err()
+	if err != nil {
+		return Created{}, err
+	}
+	s.rdb.Expire(ctx, sandboxKey(id), 7*24*time.Hour)
+	s.rdb.Set(ctx, byOrder, id, 7*24*time.Hour)
+	return Created{ID: id, PayURL: s.payURL(id)}, nil
+}
+
+func (s *Sandbox) payURL(id string) string { return s.baseURL + "/pay/" + id }
+
+// Get reads a payment.
+func (s *Sandbox) Get(ctx context.Context, id string) (*SandboxPayment, error) {
+	f, err := s.rdb.HGetAll(ctx, sandboxKey(id)).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(f) == 0 {
+		return nil, ErrNotFound
+	}
+	amount, _ := strconv.ParseInt(f["amount"], 10, 64)
+	created, _ := strconv.ParseInt(f["created"], 10, 64)
+	return &SandboxPayment{ID: id, OrderNo: f["order_no"], AmountCents: amount, Status: f["status"], NotifyURL: f["notify"],
+		CreatedAt: time.Unix(created, 0)}, nil
+}
+
+// transitions a payment from open to status, atomically; it answers the status it ends in.
+var moveScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return '' end
+if st == 'open' then
+  redis.call('HSET', KEYS[1], 'status', ARGV[1])
+  return ARGV[1]
+end
+return st`)
+
+func (s *Sandbox) move(ctx context.Context, id, to string) (string, error) {
+	st, err := moveScript.Run(ctx, s.rdb, []string{sandboxKey(id)}, to).Text()
+	if err != nil {
+		return "", err
+	}
+	if st == "" {
+		return "", ErrNotFound
+	}
+	return st, nil
+}
+
+// Query answers a payment's status.
+func (s *Sandbox) Query(ctx context.Context, id string) (string, error) {
+	p, err := s.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return p.Status, nil
+}
+
+// Close closes an open payment; one paid already stays paid.
+func (s *Sandbox) Close(ctx context.Context, id string) (string, error) {
+	return s.move(ctx, id, StatusClosed)
+}
+
+// Cancel is the payer pressing Cancel.
+func (s *Sandbox) Cancel(ctx context.Context, id string) (string, error) {
+	return s.move(ctx, id, StatusCancelled)
+}
+
+// Confirm is the payer pressing Pay: the money comes in, and the shop is called back (a failed callback
+// is no loss: the shop also polls).
+func (s *Sandbox) Confirm(ctx context.Context, id string) (string, error) {
+	st, err := s.move(ctx, id, StatusPaid)
+	if err != nil || st != StatusPaid {
+		return st, err
+	}
+	p, err := s.Get(ctx, id)
+	if err == nil && p.NotifyURL != "" {
+		s.notify(ctx, p)
+	}
+	return st, nil
+}
+
+func (s *Sandbox) notify(ctx context.Context, p *SandboxPayment) {
+	body, _ := json.Marshal(Notification{PaymentID: p.ID, OrderNo: p.OrderNo, AmountCents: p.AmountCents, Status: StatusPaid, At: s.now().Unix()})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.NotifyURL, bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(SignatureHeader, Sign(s.secret, body))
+	if resp, err := s.http.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+var _ Provider = (*Sandbox)(nil)
+
+// IsNotFound reports whether err means the payment is unknown.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
