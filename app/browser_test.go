@@ -148,6 +148,34 @@ func TestShopperBuysInABrowser(t *testing.T) {
 	if dir := os.Getenv("SCREENSHOTS_DIR"); dir != "" {
 		screenshots(t, ctx, s.URL, dir, item.ID)
 	}
+
+	// Paying: the order page shows the payment's QR code; its URL opens the provider's page, where
+	// pressing Pay makes the order paid (the page follows it).
+	var payURL, status string
+	run(t, ctx, "pay",
+		chromedp.Navigate(s.URL+"/lang/en"),
+		chromedp.Navigate(s.URL+"/orders/"+orderNo),
+		chromedp.WaitVisible("#pay-start", chromedp.ByID),
+		chromedp.Click("#pay-start", chromedp.ByID),
+		chromedp.WaitVisible("#pay-qr img[src^='data:image/png']", chromedp.ByQuery),
+		chromedp.AttributeValue("#pay-link", "href", &payURL, nil, chromedp.ByID),
+	)
+	shot(t, ctx, "order-pay-qr")
+	run(t, ctx, "the provider's page",
+		chromedp.Navigate(payURL),
+		chromedp.WaitVisible("#pay", chromedp.ByID),
+	)
+	shot(t, ctx, "sandbox-pay")
+	run(t, ctx, "press Pay",
+		chromedp.Click("#pay", chromedp.ByID),
+		chromedp.WaitVisible(`//p[@id="pay-state"][contains(., "Paid")]`),
+		chromedp.Navigate(s.URL+"/orders/"+orderNo),
+		chromedp.WaitVisible(".badge", chromedp.ByQuery),
+		chromedp.Text(".badge", &status, chromedp.ByQuery),
+	)
+	if status != "Paid" {
+		t.Errorf("after paying, the order page says %q", status)
+	}
 }
 
 // TestSoldOutItemInABrowser: a sold-out item says so, and its Buy button stays disabled.
