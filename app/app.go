@@ -172,14 +172,9 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	if cfg.SessionSecret == "" {
 		return nil, fmt.Errorf("SESSION_SECRET is empty")
 	}
-	files, err := assets.Load()
+	files, engine, err := loadViews()
 	if err != nil {
-		return nil, fmt.Errorf("assets: %w", err)
-	}
-	engine := html.NewFileSystem(http.FS(views.FS), ".html")
-	engine.AddFuncMap(templateFuncs(files))
-	if err := engine.Load(); err != nil {
-		return nil, fmt.Errorf("templates: %w", err)
+		return nil, err
 	}
 	nodeID, err := leaseNode(context.Background(), cfg, d.Redis)
 	if err != nil {
@@ -324,13 +319,8 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	api.Post("/orders/:order_no/pay", user, pay.Pay)
 	api.Post("/payments/notify", pay.Notify)
 
-	// The built-in payment provider, as another site would serve it.
-	f.Post("/sandbox/api/payments", sandbox.Create)
-	f.Get("/sandbox/api/payments/:id", sandbox.Query)
-	f.Post("/sandbox/api/payments/:id/close", sandbox.Close)
-	f.Get("/sandbox/pay/:id", sandbox.Page)
-	f.Post("/sandbox/pay/:id/confirm", sandbox.Confirm)
-	f.Post("/sandbox/pay/:id/cancel", sandbox.Cancel)
+	// The built-in payment provider, as another site would serve it (seckill sandbox-pay serves it alone).
+	sandboxRoutes(f.Group("/sandbox"), sandbox)
 
 	m := api.Group("/merchant", merchantOnly)
 	m.Get("/activities", merchant.Activities)
@@ -351,6 +341,47 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	a.Get("/users", admin.Users)
 	a.Post("/users/:id/role", accounts.SetRole)
 	a.Get("/audit", admin.Audit)
+}
+
+// loadViews reads the assets and parses every template, so that a broken one fails at start.
+func loadViews() (*assets.Set, *html.Engine, error) {
+	files, err := assets.Load()
+	if err != nil {
+		return nil, nil, fmt.Errorf("assets: %w", err)
+	}
+	engine := html.NewFileSystem(http.FS(views.FS), ".html")
+	engine.AddFuncMap(templateFuncs(files))
+	if err := engine.Load(); err != nil {
+		return nil, nil, fmt.Errorf("templates: %w", err)
+	}
+	return files, engine, nil
+}
+
+// NewSandboxApp is the payment sandbox alone (seckill sandbox-pay): the provider's API and pages, for
+// running the provider as the separate service a real one is.
+func NewSandboxApp(cfg Config, rdb redis.UniversalClient, log *slog.Logger, now func() time.Time) (*fiber.App, error) {
+	files, engine, err := loadViews()
+	if err != nil {
+		return nil, err
+	}
+	f := fiber.New(fiber.Config{AppName: "seckill-sandbox-pay", BodyLimit: cfg.BodyLimit, ErrorHandler: errorHandler(log, now),
+		Views: engine, DisableStartupMessage: true})
+	f.Use(recover.New())
+	sandbox := &handlers.Sandbox{Pay: payment.NewSandbox(rdb, cfg.ProviderURL(), cfg.CallbackSecret(), now), Now: now}
+	static := &handlers.Static{Files: files}
+	f.Get("/assets/*", static.Serve)
+	sandboxRoutes(f.Group("/sandbox"), sandbox)
+	return f, nil
+}
+
+// sandboxRoutes are the provider's routes, under /sandbox wherever it is served.
+func sandboxRoutes(r fiber.Router, sandbox *handlers.Sandbox) {
+	r.Post("/api/payments", sandbox.Create)
+	r.Get("/api/payments/:id", sandbox.Query)
+	r.Post("/api/payments/:id/close", sandbox.Close)
+	r.Get("/pay/:id", sandbox.Page)
+	r.Post("/pay/:id/confirm", sandbox.Confirm)
+	r.Post("/pay/:id/cancel", sandbox.Cancel)
 }
 
 func templateFuncs(files *assets.Set) template.FuncMap {

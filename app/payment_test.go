@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,6 +161,11 @@ func TestUnpaidOrderIsCancelledAndItsStockSoldAgain(t *testing.T) {
 	s.DB.Raw("SELECT count(*) FROM stock_logs WHERE item_id = ? AND kind = 'release'", item.ID).Scan(&releases)
 	if releases != 1 {
 		t.Errorf("%d release logs after a second round, want 1", releases)
+	}
+	// The admins see the job's last round and what it did.
+	ops := withRole(t, s, "ops", models.RoleAdmin)
+	if page := ops.call("GET", "/admin", nil); page.Status != 200 || !bytes.Contains(page.Body, []byte("unpaid_timeout")) {
+		t.Errorf("the admin page does not show the unpaid timeout's last round: %d", page.Status)
 	}
 }
 
@@ -339,4 +348,38 @@ func TestForgedAndReplayedCallbacks(t *testing.T) {
 	if r := send(good, secret); r.Status != 200 || orderStatus(t, s, o.OrderNo) != models.OrderPaid {
 		t.Errorf("the same callback again: %d, order %s", r.Status, orderStatus(t, s, o.OrderNo))
 	}
+}
+
+// TestSandboxRunsAlone: the provider as a separate service (seckill sandbox-pay), and a shop that talks
+// to it there.
+func TestSandboxRunsAlone(t *testing.T) {
+	rdb := testenv.Redis(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.PaySecret = "a shared secret of the shop and the provider"
+	cfg.PayProviderURL = "http://" + ln.Addr().String() + "/sandbox"
+	f, err := NewSandboxApp(cfg, rdb, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, f, ln)
+
+	s := startLiveOpts(t, liveOpts{rdb: nil, only: []string{"order consumer", "payment poll"}, tune: func(c *Config) {
+		c.PayProviderURL, c.PaySecret, c.PayPollInterval = cfg.PayProviderURL, cfg.PaySecret, 100*time.Millisecond
+	}})
+	_, buy := newPaySale(t, s, 3)
+	b, o := buy("elsewhere")
+	p := pay(t, b, o.OrderNo)
+	if !strings.HasPrefix(p["pay_url"].(string), cfg.PayProviderURL+"/pay/") {
+		t.Fatalf("pay_url %v is not the separate provider's", p["pay_url"])
+	}
+	resp, err := http.Post(p["pay_url"].(string)+"/confirm", "application/x-www-form-urlencoded", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
 }

@@ -33,6 +33,8 @@ const usage = `usage:
   seckill [serve]      run the web server and its background jobs (the default)
   seckill migrate      bring the database schema up to date
   seckill user create --username NAME --password PASS --role shopper|merchant|admin
+  seckill sandbox-pay  run the payment sandbox alone, as a separate provider (needs REDIS_URL; the shop
+                       then sets PAY_PROVIDER_URL to its address + /sandbox and both share PAY_SECRET)
 `
 
 // Run runs the command named by args (without the program name) until it ends or ctx is cancelled.
@@ -52,6 +54,8 @@ func Run(ctx context.Context, args []string, env Env) error {
 			return ErrUsage
 		}
 		return runUserCreate(ctx, args[1:], env)
+	case "sandbox-pay":
+		return runSandbox(ctx, env)
 	case "help", "-h", "--help":
 		fmt.Fprint(env.Stdout, usage)
 		return nil
@@ -231,4 +235,36 @@ func Serve(ctx context.Context, f *fiber.App, ln net.Listener, timeout time.Dura
 		return fmt.Errorf("graceful stop: %w", err)
 	}
 	return <-errc
+}
+
+func runSandbox(ctx context.Context, env Env) error {
+	cfg, err := LoadConfig(env.Getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.RedisURL == "" {
+		return fmt.Errorf("REDIS_URL is required: the sandbox keeps its payments in Redis")
+	}
+	if cfg.PaySecret == "" {
+		return fmt.Errorf("PAY_SECRET is required: the sandbox signs its callbacks with it, and the shop checks them with the same")
+	}
+	log := newLogger(cfg, env.Stderr)
+	rdb, err := OpenRedis(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	if cfg.PayProviderURL == "" {
+		cfg.PayProviderURL = cfg.BaseURL + "/sandbox"
+	}
+	f, err := NewSandboxApp(cfg, rdb, log, time.Now)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
+	if err != nil {
+		return fmt.Errorf("PORT %d: %w", cfg.Port, err)
+	}
+	log.Info("payment sandbox listening", "addr", ln.Addr().String(), "pay_urls", cfg.ProviderURL()+"/pay/{id}")
+	return Serve(ctx, f, ln, cfg.ShutdownTimeout)
 }
