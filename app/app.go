@@ -206,6 +206,7 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Runs = jobs.NewRuns(d.Redis, reg, d.Now)
+	s.Preheat.Runs = s.Runs
 	s.Provider = payment.NewClient(cfg.ProviderURL(), 3*time.Second)
 	s.Poller = &jobs.PaymentPoller{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.Expirer = &jobs.UnpaidCanceller{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}

@@ -21,13 +21,21 @@ type Preheater struct {
 	Interval time.Duration
 	Now      func() time.Time
 	Log      *slog.Logger
+	Runs     *Runs // records each round (optional)
 }
 
 // Run preheats every Interval until ctx ends.
 func (p *Preheater) Run(ctx context.Context) error {
 	return Every(ctx, p.Interval, func(ctx context.Context) error {
-		_, err := p.Once(ctx)
-		return err
+		if p.Runs == nil {
+			_, err := p.Once(ctx)
+			return err
+		}
+		return p.Runs.Once(ctx, "preheat", false, 0, func(ctx context.Context, counts map[string]int64) error {
+			n, err := p.Once(ctx)
+			counts["items"] += int64(n)
+			return err
+		})
 	}, func(err error) { p.Log.Warn("preheat failed", "err", err) })
 }
 
