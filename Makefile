@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/seckill
 
-.PHONY: run build test services lint migrate bench screenshots clean
+.PHONY: run build test services lint migrate bench bench-go screenshots clean
 
 run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
 	$(GO) run .
@@ -16,7 +16,10 @@ services: ## start (or install) the local PostgreSQL and Redis the tests use
 test: services ## every test, with the race detector, against the real services
 	$(GO) test -race -count=1 ./...
 
-bench: services ## the buy path against its baselines, the consumer's drain rate and captcha drawing (medians of 5)
+bench: ## the load tool's scenarios on a real server, with baselines and audits; writes docs/performance.md (SCALE=0.1 for a quick run)
+	./scripts/bench.sh
+
+bench-go: services ## Go benchmarks: the buy path against its baselines, the consumer's drain rate, captcha drawing (medians of 5)
 	$(GO) test -run '^$$' -bench 'Baseline|Buy|Page' -benchtime 30000x -count 5 ./app
 	$(GO) test -run '^$$' -bench ConsumerDrain -benchtime 20000x -count 5 ./jobs
 	$(GO) test -run '^$$' -bench Draw -cpu 1 -count 5 ./captcha

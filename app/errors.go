@@ -89,6 +89,10 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 			return errs.New(errs.BadRequest, "the request is malformed")
 		case fiber.StatusTooManyRequests:
 			return errs.New(errs.RateLimited, "too many requests, try again shortly")
+		case fiber.StatusRequestTimeout:
+			// A connection that sent nothing in time (an idle keep-alive one, usually): not our failure.
+			c.Set(fiber.HeaderConnection, "close")
+			return errs.New(errs.Timeout, "the request did not arrive in time")
 		}
 	}
 	log.ErrorContext(c.UserContext(), "request failed",

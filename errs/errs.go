@@ -25,6 +25,7 @@ const (
 	TooLarge         = "too_large"
 	MethodNotAllowed = "method_not_allowed"
 	QRState          = "qr_state"
+	Timeout          = "timeout"
 
 	// The buying path.
 	BadCaptcha    = "bad_captcha"

@@ -1,0 +1,197 @@
+// Command loadtest runs flash sales against a running seckill server over HTTP, measures them against
+// baseline handlers in the same run, audits every sale, and writes a report.
+//
+//	loadtest -base http://127.0.0.1:8080 -redis redis://127.0.0.1:6379/0 \
+//	    -admin admin:pass -merchant merchant:pass -scenario rush,big,soldout,pages -report perf.md
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/loadtest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+type scale struct{ users, requests, conns int }
+
+// The scenarios' sizes, as the issue names them; -scale shrinks them all for a quick run.
+var sizes = map[string]struct {
+	scale
+	stock int64
+}{
+	"rush":    {scale{20_000, 100_000, 1000}, 100},
+	"big":     {scale{10_000, 10_000, 1000}, 10_000},
+	"soldout": {scale{1_000, 100_000, 1000}, 1},
+	"pages":   {scale{0, 50_000, 1000}, 0},
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	base := fs.String("base", "http://127.0.0.1:8080", "the server's address")
+	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline)")
+	admin := fs.String("admin", "", "an admin's username:password")
+	merchant := fs.String("merchant", "", "a merchant's username:password")
+	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages")
+	scaleBy := fs.Float64("scale", 1, "multiply users and requests by this (0.1 for a quick run)")
+	conns := fs.Int("conns", 0, "connections (default per scenario: 1000)")
+	report := fs.String("report", "", "write the Markdown report here (charts beside it)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	creds := func(s, what string) (loadtest.User, error) {
+		name, pass, ok := strings.Cut(s, ":")
+		if !ok || name == "" || pass == "" {
+			return loadtest.User{}, fmt.Errorf("-%s must be username:password", what)
+		}
+		return loadtest.User{Name: name, Password: pass}, nil
+	}
+	adm, err := creds(*admin, "admin")
+	if err != nil {
+		return err
+	}
+	mer, err := creds(*merchant, "merchant")
+	if err != nil {
+		return err
+	}
+	opt, err := redis.ParseURL(*redisURL)
+	if err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+
+	var reports []*loadtest.Report
+	for _, name := range strings.Split(*scenarios, ",") {
+		size, ok := sizes[name]
+		if !ok {
+			return fmt.Errorf("unknown scenario %q", name)
+		}
+		o := loadtest.Options{Admin: adm, Merchant: mer, Users: int(float64(size.users) * *scaleBy), Requests: int(float64(size.requests) * *scaleBy),
+			Conns: size.conns, Stock: size.stock, Log: os.Stderr}
+		if name == "big" {
+			o.Stock = int64(o.Users)
+		}
+		if *conns > 0 {
+			o.Conns = *conns
+		}
+		client := loadtest.NewClient(*base, o.Conns)
+		var rep *loadtest.Report
+		switch name {
+		case "rush", "big":
+			rep, err = client.Buying(ctx, rdb, name, o)
+		case "soldout":
+			rep, err = client.SoldOut(ctx, rdb, o)
+		case "pages":
+			rep, err = client.Pages(ctx, o)
+		}
+		client.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		// The baseline, by the same tool, in the same run, with as many requests and connections.
+		kind, n := baselineOf(name), rep.Result.Requests
+		rep.Baseline, rep.BaselineRS, err = baseline(ctx, kind, rdb, n, o.Conns)
+		if err != nil {
+			return fmt.Errorf("%s baseline: %w", name, err)
+		}
+		reports = append(reports, rep)
+		fmt.Fprint(os.Stderr, loadtest.Terminal([]*loadtest.Report{rep}))
+	}
+	fmt.Print(loadtest.Terminal(reports))
+	if *report != "" {
+		charts := map[string]string{}
+		for _, r := range reports {
+			f := strings.TrimSuffix(filepath.Base(*report), filepath.Ext(*report)) + "-" + r.Scenario + ".svg"
+			if err := os.WriteFile(filepath.Join(filepath.Dir(*report), f), loadtest.ChartSVG(r), 0o644); err != nil {
+				return err
+			}
+			charts[r.Scenario] = f
+		}
+		md := fmt.Sprintf("## Load tool run, %s\n\nMachine: %d cores, %s/%s, Go %s. Server at %s.\n\n### Goals\n\n%s\n%s",
+			time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *base,
+			loadtest.Goals(reports), loadtest.Markdown(reports, charts))
+		if err := os.WriteFile(*report, []byte(md), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, r := range reports {
+		if r.Audit != nil && !r.Audit.OK() {
+			return errors.New("an audit failed")
+		}
+	}
+	return nil
+}
+
+func baselineOf(scenario string) string {
+	switch scenario {
+	case "rush", "big":
+		return "evalsha"
+	case "pages":
+		return "bare-page"
+	}
+	return "bare"
+}
+
+// baseline starts a baseline Fiber handler on loopback and fires n requests at it over conns
+// connections: "bare" answers the buy's 202 body, "evalsha" first makes one EVALSHA round trip on the
+// same Redis, "bare-page" answers a small fixed HTML page.
+func baseline(ctx context.Context, kind string, rdb *redis.Client, n, conns int) (string, float64, error) {
+	script := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'n', 1)`)
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	page := []byte("<!doctype html><title>item</title><p>an item page</p>")
+	switch kind {
+	case "bare":
+		f.Post("/b", func(c *fiber.Ctx) error { return c.Status(202).JSON(fiber.Map{"status": "queued"}) })
+	case "evalsha":
+		f.Post("/b", func(c *fiber.Ctx) error {
+			if err := script.Run(c.UserContext(), rdb, []string{"loadtest:{baseline}"}).Err(); err != nil {
+				return err
+			}
+			return c.Status(202).JSON(fiber.Map{"status": "queued"})
+		})
+	case "bare-page":
+		f.Get("/b", func(c *fiber.Ctx) error { c.Set("Content-Type", "text/html; charset=utf-8"); return c.Send(page) })
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", 0, err
+	}
+	go func() { _ = f.Listener(ln) }()
+	defer f.Shutdown()
+	method := "POST"
+	if kind == "bare-page" {
+		method = "GET"
+	}
+	reqs := make([]loadtest.Request, n)
+	for i := range reqs {
+		reqs[i] = loadtest.Request{Method: method, Path: "/b"}
+	}
+	client := loadtest.NewClient("http://"+ln.Addr().String(), conns)
+	defer client.Close()
+	res := client.Fire(ctx, reqs, conns, nil)
+	defer rdb.Del(context.WithoutCancel(ctx), "loadtest:{baseline}")
+	return map[string]string{"bare": "a bare Fiber handler", "evalsha": "a Fiber handler with one EVALSHA", "bare-page": "a bare Fiber page handler"}[kind], res.Throughput(), nil
+}

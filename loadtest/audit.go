@@ -1,0 +1,75 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Audit is the verdict on a sale once its queue has drained.
+type Audit struct {
+	Checks   []string // what was checked, each with its outcome
+	Failures []string
+}
+
+// OK reports whether every check passed.
+func (a *Audit) OK() bool { return len(a.Failures) == 0 }
+
+func (a *Audit) check(ok bool, format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if ok {
+		a.Checks = append(a.Checks, "ok: "+line)
+	} else {
+		a.Failures = append(a.Failures, line)
+		a.Checks = append(a.Checks, "FAILED: "+line)
+	}
+}
+
+// AuditSale checks the outcome: no unit sold beyond the stock, no user queued twice, every queued buyer
+// with an order of their own (and no two buyers with one order), and the admin stats agreeing.
+func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User, res *Result) *Audit {
+	a := &Audit{}
+	queued := 0
+	twice := 0
+	for _, n := range res.Queued {
+		queued += n
+		if n > 1 {
+			twice++
+		}
+	}
+	orders := st.OrdersPending + st.OrdersPaid + st.OrdersCancelled
+	a.check(int64(queued) <= s.Stock, "202 answers (%d) do not exceed the stock (%d)", queued, s.Stock)
+	a.check(twice == 0, "no user was queued twice (%d were)", twice)
+	a.check(orders == int64(queued), "orders in the database (%d) equal the 202 answers (%d)", orders, queued)
+	a.check(st.StockLeft == s.Stock-int64(queued), "stock left (%d) is the stock (%d) minus what was queued (%d)", st.StockLeft, s.Stock, queued)
+	a.check(st.Queued == 0, "nothing left queued (%d)", st.Queued)
+
+	seen := map[string]int{}
+	missing := 0
+	for who := range res.Queued {
+		u := users[who]
+		var r struct {
+			Status  string `json:"status"`
+			OrderNo string `json:"order_no"`
+		}
+		if err := c.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/result", s.ItemID), nil, u, &r); err != nil || r.Status != "success" {
+			missing++
+			continue
+		}
+		seen[r.OrderNo]++
+		a2, err := c.Do(ctx, http.MethodGet, "/api/orders/"+r.OrderNo, nil, u)
+		if err != nil || a2.Status != 200 || !strings.Contains(string(a2.Body), `"status":"pending_payment"`) {
+			missing++
+		}
+	}
+	shared := 0
+	for _, n := range seen {
+		if n > 1 {
+			shared++
+		}
+	}
+	a.check(missing == 0, "every queued buyer has an order of their own (%d without)", missing)
+	a.check(shared == 0, "no order belongs to two buyers (%d do)", shared)
+	return a
+}

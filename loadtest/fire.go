@@ -1,0 +1,107 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// Request is one request of a load.
+type Request struct {
+	Method, Path string
+	User         *User // nil: anonymous
+	Who          int   // the user's index, for the audit
+}
+
+// Result is a load's outcome.
+type Result struct {
+	Requests  int
+	Errors    int // transport errors: no answer at all
+	Elapsed   time.Duration
+	Kinds     map[string]int
+	Latency   Summary
+	PerSecond []Summary
+	Queued    map[int]int // user index → 202 answers
+}
+
+// Throughput answers requests per second.
+func (r *Result) Throughput() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// KindsSorted lists answer kinds, most first.
+func (r *Result) KindsSorted() []string {
+	out := make([]string, 0, len(r.Kinds))
+	for k := range r.Kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return r.Kinds[out[i]] > r.Kinds[out[j]] || r.Kinds[out[i]] == r.Kinds[out[j]] && out[i] < out[j]
+	})
+	return out
+}
+
+// Fire sends reqs over conns concurrent connections, as fast as the server answers, and calls
+// progress now and then with how many are done.
+func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress func(done int)) *Result {
+	start := time.Now()
+	lat := NewLatencies(start)
+	res := &Result{Requests: len(reqs), Kinds: map[string]int{}, Queued: map[int]int{}}
+	var mu sync.Mutex
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	for range min(conns, max(len(reqs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kinds := map[string]int{}
+			queued := map[int]int{}
+			errs := 0
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(reqs) || ctx.Err() != nil {
+					break
+				}
+				r := reqs[i]
+				t0 := time.Now()
+				a, err := c.Do(ctx, r.Method, r.Path, nil, r.User)
+				t1 := time.Now()
+				lat.Record(t1, t1.Sub(t0))
+				if err != nil {
+					errs++
+				} else {
+					kinds[a.Kind()]++
+					if a.Status == http.StatusAccepted {
+						queued[r.Who]++
+					}
+				}
+				if n := done.Add(1); progress != nil && n%500 == 0 {
+					progress(int(n))
+				}
+			}
+			mu.Lock()
+			for k, n := range kinds {
+				res.Kinds[k] += n
+			}
+			for k, n := range queued {
+				res.Queued[k] += n
+			}
+			res.Errors += errs
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	res.Latency = lat.Summary()
+	res.PerSecond = lat.PerSecond()
+	return res
+}

@@ -1,0 +1,152 @@
+package loadtest
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+)
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// Markdown writes the reports as a Markdown section each, with their charts' file names.
+func Markdown(reports []*Report, charts map[string]string) string {
+	var b strings.Builder
+	for _, r := range reports {
+		res := r.Result
+		fmt.Fprintf(&b, "### %s\n\n", r.Scenario)
+		fmt.Fprintf(&b, "%d requests over %d connections in %.2f s: **%.0f req/s**", res.Requests, r.Options.Conns, res.Elapsed.Seconds(), res.Throughput())
+		if r.BaselineRS > 0 {
+			fmt.Fprintf(&b, "; %s measured in the same run: %.0f req/s, ratio **%.2f**", r.Baseline, r.BaselineRS, r.Ratio())
+		}
+		b.WriteString(".\n\n")
+		b.WriteString("| latency | p50 | p90 | p99 | p99.9 | max |\n| --- | --- | --- | --- | --- | --- |\n")
+		l := res.Latency
+		fmt.Fprintf(&b, "| | %s | %s | %s | %s | %s |\n\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max))
+		b.WriteString("| answer | count |\n| --- | --- |\n")
+		for _, k := range res.KindsSorted() {
+			fmt.Fprintf(&b, "| %s | %d |\n", k, res.Kinds[k])
+		}
+		if res.Errors > 0 {
+			fmt.Fprintf(&b, "| no answer (transport error) | %d |\n", res.Errors)
+		}
+		b.WriteString("\n")
+		if r.Drain > 0 || r.DrainRate > 0 {
+			fmt.Fprintf(&b, "Queue drained %s after the last answer; orders written at %.0f/s from the first buy to the drained queue.\n\n", ms(r.Drain), r.DrainRate)
+		}
+		if r.Audit != nil {
+			verdict := "**passed**"
+			if !r.Audit.OK() {
+				verdict = "**FAILED**"
+			}
+			fmt.Fprintf(&b, "Audit %s:\n\n", verdict)
+			for _, c := range r.Audit.Checks {
+				fmt.Fprintf(&b, "- %s\n", c)
+			}
+			b.WriteString("\n")
+		}
+		if f, ok := charts[r.Scenario]; ok {
+			fmt.Fprintf(&b, "![%s: latency and throughput over time](%s)\n\n", r.Scenario, f)
+		}
+	}
+	return b.String()
+}
+
+// Terminal is a short summary for the terminal.
+func Terminal(reports []*Report) string {
+	var b strings.Builder
+	for _, r := range reports {
+		res := r.Result
+		fmt.Fprintf(&b, "%-8s %8.0f req/s", r.Scenario, res.Throughput())
+		if r.BaselineRS > 0 {
+			fmt.Fprintf(&b, " (%.2f of %s)", r.Ratio(), r.Baseline)
+		}
+		fmt.Fprintf(&b, "  p50 %s p99 %s max %s", ms(res.Latency.P50), ms(res.Latency.P99), ms(res.Latency.Max))
+		if r.Audit != nil {
+			if r.Audit.OK() {
+				b.WriteString("  audit ok")
+			} else {
+				fmt.Fprintf(&b, "  AUDIT FAILED: %s", strings.Join(r.Audit.Failures, "; "))
+			}
+		}
+		b.WriteString("\n    ")
+		for _, k := range res.KindsSorted() {
+			fmt.Fprintf(&b, "%s ×%d  ", k, res.Kinds[k])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// ChartSVG draws a run's p50 and p99 latency per second (lines, left axis) and requests per second
+// (bars, right axis).
+func ChartSVG(r *Report) []byte {
+	const w, h, left, right, top, bottom = 760, 260, 60, 60, 20, 34
+	pw, ph := float64(w-left-right), float64(h-top-bottom)
+	secs := r.Result.PerSecond
+	var peakLat time.Duration = time.Millisecond
+	var peakN int64 = 1
+	for _, s := range secs {
+		peakLat = max(peakLat, s.P99)
+		peakN = max(peakN, s.Count)
+	}
+	n := max(len(secs), 1)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`, w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#fff"/><text x="%d" y="14" font-size="13" fill="#1d2330">%s: latency (lines) and requests per second (bars)</text>`, w, h, left, r.Scenario)
+	bw := pw / float64(n)
+	for i, s := range secs {
+		bh := ph * float64(s.Count) / float64(peakN)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#dbe4f0"/>`, float64(left)+bw*float64(i)+1, float64(top)+ph-bh, max(bw-2, 1), bh)
+	}
+	line := func(color string, pick func(Summary) time.Duration) {
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="`, color)
+		for i, s := range secs {
+			x := float64(left) + bw*(float64(i)+0.5)
+			y := float64(top) + ph*(1-float64(pick(s))/float64(peakLat))
+			fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+		}
+		b.WriteString(`"/>`)
+	}
+	line("#1a7f37", func(s Summary) time.Duration { return s.P50 })
+	line("#d4351c", func(s Summary) time.Duration { return s.P99 })
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#d4351c">%s</text><text x="%d" y="%d" text-anchor="end" fill="#5b6475">0</text>`,
+		left-6, top+8, ms(peakLat), left-6, top+int(ph))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#5b6475">%d req/s</text>`, w-right+6, top+8, peakN)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#1a7f37">p50</text><text x="%d" y="%d" fill="#d4351c">p99</text><text x="%d" y="%d" fill="#5b6475">seconds since the first request: %d</text>`,
+		left, h-10, left+40, h-10, left+90, h-10, len(secs))
+	b.WriteString(`</svg>`)
+	return b.Bytes()
+}
+
+// Goals checks the figures against the product's goals: one row per goal with the scenario it is read
+// from, what was measured, and whether it was met.
+func Goals(reports []*Report) string {
+	by := map[string]*Report{}
+	for _, r := range reports {
+		by[r.Scenario] = r
+	}
+	var b strings.Builder
+	b.WriteString("| goal | measured | met |\n| --- | --- | --- |\n")
+	row := func(goal, measured string, met bool) {
+		mark := "yes"
+		if !met {
+			mark = "**no**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", goal, measured, mark)
+	}
+	if r := by["big"]; r != nil {
+		row("buys while stock lasts ≥ 0.8 of one EVALSHA (big)", fmt.Sprintf("%.2f", r.Ratio()), r.Ratio() >= 0.8)
+		row("orders drained ≥ 5,000/s (big)", fmt.Sprintf("%.0f/s", r.DrainRate), r.DrainRate >= 5000)
+	}
+	if r := by["soldout"]; r != nil {
+		row("sold-out answers ≥ 0.8 of a bare handler (soldout)", fmt.Sprintf("%.2f", r.Ratio()), r.Ratio() >= 0.8)
+	}
+	if r := by["pages"]; r != nil {
+		row("detail page ≥ 0.7 of a bare handler (pages)", fmt.Sprintf("%.2f", r.Ratio()), r.Ratio() >= 0.7)
+	}
+	if r := by["rush"]; r != nil {
+		row(fmt.Sprintf("p99 < 50 ms at %d connections (rush)", r.Options.Conns), ms(r.Result.Latency.P99), r.Result.Latency.P99 < 50*time.Millisecond)
+	}
+	return b.String()
+}
