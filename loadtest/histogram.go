@@ -7,8 +7,11 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
+// Bucket is the width of the latency-over-time chart's steps: a run of a few seconds still shows its shape.
+const Bucket = 100 * time.Millisecond
+
 // Latencies records request latencies (microseconds, 1 µs to 60 s, 3 significant figures) overall and
-// per second of the run, for the report's percentiles and its latency-over-time chart.
+// per Bucket of the run, for the report's percentiles and its latency-over-time chart.
 type Latencies struct {
 	mu      sync.Mutex
 	start   time.Time
@@ -26,7 +29,7 @@ func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 
 // Record adds one request that ended at end after d.
 func (l *Latencies) Record(end time.Time, d time.Duration) {
 	us := max(d.Microseconds(), 1)
-	sec := int(end.Sub(l.start) / time.Second)
+	sec := int(end.Sub(l.start) / Bucket)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_ = l.all.RecordValue(us)
@@ -54,7 +57,7 @@ func (l *Latencies) Summary() Summary {
 	return summarize(l.all)
 }
 
-// PerSecond answers the percentiles of each second of the run.
+// PerSecond answers the percentiles of each Bucket of the run.
 func (l *Latencies) PerSecond() []Summary {
 	l.mu.Lock()
 	defer l.mu.Unlock()

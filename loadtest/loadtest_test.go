@@ -9,8 +9,8 @@ import (
 func TestLatencies(t *testing.T) {
 	start := time.Now()
 	l := NewLatencies(start)
-	for i := 1; i <= 1000; i++ { // 1 ms .. 1000 ms, in the first two seconds
-		l.Record(start.Add(time.Duration(i%2)*time.Second), time.Duration(i)*time.Millisecond)
+	for i := 1; i <= 1000; i++ { // 1 ms .. 1000 ms, in the first two buckets
+		l.Record(start.Add(time.Duration(i%2)*Bucket), time.Duration(i)*time.Millisecond)
 	}
 	s := l.Summary()
 	if s.Count != 1000 {

@@ -112,9 +112,9 @@ func ChartSVG(r *Report) []byte {
 	line("#d4351c", func(s Summary) time.Duration { return s.P99 })
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end" fill="#d4351c">%s</text><text x="%d" y="%d" text-anchor="end" fill="#5b6475">0</text>`,
 		left-6, top+8, ms(peakLat), left-6, top+int(ph))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#5b6475">%d req/s</text>`, w-right+6, top+8, peakN)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#1a7f37">p50</text><text x="%d" y="%d" fill="#d4351c">p99</text><text x="%d" y="%d" fill="#5b6475">seconds since the first request: %d</text>`,
-		left, h-10, left+40, h-10, left+90, h-10, len(secs))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#5b6475">%d req/s</text>`, w-right+6, top+8, int64(float64(peakN)/Bucket.Seconds()))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#1a7f37">p50</text><text x="%d" y="%d" fill="#d4351c">p99</text><text x="%d" y="%d" fill="#5b6475">%.1f s from the first request, in steps of %v</text>`,
+		left, h-10, left+40, h-10, left+90, h-10, float64(len(secs))*Bucket.Seconds(), Bucket)
 	b.WriteString(`</svg>`)
 	return b.Bytes()
 }
