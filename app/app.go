@@ -264,7 +264,7 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	merchant := &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now}
 	admin := &handlers.Admin{DB: d.DB, Ledger: s.Ledger, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now}
 	consoles := &handlers.Consoles{DB: d.DB, Stats: stats, Runs: s.Runs, Checker: s.Checker, Now: d.Now}
-	pay := &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + "/api/payments/notify", Now: d.Now}
+	pay := &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + "/api/payments/notify", Now: d.Now, Log: d.Log}
 	sandbox := &handlers.Sandbox{Pay: payment.NewSandbox(d.Redis, cfg.BaseURL+"/sandbox", cfg.CallbackSecret(), d.Now), Now: d.Now}
 	user := handlers.RequireUser
 	merchantOnly := handlers.RequireRole(models.RoleMerchant)

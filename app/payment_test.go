@@ -154,9 +154,20 @@ func TestUnpaidOrderIsCancelledAndItsStockSoldAgain(t *testing.T) {
 		t.Errorf("the second buyer's order: %+v", again)
 	}
 	expect(t, "the cancelled buyer again", getPath(t, s, b, item.ID), 409, "already_bought")
-	// A second round changes nothing.
+	// A second round changes nothing, even if the unit's return to Redis looks unfinished (as after a
+	// Redis failure): the job retries it, and Redis takes each order's unit back once.
+	s.DB.Exec("UPDATE stock_logs SET pending = ? WHERE item_id = ? AND kind = 'release'", true, item.ID)
+	leftBefore, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID)
 	if err := s.Srv.Expirer.Once(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if l, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID); l != leftBefore {
+		t.Errorf("retrying a finished restock changed Redis from %d to %d", leftBefore, l)
+	}
+	var pending int64
+	s.DB.Raw("SELECT count(*) FROM stock_logs WHERE pending").Scan(&pending)
+	if pending != 0 {
+		t.Errorf("%d releases still pending after the retry", pending)
 	}
 	s.DB.Raw("SELECT count(*) FROM stock_logs WHERE item_id = ? AND kind = 'release'", item.ID).Scan(&releases)
 	if releases != 1 {
@@ -252,7 +263,7 @@ func TestProviderDown(t *testing.T) {
 
 	// An order past its deadline with an open payment: the provider cannot be asked to close it, so the
 	// order is not cancelled.
-	if _, err := models.AddPayment(context.Background(), s.DB, &o, "sbx_unknowable", s.Clock.Now()); err != nil {
+	if _, _, err := models.AddPayment(context.Background(), s.DB, &o, "sbx_unknowable", s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
@@ -382,4 +393,57 @@ func TestSandboxRunsAlone(t *testing.T) {
 	}
 	resp.Body.Close()
 	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+}
+
+// TestDoubleClickOnPay: two Pay requests at once make one payment, and the deadline closes every open
+// payment of the order, so none can be paid after it is cancelled.
+func TestDoubleClickOnPay(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	_, buy := newPaySale(t, s, 5)
+	b, o := buy("double_clicker")
+	ids := make(chan string, 10)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := b.call("POST", "/api/orders/"+o.OrderNo+"/pay", nil); r.Status == 200 {
+				ids <- r.json(t)["payment_id"].(string)
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 {
+		t.Errorf("ten Pay clicks at once made %d payments, want 1", len(seen))
+	}
+	// Even with a second open payment recorded (say from an older provider), the deadline closes both.
+	if _, _, err := models.AddPayment(context.Background(), s.DB, &o, "sbx_second", s.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	extra, err := payment.NewSandbox(s.Redis, s.URL+"/sandbox", s.Cfg.CallbackSecret(), time.Now).Create(context.Background(),
+		payment.Request{OrderNo: o.OrderNo + "-other", AmountCents: o.PriceCents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.DB.Exec("UPDATE payments SET provider_id = ? WHERE provider_id = ?", extra.ID, "sbx_second")
+	s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
+	if err := s.Srv.Expirer.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderCancelled {
+		t.Fatalf("order %s", st)
+	}
+	for id := range seen {
+		if st, _ := s.Srv.Provider.Query(context.Background(), id); st != payment.StatusClosed {
+			t.Errorf("payment %s is %s at the provider after its order was cancelled, want closed", id, st)
+		}
+	}
+	if st, _ := s.Srv.Provider.Query(context.Background(), extra.ID); st != payment.StatusClosed {
+		t.Errorf("the second open payment is %s at the provider, want closed", st)
+	}
 }

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,16 +22,22 @@ type Payments struct {
 	Secret    string // checks the provider's callbacks
 	NotifyURL string // where the provider calls back
 	Now       func() time.Time
+	Log       *slog.Logger
 }
 
-// payGrace is how close to its deadline an order can no longer start a payment: the unpaid timeout must
-// not cancel an order while its payment is being made.
-const payGrace = 10 * time.Second
+// payGrace is how close to its deadline an order can no longer start a payment, and payTime how long
+// making one may take: a payment is made well before the unpaid timeout can cancel its order (and
+// recorded only if the order still waits for it).
+const (
+	payGrace = 30 * time.Second
+	payTime  = 10 * time.Second
+)
 
 // Pay makes (or gives back) the order's payment and answers where to pay, with its QR code.
 func (h *Payments) Pay(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
-	ctx := c.UserContext()
+	ctx, cancel := context.WithTimeout(c.UserContext(), payTime)
+	defer cancel()
 	o, err := models.OrderOfUser(ctx, h.DB, s.UserID, c.Params("order_no"))
 	if err != nil {
 		return err
@@ -48,9 +56,14 @@ func (h *Payments) Pay(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := models.AddPayment(ctx, h.DB, o, created.ID, now)
+	p, added, err := models.AddPayment(ctx, h.DB, o, created.ID, now)
 	if err != nil {
 		return err
+	}
+	if !added {
+		// The order was paid or cancelled while the payment was being made: it must not be payable.
+		_, _ = h.Provider.Close(context.WithoutCancel(ctx), created.ID)
+		return errs.New(errs.OrderState, "this order no longer waits for payment")
 	}
 	img, err := PNGDataURL(created.PayURL)
 	if err != nil {
@@ -84,8 +97,12 @@ func (h *Payments) Notify(c *fiber.Ctx) error {
 	if n.Status != payment.StatusPaid {
 		return c.JSON(fiber.Map{"ok": true})
 	}
-	if _, err := models.MarkPaid(ctx, h.DB, p, h.Now()); err != nil {
+	changed, status, err := models.MarkPaid(ctx, h.DB, p, h.Now())
+	if err != nil {
 		return err
+	}
+	if !changed && status == models.OrderCancelled {
+		h.Log.Error("money received for a cancelled order: refund it", "order_no", p.OrderNo, "payment_id", p.ProviderID, "amount_cents", p.AmountCents)
 	}
 	return c.JSON(fiber.Map{"ok": true})
 }
@@ -112,9 +129,12 @@ func (h *Sandbox) Create(c *fiber.Ctx) error {
 	if err := ParseJSON(c, &r); err != nil {
 		return err
 	}
+	if r.OrderNo == "" || r.AmountCents <= 0 {
+		return errs.Invalid("amount_cents", "order_no and a positive amount_cents are required")
+	}
 	out, err := h.Pay.Create(c.UserContext(), r)
 	if err != nil {
-		return errs.New(errs.BadRequest, err.Error())
+		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(out)
 }

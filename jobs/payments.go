@@ -69,19 +69,37 @@ func (p *PaymentPoller) round(ctx context.Context, counts map[string]int64) erro
 		counts["checked"]++
 		switch {
 		case st == payment.StatusPaid:
-			changed, err := models.MarkPaid(ctx, p.DB, &ps[i], p.Now())
-			if err != nil {
+			if err := settlePaid(ctx, p.DB, p.Log, &ps[i], p.Now(), counts); err != nil {
 				return err
 			}
-			if changed {
-				counts["paid"]++
-			}
-		case st == payment.StatusCancelled || st == payment.StatusClosed || payment.IsNotFound(err):
+		case st == payment.StatusCancelled || st == payment.StatusClosed:
 			// This payment can no longer be paid; the order waits for another one until its deadline.
 			if err := models.SetPaymentStatus(ctx, p.DB, ps[i].ID, models.PaymentClosed, p.Now()); err != nil {
 				return err
 			}
+		default: // open, or unknown to a provider that may not have caught up yet: look again later
+			if err := models.PaymentChecked(ctx, p.DB, ps[i].ID, p.Now()); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// settlePaid records a paid payment; money that came in for an order no longer waiting for it (cancelled,
+// or paid twice) is logged as needing a refund, and counted.
+func settlePaid(ctx context.Context, db *gorm.DB, log *slog.Logger, p *models.Payment, now time.Time, counts map[string]int64) error {
+	changed, status, err := models.MarkPaid(ctx, db, p, now)
+	if err != nil {
+		return err
+	}
+	switch {
+	case changed:
+		counts["paid"]++
+	case status == models.OrderCancelled || status == models.OrderPaid:
+		counts["refund_needed"]++
+		log.Error("money received for an order that does not need it: refund it", "order_no", p.OrderNo,
+			"payment_id", p.ProviderID, "amount_cents", p.AmountCents, "order_status", status)
 	}
 	return nil
 }
@@ -112,48 +130,84 @@ func (u *UnpaidCanceller) Once(ctx context.Context) error {
 }
 
 func (u *UnpaidCanceller) round(ctx context.Context, counts map[string]int64) error {
+	var firstErr error
+	keep := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	// Units whose order was cancelled but which are not back in Redis yet (Redis failed then).
+	pending, err := models.PendingRestocks(ctx, u.DB, 200)
+	if err != nil {
+		return err
+	}
+	for _, r := range pending {
+		if err := u.restock(ctx, r.ID, r.ItemID, r.OrderNo); err != nil {
+			keep(err)
+			continue
+		}
+		counts["restocked_late"]++
+	}
+
 	orders, err := models.OrdersPastDeadline(ctx, u.DB, u.Now(), 200)
 	if err != nil {
 		return err
 	}
-	var providerErr error
 	for i := range orders {
-		o := &orders[i]
-		p, err := models.OpenPayment(ctx, u.DB, o.ID)
-		if err != nil {
-			return err
+		// One order that fails is skipped, not allowed to hold up those behind it.
+		if err := u.expire(ctx, &orders[i], counts); err != nil {
+			keep(err)
 		}
-		if p != nil {
-			st, err := u.Provider.Close(ctx, p.ProviderID)
-			if err != nil && !payment.IsNotFound(err) {
-				counts["provider_failed"]++
-				providerErr = err
-				continue
-			}
-			if st == payment.StatusPaid {
-				if changed, err := models.MarkPaid(ctx, u.DB, p, u.Now()); err != nil {
-					return err
-				} else if changed {
-					counts["paid_late"]++
-				}
-				continue
-			}
-		}
-		cancelled, err := models.CancelUnpaid(ctx, u.DB, o, u.Now())
-		if err != nil {
-			return err
-		}
-		if !cancelled {
-			continue // paid (or cancelled) meanwhile
-		}
-		counts["cancelled"]++
-		if _, err := u.Ledger.Restock(ctx, o.ItemID); err != nil {
-			// The database has the unit back; the reconciliation job shows Redis one short until preheat
-			// rebuilds it.
-			u.Log.Error("unit not given back in Redis", "order_no", o.OrderNo, "item_id", o.ItemID, "err", err)
-			continue
-		}
-		u.Flags.Restocked(ctx, o.ItemID)
 	}
-	return providerErr
+	return firstErr
+}
+
+// expire settles one order past its deadline: every open payment is closed at the provider first (if
+// one was paid after all, the order is paid); if the provider cannot say, nothing is cancelled.
+func (u *UnpaidCanceller) expire(ctx context.Context, o *models.Order, counts map[string]int64) error {
+	ps, err := models.OpenPayments(ctx, u.DB, o.ID)
+	if err != nil {
+		return err
+	}
+	paid := false
+	for i := range ps {
+		st, err := u.Provider.Close(ctx, ps[i].ProviderID)
+		if payment.IsNotFound(err) && u.Now().Sub(ps[i].CreatedAt) > 10*time.Minute {
+			st, err = payment.StatusClosed, nil // the provider has long forgotten it: it cannot be paid
+		}
+		if err != nil {
+			counts["provider_failed"]++
+			return err
+		}
+		if st == payment.StatusPaid {
+			if err := settlePaid(ctx, u.DB, u.Log, &ps[i], u.Now(), counts); err != nil {
+				return err
+			}
+			paid = true
+		}
+	}
+	if paid {
+		counts["paid_late"]++
+		return nil
+	}
+	cancelled, err := models.CancelUnpaid(ctx, u.DB, o, u.Now())
+	if err != nil || !cancelled {
+		return err // an error, or paid (or cancelled) meanwhile
+	}
+	counts["cancelled"]++
+	var releaseID int64
+	if err := u.DB.WithContext(ctx).Raw("SELECT id FROM stock_logs WHERE order_no = ? AND kind = ?", o.OrderNo, models.StockRelease).Scan(&releaseID).Error; err != nil {
+		return err
+	}
+	return u.restock(ctx, releaseID, o.ItemID, o.OrderNo)
+}
+
+// restock puts a cancelled order's unit back on sale in Redis (once per order) and records it done; on
+// failure the release stays pending and the next round tries again.
+func (u *UnpaidCanceller) restock(ctx context.Context, releaseID, itemID int64, orderNo string) error {
+	if _, err := u.Ledger.Restock(ctx, itemID, orderNo); err != nil {
+		return err
+	}
+	u.Flags.Restocked(ctx, itemID)
+	return models.Restocked(ctx, u.DB, releaseID)
 }

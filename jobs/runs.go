@@ -65,6 +65,10 @@ func (r *Runs) Once(ctx context.Context, job string, exclusive bool, ttl time.Du
 			return fmt.Errorf("lock for job %s: %w", job, err)
 		}
 		defer lock.Release(context.WithoutCancel(ctx))
+		// The round ends before its lock can expire: two instances never run it at once.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ttl*9/10)
+		defer cancel()
 	}
 	start := r.now()
 	counts := map[string]int64{}

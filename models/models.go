@@ -116,13 +116,15 @@ type Order struct {
 // StockLog records every move of an item's stock in the database. One row per (order, kind): a message
 // delivered twice or a cancel run twice cannot log twice.
 type StockLog struct {
-	ID          int64     `gorm:"primaryKey"`
-	OrderNo     string    `gorm:"size:32;not null;uniqueIndex:idx_stock_log_order_kind"`
-	Kind        string    `gorm:"size:16;not null;uniqueIndex:idx_stock_log_order_kind"`
-	ItemID      int64     `gorm:"not null;index"`
-	StockBefore int64     `gorm:"not null"` // stock left before the move
-	StockAfter  int64     `gorm:"not null"` // stock left after it
-	CreatedAt   time.Time `gorm:"not null"`
+	ID          int64  `gorm:"primaryKey"`
+	OrderNo     string `gorm:"size:32;not null;uniqueIndex:idx_stock_log_order_kind"`
+	Kind        string `gorm:"size:16;not null;uniqueIndex:idx_stock_log_order_kind"`
+	ItemID      int64  `gorm:"not null;index"`
+	StockBefore int64  `gorm:"not null"` // stock left before the move
+	StockAfter  int64  `gorm:"not null"` // stock left after it
+	// Pending marks a release whose unit is not back in Redis yet: the unpaid-timeout job retries it.
+	Pending   bool      `gorm:"not null;default:false;index"`
+	CreatedAt time.Time `gorm:"not null"`
 }
 
 // Purchase is the database's own line of defence against a second order: one row per (user, item), kept

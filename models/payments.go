@@ -11,30 +11,38 @@ import (
 	"seckill/errs"
 )
 
-// OpenPayment returns the order's open payment, or nil.
-func OpenPayment(ctx context.Context, db *gorm.DB, orderID int64) (*Payment, error) {
-	var p Payment
-	err := db.WithContext(ctx).Where("order_id = ? AND status = ?", orderID, PaymentOpen).Order("id DESC").Take(&p).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
+// OpenPayments returns the order's open payments (a double click can open two).
+func OpenPayments(ctx context.Context, db *gorm.DB, orderID int64) ([]Payment, error) {
+	var ps []Payment
+	if err := db.WithContext(ctx).Where("order_id = ? AND status = ?", orderID, PaymentOpen).Order("id").Find(&ps).Error; err != nil {
+		return nil, fmt.Errorf("open payments of order %d: %w", orderID, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open payment of order %d: %w", orderID, err)
-	}
-	return &p, nil
+	return ps, nil
 }
 
-// AddPayment records a payment the provider made for an order.
-func AddPayment(ctx context.Context, db *gorm.DB, o *Order, providerID string, now time.Time) (*Payment, error) {
-	p := Payment{OrderID: o.ID, OrderNo: o.OrderNo, ProviderID: providerID, Status: PaymentOpen, AmountCents: o.PriceCents, CreatedAt: now, UpdatedAt: now}
-	err := db.WithContext(ctx).Create(&p).Error
-	if errors.Is(err, gorm.ErrDuplicatedKey) { // the provider gave back the open payment we hold
-		return &p, db.WithContext(ctx).Where("provider_id = ?", providerID).Take(&p).Error
+// AddPayment records a payment the provider made for an order, only while the order still waits for
+// payment: it answers false when the order was paid or cancelled meanwhile (the caller closes the
+// payment at the provider).
+func AddPayment(ctx context.Context, db *gorm.DB, o *Order, providerID string, now time.Time) (*Payment, bool, error) {
+	var p Payment
+	if err := db.WithContext(ctx).Where("provider_id = ?", providerID).Take(&p).Error; err == nil {
+		return &p, true, nil // the provider gave back the open payment we hold
 	}
-	if err != nil {
-		return nil, fmt.Errorf("add payment: %w", err)
+	res := db.WithContext(ctx).Exec(`INSERT INTO payments (order_id, order_no, provider_id, status, amount_cents, created_at, updated_at)
+		SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM orders WHERE id = ? AND status = ?)`,
+		o.ID, o.OrderNo, providerID, PaymentOpen, o.PriceCents, now, now, o.ID, OrderPendingPayment)
+	if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
+		err := db.WithContext(ctx).Where("provider_id = ?", providerID).Take(&p).Error
+		return &p, err == nil, err
 	}
-	return &p, nil
+	if res.Error != nil {
+		return nil, false, fmt.Errorf("add payment: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, false, nil
+	}
+	err := db.WithContext(ctx).Where("provider_id = ?", providerID).Take(&p).Error
+	return &p, err == nil, err
 }
 
 // PaymentByProviderID finds a payment by the provider's id; none answers errs.NotFound.
@@ -50,11 +58,13 @@ func PaymentByProviderID(ctx context.Context, db *gorm.DB, id string) (*Payment,
 	return &p, nil
 }
 
-// MarkPaid records that a payment was paid: its order becomes paid, once, and only from
-// pending_payment (a cancelled order stays cancelled: whichever of paying and cancelling commits first
-// wins). It reports whether this call changed the order.
-func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (bool, error) {
+// MarkPaid records that a payment was paid: the payment is paid whatever happened to the order, and the
+// order becomes paid, once, and only from pending_payment (a cancelled order stays cancelled: whichever
+// of paying and cancelling commits first wins). It reports whether this call changed the order, and the
+// order's status after it: paid money on a cancelled order must be refunded.
+func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (bool, string, error) {
 	var changed bool
+	var status string
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Exec("UPDATE orders SET status = ?, paid_at = ?, updated_at = ? WHERE id = ? AND status = ?",
 			OrderPaid, now, now, p.OrderID, OrderPendingPayment)
@@ -62,15 +72,15 @@ func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (bool
 			return res.Error
 		}
 		changed = res.RowsAffected == 1
-		if !changed {
-			return nil
+		if err := tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ?", PaymentPaid, now, p.ID).Error; err != nil {
+			return err
 		}
-		return tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ?", PaymentPaid, now, p.ID).Error
+		return tx.Raw("SELECT status FROM orders WHERE id = ?", p.OrderID).Scan(&status).Error
 	})
 	if err != nil {
-		return false, fmt.Errorf("mark order %s paid: %w", p.OrderNo, err)
+		return false, "", fmt.Errorf("mark order %s paid: %w", p.OrderNo, err)
 	}
-	return changed, nil
+	return changed, status, nil
 }
 
 // CancelUnpaid cancels an order still pending payment and gives its unit back in the database, in one
@@ -106,7 +116,8 @@ func CancelUnpaid(ctx context.Context, db *gorm.DB, o *Order, now time.Time) (bo
 			}
 		}
 		left := item.StockTotal - item.StockSold
-		if err := tx.Create(&StockLog{OrderNo: o.OrderNo, Kind: StockRelease, ItemID: o.ItemID, StockBefore: left, StockAfter: left + 1, CreatedAt: now}).Error; err != nil {
+		release := StockLog{OrderNo: o.OrderNo, Kind: StockRelease, ItemID: o.ItemID, StockBefore: left, StockAfter: left + 1, Pending: true, CreatedAt: now}
+		if err := tx.Create(&release).Error; err != nil {
 			return err
 		}
 		return tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE order_id = ? AND status = ?", PaymentClosed, now, o.ID, PaymentOpen).Error
@@ -128,15 +139,33 @@ func OrdersPastDeadline(ctx context.Context, db *gorm.DB, now time.Time, limit i
 	return orders, nil
 }
 
-// PaymentsToPoll lists open payments whose orders still wait for payment.
+// PaymentsToPoll lists open payments, least recently checked first (whatever their orders' status:
+// money paid on a cancelled order must be found too).
 func PaymentsToPoll(ctx context.Context, db *gorm.DB, limit int) ([]Payment, error) {
 	var ps []Payment
-	err := db.WithContext(ctx).Raw(`SELECT p.* FROM payments p JOIN orders o ON o.id = p.order_id
-		WHERE p.status = ? AND o.status = ? ORDER BY p.id LIMIT ?`, PaymentOpen, OrderPendingPayment, limit).Scan(&ps).Error
-	if err != nil {
+	if err := db.WithContext(ctx).Where("status = ?", PaymentOpen).Order("updated_at, id").Limit(limit).Find(&ps).Error; err != nil {
 		return nil, fmt.Errorf("payments to poll: %w", err)
 	}
 	return ps, nil
+}
+
+// PaymentChecked records that a payment was just checked, so that the next round starts with others.
+func PaymentChecked(ctx context.Context, db *gorm.DB, id int64, now time.Time) error {
+	return db.WithContext(ctx).Exec("UPDATE payments SET updated_at = ? WHERE id = ?", now, id).Error
+}
+
+// PendingRestocks lists releases whose units are not back in Redis yet.
+func PendingRestocks(ctx context.Context, db *gorm.DB, limit int) ([]StockLog, error) {
+	var logs []StockLog
+	if err := db.WithContext(ctx).Where("kind = ? AND pending", StockRelease).Order("id").Limit(limit).Find(&logs).Error; err != nil {
+		return nil, fmt.Errorf("pending restocks: %w", err)
+	}
+	return logs, nil
+}
+
+// Restocked records that a release's unit is back in Redis.
+func Restocked(ctx context.Context, db *gorm.DB, id int64) error {
+	return db.WithContext(ctx).Exec("UPDATE stock_logs SET pending = ? WHERE id = ?", false, id).Error
 }
 
 // SetPaymentStatus records the provider's final word on a payment that was not paid.

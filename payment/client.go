@@ -30,9 +30,14 @@ func NewClient(base string, timeout time.Duration) *Client {
 		breaker: gobreaker.NewCircuitBreaker[[]byte](gobreaker.Settings{
 			Name:        "payment",
 			Timeout:     10 * time.Second, // open this long before letting one call through
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 3 },
+			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 5 },
 			IsSuccessful: func(err error) bool {
-				return err == nil || errors.Is(err, ErrNotFound) // an answer, even "unknown", means it works
+				// An answer, even "unknown" or "bad request", means the provider works.
+				return err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, errRefused)
+			},
+			// A call we gave up on (shutdown, a caller's deadline) says nothing about the provider.
+			IsExcluded: func(err error) bool {
+				return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 			},
 		}),
 	}
@@ -40,6 +45,9 @@ func NewClient(base string, timeout time.Duration) *Client {
 
 // BreakerState is the breaker's state: closed, half-open or open.
 func (c *Client) BreakerState() string { return c.breaker.State().String() }
+
+// errRefused is a provider's answer that our request was wrong: it works, and retrying will not help.
+var errRefused = errors.New("provider refused the request")
 
 type statusBody struct {
 	Status string `json:"status"`
@@ -63,6 +71,9 @@ func (c *Client) call(ctx context.Context, method, path string, body any, tries 
 		out, err := c.breaker.Execute(func() ([]byte, error) { return c.once(ctx, method, path, payload) })
 		if err == nil || errors.Is(err, ErrNotFound) {
 			return out, err
+		}
+		if errors.Is(err, errRefused) || ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err) // no retry: the same request gets the same answer
 		}
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 			return nil, fmt.Errorf("%w: circuit open", ErrUnavailable)
@@ -90,6 +101,8 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte) 
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, ErrNotFound
+	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests:
+		return nil, fmt.Errorf("%w: %d %s", errRefused, resp.StatusCode, b)
 	case resp.StatusCode >= 300:
 		return nil, fmt.Errorf("provider answered %d", resp.StatusCode)
 	}

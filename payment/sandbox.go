@@ -43,31 +43,64 @@ type SandboxPayment struct {
 
 func sandboxKey(id string) string { return "sandbox:pay:{" + id + "}" }
 
-// Create makes a payment; the same order asking again gets its open payment back.
+// swapScript points an order at a new payment only if it still points at the one the caller saw.
+var swapScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  return 1
+end
+return 0`)
+
+// Create makes a payment; the same order asking again, even at the same moment, gets its open payment
+// back. An order points at its current payment; a new one replaces it only once it is no longer open.
 func (s *Sandbox) Create(ctx context.Context, r Request) (Created, error) {
 	if r.OrderNo == "" || r.AmountCents <= 0 {
 		return Created{}, fmt.Errorf("sandbox: order_no and a positive amount_cents are required")
 	}
+	const ttl = 7 * 24 * time.Hour
 	byOrder := "sandbox:order:{" + r.OrderNo + "}"
-	if id, err := s.rdb.Get(ctx, byOrder).Result(); err == nil {
-		if p, err := s.Get(ctx, id); err == nil && p.Status == StatusOpen && p.AmountCents == r.AmountCents {
+	for try := 0; try < 50; try++ {
+		tok, err := auth.RandomToken(12)
+		if err != nil {
+			return Created{}, err
+		}
+		id := "sbx_" + tok
+		// The payment first, then the pointer: a pointer never names a payment that does not exist.
+		err = s.rdb.HSet(ctx, sandboxKey(id), map[string]any{
+			"order_no": r.OrderNo, "amount": r.AmountCents, "status": StatusOpen, "notify": r.NotifyURL, "created": s.now().Unix(),
+		}).Err()
+		if err != nil {
+			return Created{}, err
+		}
+		if err := s.rdb.Expire(ctx, sandboxKey(id), ttl).Err(); err != nil {
+			return Created{}, err
+		}
+		ok, err := s.rdb.SetNX(ctx, byOrder, id, ttl).Result()
+		if err != nil {
+			return Created{}, err
+		}
+		if ok {
 			return Created{ID: id, PayURL: s.payURL(id)}, nil
 		}
+		// The order has a payment already: ours is not needed unless that one can no longer be paid.
+		cur, err := s.rdb.Get(ctx, byOrder).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return Created{}, err
+		}
+		if p, err := s.Get(ctx, cur); err == nil && p.Status == StatusOpen && p.AmountCents == r.AmountCents {
+			s.rdb.Del(ctx, sandboxKey(id))
+			return Created{ID: cur, PayURL: s.payURL(cur)}, nil
+		}
+		swapped, err := swapScript.Run(ctx, s.rdb, []string{byOrder}, cur, id, int(ttl.Seconds())).Int()
+		if err != nil {
+			return Created{}, err
+		}
+		if swapped == 1 {
+			return Created{ID: id, PayURL: s.payURL(id)}, nil
+		}
+		s.rdb.Del(ctx, sandboxKey(id)) // someone else replaced it first: look again
 	}
-	id, err := auth.RandomToken(12)
-	if err != nil {
-		return Created{}, err
-	}
-	id = "sbx_" + id
-	err = s.rdb.HSet(ctx, sandboxKey(id), map[string]any{
-		"order_no": r.OrderNo, "amount": r.AmountCents, "status": StatusOpen, "notify": r.NotifyURL, "created": s.now().Unix(),
-	}).Err()
-	if err != nil {
-		return Created{}, err
-	}
-	s.rdb.Expire(ctx, sandboxKey(id), 7*24*time.Hour)
-	s.rdb.Set(ctx, byOrder, id, 7*24*time.Hour)
-	return Created{ID: id, PayURL: s.payURL(id)}, nil
+	return Created{}, fmt.Errorf("sandbox: order %s keeps changing", r.OrderNo)
 }
 
 func (s *Sandbox) payURL(id string) string { return s.baseURL + "/pay/" + id }

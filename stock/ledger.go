@@ -66,9 +66,11 @@ var (
 	restockScript = redis.NewScript(restockLua)
 )
 
-// Restock gives one unit of a cancelled order back on sale and answers the stock left (-1: not loaded).
-func (l *Ledger) Restock(ctx context.Context, itemID int64) (int64, error) {
-	n, err := restockScript.Run(ctx, l.rdb, []string{KeysOf(itemID).Sale}).Int64()
+// Restock gives the unit of a cancelled order back on sale, once per order, and answers the stock left
+// (-1: the sale is not loaded; -2: this order's unit came back before).
+func (l *Ledger) Restock(ctx context.Context, itemID int64, orderNo string) (int64, error) {
+	k := KeysOf(itemID)
+	n, err := restockScript.Run(ctx, l.rdb, []string{k.Sale, k.item + "restocked"}, orderNo).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("restock item %d: %w", itemID, err)
 	}
