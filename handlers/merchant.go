@@ -75,50 +75,59 @@ func (h *Merchant) Activity(c *fiber.Ctx) error {
 	return c.JSON(managedJSON(a, "", h.Now()))
 }
 
+// validator is an input that checks itself at now.
+type validator interface{ Validate(now time.Time) error }
+
+// change reads what a merchant's change needs: the input from the body (checked), and who makes it.
+func (h *Merchant) change(c *fiber.Ctx, in validator) (models.Actor, error) {
+	if err := ParseJSON(c, in); err != nil {
+		return models.Actor{}, err
+	}
+	if err := in.Validate(h.Now()); err != nil {
+		return models.Actor{}, err
+	}
+	return actor(c, h.DB)
+}
+
+// ids reads the activity id and, when the route has one, the item id.
+func ids(c *fiber.Ctx) (activityID, itemID int64, err error) {
+	if activityID, err = pathID(c, "id", "activity"); err != nil || c.Params("item") == "" {
+		return activityID, 0, err
+	}
+	itemID, err = pathID(c, "item", "item")
+	return activityID, itemID, err
+}
+
 // Create makes a draft activity.
 func (h *Merchant) Create(c *fiber.Ctx) error {
 	var in models.ActivityInput
-	if err := ParseJSON(c, &in); err != nil {
-		return err
-	}
-	now := h.Now()
-	if err := in.Validate(now); err != nil {
-		return err
-	}
-	who, err := actor(c, h.DB)
+	who, err := h.change(c, &in)
 	if err != nil {
 		return err
 	}
-	a, err := models.CreateActivity(c.UserContext(), h.DB, who, in, now)
+	a, err := models.CreateActivity(c.UserContext(), h.DB, who, in, h.Now())
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(managedJSON(a, "", now))
+	return c.Status(fiber.StatusCreated).JSON(managedJSON(a, "", h.Now()))
 }
 
 // Update changes a draft or rejected activity.
 func (h *Merchant) Update(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "activity")
+	id, _, err := ids(c)
 	if err != nil {
 		return err
 	}
 	var in models.ActivityInput
-	if err := ParseJSON(c, &in); err != nil {
-		return err
-	}
-	now := h.Now()
-	if err := in.Validate(now); err != nil {
-		return err
-	}
-	who, err := actor(c, h.DB)
+	who, err := h.change(c, &in)
 	if err != nil {
 		return err
 	}
-	a, err := models.UpdateActivity(c.UserContext(), h.DB, who, id, in, now)
+	a, err := models.UpdateActivity(c.UserContext(), h.DB, who, id, in, h.Now())
 	if err != nil {
 		return err
 	}
-	return c.JSON(managedJSON(a, "", now))
+	return c.JSON(managedJSON(a, "", h.Now()))
 }
 
 func (h *Merchant) itemAnswer(c *fiber.Ctx, status int, it *models.Item) error {
@@ -131,18 +140,12 @@ func (h *Merchant) itemAnswer(c *fiber.Ctx, status int, it *models.Item) error {
 
 // AddItem adds an item to a draft or rejected activity.
 func (h *Merchant) AddItem(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "activity")
+	id, _, err := ids(c)
 	if err != nil {
 		return err
 	}
 	var in models.ItemInput
-	if err := ParseJSON(c, &in); err != nil {
-		return err
-	}
-	if err := in.Validate(); err != nil {
-		return err
-	}
-	who, err := actor(c, h.DB)
+	who, err := h.change(c, &in)
 	if err != nil {
 		return err
 	}
@@ -155,22 +158,12 @@ func (h *Merchant) AddItem(c *fiber.Ctx) error {
 
 // UpdateItem changes an item of a draft or rejected activity.
 func (h *Merchant) UpdateItem(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "activity")
-	if err != nil {
-		return err
-	}
-	itemID, err := pathID(c, "item", "item")
+	id, itemID, err := ids(c)
 	if err != nil {
 		return err
 	}
 	var in models.ItemInput
-	if err := ParseJSON(c, &in); err != nil {
-		return err
-	}
-	if err := in.Validate(); err != nil {
-		return err
-	}
-	who, err := actor(c, h.DB)
+	who, err := h.change(c, &in)
 	if err != nil {
 		return err
 	}
@@ -183,11 +176,7 @@ func (h *Merchant) UpdateItem(c *fiber.Ctx) error {
 
 // DeleteItem removes an item from a draft or rejected activity.
 func (h *Merchant) DeleteItem(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "activity")
-	if err != nil {
-		return err
-	}
-	itemID, err := pathID(c, "item", "item")
+	id, itemID, err := ids(c)
 	if err != nil {
 		return err
 	}

@@ -136,8 +136,8 @@ type ItemInput struct {
 	Stock              int64  `json:"stock"`
 }
 
-// Validate checks the input against the contract's rules.
-func (in *ItemInput) Validate() error {
+// Validate checks the input against the contract's rules (an item's rules do not depend on the time).
+func (in *ItemInput) Validate(time.Time) error {
 	in.Name, in.Title, in.ImageURL = strings.TrimSpace(in.Name), strings.TrimSpace(in.Title), strings.TrimSpace(in.ImageURL)
 	switch {
 	case in.Name == "":
