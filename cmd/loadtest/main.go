@@ -51,7 +51,7 @@ var sizes = map[string]struct {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	base := fs.String("base", "http://127.0.0.1:8080", "the server's address")
-	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline)")
+	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline): redis://host:port/db, or host:port,host:port,... of a cluster")
 	admin := fs.String("admin", "", "an admin's username:password")
 	merchant := fs.String("merchant", "", "a merchant's username:password")
 	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages")
@@ -76,11 +76,16 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opt, err := redis.ParseURL(*redisURL)
-	if err != nil {
-		return fmt.Errorf("-redis: %w", err)
+	var rdb redis.UniversalClient
+	if strings.Contains(*redisURL, ",") {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*redisURL, ",")})
+	} else {
+		opt, err := redis.ParseURL(*redisURL)
+		if err != nil {
+			return fmt.Errorf("-redis: %w", err)
+		}
+		rdb = redis.NewClient(opt)
 	}
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
 
 	var reports []*loadtest.Report
@@ -158,7 +163,7 @@ func baselineOf(scenario string) string {
 // baseline starts a baseline Fiber handler on loopback and fires n requests at it over conns
 // connections: "bare" answers the buy's 202 body, "evalsha" first makes one EVALSHA round trip on the
 // same Redis, "bare-page" answers a small fixed HTML page.
-func baseline(ctx context.Context, kind string, rdb *redis.Client, n, conns int) (string, float64, error) {
+func baseline(ctx context.Context, kind string, rdb redis.UniversalClient, n, conns int) (string, float64, error) {
 	script := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'n', 1)`)
 	f := fiber.New(fiber.Config{DisableStartupMessage: true})
 	page := []byte("<!doctype html><title>item</title><p>an item page</p>")
