@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"seckill/internal/follow"
 	"seckill/models"
 )
 
@@ -222,29 +223,14 @@ func (s *Sessions) refresh(ctx context.Context, since time.Time) error {
 // Run keeps the map current until ctx ends: changes published by other instances at once, and a read of
 // the database every two seconds for any message lost while Redis was away.
 func (s *Sessions) Run(ctx context.Context) error {
-	sub := s.rdb.Subscribe(ctx, authChannel)
-	defer sub.Close()
-	msgs := sub.Channel()
-	t := time.NewTicker(refreshPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case m, ok := <-msgs:
-			if !ok {
-				return nil
-			}
-			s.applyMessage(m.Payload)
-		case <-t.C:
-			s.mu.RLock()
-			since := s.since.Add(-refreshMargin)
-			s.mu.RUnlock()
-			if err := s.refresh(ctx, since); err != nil && ctx.Err() == nil {
-				s.log.WarnContext(ctx, "session refresh failed", "err", err)
-			}
+	return follow.Channel(ctx, s.rdb, authChannel, refreshPeriod, s.applyMessage, func(ctx context.Context) {
+		s.mu.RLock()
+		since := s.since.Add(-refreshMargin)
+		s.mu.RUnlock()
+		if err := s.refresh(ctx, since); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "session refresh failed", "err", err)
 		}
-	}
+	})
 }
 
 func (s *Sessions) applyMessage(payload string) {

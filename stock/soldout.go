@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/follow"
 )
 
 const eventsChannel = "sk:stock-events"
@@ -70,29 +72,12 @@ func (f *Flags) publish(ctx context.Context, msg string) {
 
 // Run follows the other instances' messages and rechecks the flags every second, until ctx ends.
 func (f *Flags) Run(ctx context.Context) error {
-	sub := f.rdb.Subscribe(ctx, eventsChannel)
-	defer sub.Close()
-	msgs := sub.Channel()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case m, ok := <-msgs:
-			if !ok {
-				return nil
-			}
-			kind, id, found := strings.Cut(m.Payload, ":")
-			itemID, err := strconv.ParseInt(id, 10, 64)
-			if !found || err != nil {
-				continue
-			}
+	return follow.Channel(ctx, f.rdb, eventsChannel, time.Second, func(payload string) {
+		kind, id, found := strings.Cut(payload, ":")
+		if itemID, err := strconv.ParseInt(id, 10, 64); found && err == nil {
 			f.set(itemID, kind == "out")
-		case <-t.C:
-			f.recheck(ctx)
 		}
-	}
+	}, f.recheck)
 }
 
 // recheck clears the flag of every item whose stock is back, in case its message was lost.
