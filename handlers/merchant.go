@@ -257,6 +257,15 @@ type ActivityStats struct {
 // Of computes an activity's figures.
 func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
 	ctx := c.UserContext()
+	// What is queued is read before the orders: an order written in between is then counted twice for a
+	// moment (queued and written) rather than not at all, so "nothing queued" always comes with every
+	// order counted.
+	queued := map[int64]int64{}
+	for _, it := range a.Items {
+		if n, err := h.Ledger.Backlog(ctx, it.ID); err == nil {
+			queued[it.ID] = n
+		}
+	}
 	counts, err := models.OrderCounts(ctx, h.DB, a.ID)
 	if err != nil {
 		return nil, err
@@ -271,9 +280,7 @@ func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
 		if left, loaded, err := h.Ledger.Left(ctx, it.ID); err == nil && loaded {
 			st.StockLeft = max(left, 0)
 		}
-		if n, err := h.Ledger.Backlog(ctx, it.ID); err == nil {
-			st.Queued = n
-		}
+		st.Queued = queued[it.ID]
 		out.Items = append(out.Items, st)
 		out.StockTotal += st.StockTotal
 		out.StockLeft += st.StockLeft

@@ -169,17 +169,12 @@ func (l *Ledger) Ack(ctx context.Context, itemID int64, placed []Placed) error {
 // Backlog counts an item's orders that are queued and not yet in the database: read by no consumer yet,
 // or read and not acknowledged.
 func (l *Ledger) Backlog(ctx context.Context, itemID int64) (int64, error) {
-	groups, err := l.rdb.XInfoGroups(ctx, KeysOf(itemID).Stream).Result()
+	// Every settled entry is deleted from the stream as it is acknowledged, so what the stream still
+	// holds is exactly what is queued: one exact count, with no reliance on the group's lag (which
+	// Redis cannot always tell).
+	n, err := l.rdb.XLen(ctx, KeysOf(itemID).Stream).Result()
 	if err != nil {
-		if strings.Contains(err.Error(), "no such key") {
-			return 0, nil
-		}
 		return 0, fmt.Errorf("backlog of item %d: %w", itemID, err)
 	}
-	for _, g := range groups {
-		if g.Name == Group {
-			return g.Pending + max(g.Lag, 0), nil
-		}
-	}
-	return l.rdb.XLen(ctx, KeysOf(itemID).Stream).Result()
+	return n, nil
 }
