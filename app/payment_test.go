@@ -19,14 +19,6 @@ import (
 	"seckill/payment"
 )
 
-// paySale is a running sale of one item with stock units and a shopper who holds an order for it.
-type paySale struct {
-	s     *liveServer
-	item  models.Item
-	buyer *browser
-	order models.Order
-}
-
 // orderFor has a new shopper buy one unit and waits for the order to be written.
 func orderFor(t *testing.T, s *liveServer, item models.Item, name string) (*browser, models.Order) {
 	t.Helper()
