@@ -479,7 +479,14 @@ func decodeQR(t *testing.T, dataURL string) string {
 	}
 	res, err := gozxingqr.NewQRCodeReader().Decode(bmp, nil)
 	if err != nil {
-		t.Fatalf("the QR code does not decode: %v", err)
+		// gozxing's finder misses about 1 in 90 clean, valid codes (36 of 3,000
+		// random pay URLs; TRY_HARDER and a wider margin do not help), where a
+		// phone reads them from another frame. Read the code as the whole image
+		// then: it still has to be a valid QR code holding the text.
+		pure := map[gozxing.DecodeHintType]interface{}{gozxing.DecodeHintType_PURE_BARCODE: true}
+		if res, err = gozxingqr.NewQRCodeReader().Decode(bmp, pure); err != nil {
+			t.Fatalf("the QR code does not decode: %v", err)
+		}
 	}
 	return res.GetText()
 }
