@@ -206,6 +206,48 @@ func TestMetricsCountRequestsByRouteAndStatus(t *testing.T) {
 	}
 }
 
+// Over one kept-alive connection, each request's method lives in a buffer the next one reuses: the
+// metrics must keep their own copy, or a GET is counted as "POS" and /metrics fails on duplicates.
+func TestMetricsKeepTheirLabelsOverKeptAliveConnections(t *testing.T) {
+	s := startLive(t, nil, nil)
+	client := &http.Client{}
+	for range 20 {
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			req, _ := http.NewRequest(m, s.URL+"/api/csrf", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	resp, err := client.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics answered %d: %.300s", resp.StatusCode, body)
+	}
+	for _, want := range []string{`{method="GET",route="/api/csrf",status="200"} 20`, `{method="POST",route="(unmatched)",status="405"} 20`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(string(body), "seckill_http_requests_total{"))
+		}
+	}
+}
+
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // seedCatalog makes one activity of each kind that the catalog must tell apart.
 func seedCatalog(t *testing.T, db *gorm.DB) (later, sooner, draft, ended models.Activity) {
 	t.Helper()

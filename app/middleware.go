@@ -48,6 +48,18 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
+// methodLabel names a request's method with a string of its own: Fiber's lives in a buffer the next
+// request reuses, and a metric keeps its label values for ever (a GET counted as "POS" otherwise).
+func methodLabel(m string) string {
+	for _, known := range []string{fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete,
+		fiber.MethodHead, fiber.MethodPatch, fiber.MethodOptions} {
+		if m == known {
+			return known
+		}
+	}
+	return "OTHER"
+}
+
 // observe runs the rest of the chain, settles the status (running the error handler itself, so that the
 // status it sets is the one counted and logged), then counts, times and logs the request.
 func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
@@ -67,7 +79,7 @@ func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
 		if route == "" {
 			route = c.Route().Path
 		}
-		method := c.Method()
+		method := methodLabel(c.Method())
 		m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 		m.latency.WithLabelValues(method, route).Observe(elapsed.Seconds())
 		if log.Enabled(c.UserContext(), slog.LevelInfo) {
