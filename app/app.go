@@ -211,7 +211,7 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	s.Poller = &jobs.PaymentPoller{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.Expirer = &jobs.UnpaidCanceller{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
 	s.Checker = &jobs.Reconciler{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcilerGauge(reg)}
-	s.Fiber = fiber.New(fiber.Config{
+	fcfg := fiber.Config{
 		AppName:               "seckill",
 		BodyLimit:             cfg.BodyLimit,
 		ErrorHandler:          errorHandler(d.Log, d.Now),
@@ -220,7 +220,9 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
-	})
+	}
+	trustProxies(&fcfg, cfg.Proxies())
+	s.Fiber = fiber.New(fcfg)
 	s.Fiber.Use(requestid.New())
 	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
 	s.Fiber.Use(recover.New())
@@ -238,6 +240,19 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	// says: JSON under /api, a page elsewhere.
 	s.routes(cfg, d, files, reg, accounts, node, engine)
 	return s, nil
+}
+
+// trustProxies makes c.IP() (the per-address limits, the access log) the client's address that a trusted
+// proxy sets in X-Real-IP. The header of a request that does not come from one of proxies is ignored, and
+// so is one that holds no valid address: the connection's own address counts then.
+func trustProxies(fc *fiber.Config, proxies []string) {
+	if len(proxies) == 0 {
+		return
+	}
+	fc.EnableTrustedProxyCheck = true
+	fc.TrustedProxies = proxies
+	fc.ProxyHeader = "X-Real-IP"
+	fc.EnableIPValidation = true
 }
 
 // consumerName names this instance in the order streams' consumer group.

@@ -19,6 +19,7 @@ import (
 // with its default and meaning, in the README's configuration table and in .env.example.
 type Config struct {
 	Port            int           // PORT
+	ListenHost      string        // LISTEN_HOST: the IP address to listen on; empty listens on every interface
 	BaseURL         string        // BASE_URL: the public address, used in QR codes and payment links
 	DatabaseURL     string        // DATABASE_URL: PostgreSQL; empty (with REDIS_URL empty) means demo mode
 	RedisURL        string        // REDIS_URL: redis://host:port/db, or host:port,host:port,... for a cluster
@@ -38,6 +39,7 @@ type Config struct {
 	PayProviderURL  string        // PAY_PROVIDER_URL: the payment provider's API; default the built-in sandbox, {BASE_URL}/sandbox
 	PaySecret       string        // PAY_SECRET: checks the provider's signed callbacks; default derived from SESSION_SECRET
 	PayPollInterval time.Duration // PAY_POLL_INTERVAL: how often open payments are checked with the provider
+	TrustedProxies  string        // TRUSTED_PROXIES: comma-separated IPs and CIDR ranges whose X-Real-IP is the client's address; empty trusts none
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -76,6 +78,17 @@ func (c Config) RedisAddrs() []string {
 	return addrs
 }
 
+// ListenAddr is the address the server listens on: LISTEN_HOST and PORT.
+func (c Config) ListenAddr() string { return net.JoinHostPort(c.ListenHost, strconv.Itoa(c.Port)) }
+
+// Proxies returns the trusted proxies' addresses and ranges, or nil when TRUSTED_PROXIES is empty.
+func (c Config) Proxies() []string {
+	if c.TrustedProxies == "" {
+		return nil
+	}
+	return strings.Split(c.TrustedProxies, ",")
+}
+
 // LoadConfig reads the configuration through getenv (os.Getenv in production) and validates it. The error
 // names every bad variable.
 func LoadConfig(getenv func(string) string) (Config, error) {
@@ -100,6 +113,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		PayProviderURL:  strings.TrimRight(strings.TrimSpace(getenv("PAY_PROVIDER_URL")), "/"),
 		PaySecret:       getenv("PAY_SECRET"),
 		PayPollInterval: p.duration("PAY_POLL_INTERVAL", 2*time.Second),
+	}
+	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
+	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
+		p.fail("LISTEN_HOST", fmt.Sprintf("must be an IP address such as 127.0.0.1 (empty: every interface), got %q", c.ListenHost))
 	}
 	c.BaseURL = strings.TrimRight(p.str("BASE_URL", fmt.Sprintf("http://localhost:%d", c.Port)), "/")
 	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -198,6 +215,29 @@ func (p *parser) duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// proxies reads a comma-separated list of IP addresses and CIDR ranges and returns it in canonical form
+// (the form Fiber compares a connection's address with), or "" for none.
+func (p *parser) proxies(name string) string {
+	var out []string
+	for _, v := range strings.Split(p.getenv(name), ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if strings.Contains(v, "/") {
+			if _, n, err := net.ParseCIDR(v); err == nil {
+				out = append(out, n.String())
+				continue
+			}
+		} else if ip := net.ParseIP(v); ip != nil {
+			out = append(out, ip.String())
+			continue
+		}
+		p.fail(name, fmt.Sprintf("must be comma-separated IP addresses or CIDR ranges, got %q", v))
+	}
+	return strings.Join(out, ",")
 }
 
 func (p *parser) oneOf(name, def string, allowed ...string) string {

@@ -63,9 +63,35 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				t.Errorf("RedisAddrs = %q", got)
 			}
 		}},
+		{"trusted proxies", map[string]string{"TRUSTED_PROXIES": " 127.0.0.1, 10.1.2.3/16 ,::1,, 0:0:0:0:0:ffff:c000:0201"},
+			func(t *testing.T, c Config) {
+				// Canonical forms: Fiber compares them with the connection's address as text.
+				got := strings.Join(c.Proxies(), " ")
+				if got != "127.0.0.1 10.1.0.0/16 ::1 192.0.2.1" {
+					t.Errorf("Proxies = %q", got)
+				}
+			}},
+		{"listen host", map[string]string{"LISTEN_HOST": "127.0.0.1", "PORT": "8081"}, func(t *testing.T, c Config) {
+			if c.ListenAddr() != "127.0.0.1:8081" {
+				t.Errorf("ListenAddr = %q", c.ListenAddr())
+			}
+		}},
+		{"listen host ipv6", map[string]string{"LISTEN_HOST": "::1"}, func(t *testing.T, c Config) {
+			if c.ListenAddr() != "[::1]:8080" {
+				t.Errorf("ListenAddr = %q", c.ListenAddr())
+			}
+		}},
+		{"no trusted proxies", map[string]string{"TRUSTED_PROXIES": " "}, func(t *testing.T, c Config) {
+			if c.Proxies() != nil {
+				t.Errorf("Proxies = %q, want none", c.Proxies())
+			}
+		}},
 		{"base url follows port", map[string]string{"PORT": "8181"}, func(t *testing.T, c Config) {
 			if c.BaseURL != "http://localhost:8181" {
 				t.Errorf("BaseURL = %q", c.BaseURL)
+			}
+			if c.ListenAddr() != ":8181" {
+				t.Errorf("ListenAddr = %q, want every interface", c.ListenAddr())
 			}
 		}},
 	}
@@ -109,6 +135,10 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"provider url relative", map[string]string{"PAY_PROVIDER_URL": "pay.example"}, "PAY_PROVIDER_URL"},
 		{"short pay secret", map[string]string{"PAY_SECRET": "short"}, "PAY_SECRET"},
 		{"poll interval not a duration", map[string]string{"PAY_POLL_INTERVAL": "often"}, "PAY_POLL_INTERVAL"},
+		{"listen host a name", map[string]string{"LISTEN_HOST": "localhost"}, "LISTEN_HOST"},
+		{"trusted proxy a name", map[string]string{"TRUSTED_PROXIES": "127.0.0.1,nginx"}, "TRUSTED_PROXIES"},
+		{"trusted proxy range too wide", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"},
+		{"trusted proxy with a port", map[string]string{"TRUSTED_PROXIES": "127.0.0.1:80"}, "TRUSTED_PROXIES"},
 		{"database without redis", map[string]string{"DATABASE_URL": "postgres://db/x"}, "REDIS_URL"},
 		{"redis without database", map[string]string{"REDIS_URL": "redis://r:6379"}, "DATABASE_URL"},
 		{"database not postgres", prod("DATABASE_URL", "mysql://db/x"), "DATABASE_URL"},

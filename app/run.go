@@ -209,9 +209,9 @@ func runServe(ctx context.Context, env Env) error {
 		stopBackground()
 		<-background
 	}()
-	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
+	ln, err := net.Listen("tcp", cfg.ListenAddr())
 	if err != nil {
-		return fmt.Errorf("PORT %d: %w", cfg.Port, err)
+		return fmt.Errorf("LISTEN_HOST and PORT %s: %w", cfg.ListenAddr(), err)
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
 	err = Serve(ctx, srv.Fiber, ln, cfg.ShutdownTimeout)
@@ -261,9 +261,9 @@ func runSandbox(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", cfg.Port))
+	ln, err := net.Listen("tcp", cfg.ListenAddr())
 	if err != nil {
-		return fmt.Errorf("PORT %d: %w", cfg.Port, err)
+		return fmt.Errorf("LISTEN_HOST and PORT %s: %w", cfg.ListenAddr(), err)
 	}
 	log.Info("payment sandbox listening", "addr", ln.Addr().String(), "pay_urls", cfg.ProviderURL()+"/pay/{id}")
 	return Serve(ctx, f, ln, cfg.ShutdownTimeout)
