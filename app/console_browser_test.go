@@ -83,6 +83,10 @@ func TestMerchantAndAdminInABrowser(t *testing.T) {
 		chromedp.SendKeys("#i-original", "599.00", chromedp.ByID),
 		chromedp.SendKeys("#i-flash", "59.90", chromedp.ByID),
 		chromedp.SendKeys("#i-stock", "20", chromedp.ByID),
+		chromedp.SendKeys("#i-shards", "2", chromedp.ByID), // a hot item: its stock over two Redis shards
+	)
+	shot(t, ctx, "merchant-item-form")
+	run(t, ctx, "add the item, submit",
 		chromedp.Click(`#item-form button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`//td[contains(., "Porcelain Tea Set")]`),
 		chromedp.Click(`button[data-api-click$="/submit"]`, chromedp.ByQuery),
@@ -126,6 +130,9 @@ func dashboardDuringALoad(t *testing.T, s *liveServer, ctx context.Context) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	item := a.Items[0]
+	if item.StockShards != 2 {
+		t.Errorf("the item the merchant split over 2 stock shards has %d", item.StockShards)
+	}
 	buyers := makeShoppers(t, s, "crowd", 300)
 	client := &http.Client{Timeout: 10 * time.Second}
 	paths := map[int]string{}

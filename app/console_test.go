@@ -71,7 +71,10 @@ func TestMerchantToApprovalFlow(t *testing.T) {
 		fixed[k] = v
 	}
 	fixed["seckill_price_cents"] = 9900
-	expect(t, "fix the item", merchant.call("PUT", "/api/merchant/activities/"+id+"/items/"+itemID, fixed), 200, "")
+	fixed["stock_shards"] = 5 // a hot item: its stock split over five Redis shards
+	if r := merchant.call("PUT", "/api/merchant/activities/"+id+"/items/"+itemID, fixed); r.Status != 200 || r.json(t)["stock_shards"] != 5.0 {
+		t.Fatalf("fix the item: %d %s", r.Status, r.Body)
+	}
 	expect(t, "resubmit", merchant.call("POST", "/api/merchant/activities/"+id+"/submit", nil), 200, "")
 
 	// Approved: public, preheated at once (it starts within the preheat window), no longer editable.
@@ -84,6 +87,9 @@ func TestMerchantToApprovalFlow(t *testing.T) {
 	}
 	if left, loaded, _ := s.Srv.Ledger.Left(context.Background(), mustInt(t, itemID)); !loaded || left != 50 {
 		t.Errorf("approving a sale that starts within the preheat window did not load it: %d %v", left, loaded)
+	}
+	if n, _ := s.Srv.Ledger.Shards(context.Background(), mustInt(t, itemID)); n != 5 {
+		t.Errorf("the sale was loaded over %d shards, want the item's 5", n)
 	}
 	expect(t, "editing an approved activity", merchant.call("PUT", "/api/merchant/activities/"+id, activityBody(now.Add(5*time.Minute), now.Add(3*time.Hour))), 409, "activity_state")
 	expect(t, "adding an item to an approved activity", merchant.call("POST", "/api/merchant/activities/"+id+"/items", goodItem), 409, "activity_state")
@@ -167,6 +173,9 @@ func TestMerchantValidation(t *testing.T) {
 		{"seckill_price_cents", item("seckill_price_cents", 20000)},
 		{"stock", item("stock", 0)},
 		{"stock", item("stock", 1_000_001)},
+		{"stock_shards", item("stock_shards", 65)},
+		{"stock_shards", item("stock_shards", -1)},
+		{"stock_shards", item("stock_shards", 51)}, // more shards than units
 		{"image_url", item("image_url", "javascript:alert(1)")},
 	} {
 		r := merchant.call("POST", "/api/merchant/activities/"+id+"/items", tt.body)

@@ -169,11 +169,8 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 		return errSoldOut
 	}
 	ctx := c.UserContext()
-	left, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
-	switch {
-	case err == nil && left == 0:
-		h.Flags.MarkSoldOut(ctx, itemID)
-	case errs.Is(err, errs.SoldOut):
+	soldOut, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
+	if soldOut {
 		h.Flags.MarkSoldOut(ctx, itemID)
 	}
 	if err != nil {

@@ -43,6 +43,7 @@ type ItemJSON struct {
 	SeckillPriceCents  int64     `json:"seckill_price_cents"`
 	StockTotal         int64     `json:"stock_total"`
 	StockLeft          int64     `json:"stock_left"`
+	StockShards        int       `json:"stock_shards"`
 	StartsAt           time.Time `json:"starts_at"`
 	EndsAt             time.Time `json:"ends_at"`
 	ServerTime         time.Time `json:"server_time"`
@@ -86,7 +87,7 @@ func itemJSON(it *models.Item, a *models.Activity, left int64, now time.Time) It
 	return ItemJSON{
 		ID: it.ID, ActivityID: it.ActivityID, Name: it.Name, Title: it.Title, Description: it.Description,
 		ImageURL: it.ImageURL, OriginalPriceCents: it.OriginalPriceCents, SeckillPriceCents: it.SeckillPriceCents,
-		StockTotal: it.StockTotal, StockLeft: left,
+		StockTotal: it.StockTotal, StockLeft: left, StockShards: max(it.StockShards, 1),
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), ServerTime: now.UTC(),
 	}
 }

@@ -73,7 +73,8 @@ func (h *Consoles) MerchantActivity(c *fiber.Ctx) error {
 	itemJSON := map[int64]string{}
 	for _, it := range a.Items {
 		b, _ := json.Marshal(map[string]any{"id": it.ID, "name": it.Name, "title": it.Title, "description": it.Description,
-			"image_url": it.ImageURL, "original_price_cents": it.OriginalPriceCents, "seckill_price_cents": it.SeckillPriceCents, "stock": it.StockTotal})
+			"image_url": it.ImageURL, "original_price_cents": it.OriginalPriceCents, "seckill_price_cents": it.SeckillPriceCents, "stock": it.StockTotal,
+			"stock_shards": max(it.StockShards, 1)})
 		itemJSON[it.ID] = string(b)
 	}
 	_, editErr := models.Next(a.State, models.ActEdit)

@@ -59,32 +59,43 @@ func (c *OrderConsumer) defaults() {
 	}
 }
 
-// Run consumes every item stream until ctx ends: one worker per stream, started as streams appear and
-// stopped once their sale is over and their queue is empty.
+// Run consumes every order stream until ctx ends: one worker per stream (an item has one per stock
+// shard), started as streams appear and stopped once their sale is over and their queue is empty.
 func (c *OrderConsumer) Run(ctx context.Context) error {
 	c.defaults()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var mu sync.Mutex
-	running := map[int64]bool{}
+	running := map[stock.Stream]bool{}
 	return Every(ctx, c.Discover, func(ctx context.Context) error {
 		items, err := c.Ledger.Streams(ctx)
 		if err != nil {
 			return err
 		}
+		var streams []stock.Stream
+		for _, id := range items {
+			if err := c.knowShards(ctx, id); err != nil {
+				return err
+			}
+			ss, err := c.Ledger.StreamsOf(ctx, id)
+			if err != nil {
+				return err
+			}
+			streams = append(streams, ss...)
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		for _, id := range items {
-			if running[id] {
+		for _, st := range streams {
+			if running[st] {
 				continue
 			}
-			running[id] = true
+			running[st] = true
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.consume(ctx, id)
+				c.consume(ctx, st)
 				mu.Lock()
-				delete(running, id)
+				delete(running, st)
 				mu.Unlock()
 			}()
 		}
@@ -92,17 +103,34 @@ func (c *OrderConsumer) Run(ctx context.Context) error {
 	}, func(err error) { c.Log.Warn("order consumer: listing streams failed", "err", err) })
 }
 
-// consume drains one item's stream: first what this consumer left pending (after a restart or an
+// knowShards makes sure the ledger knows the item's shard count. Where Redis lost it (a master of a
+// cluster restarted empty), it comes from the database, so that no shard's queue is left unfollowed.
+func (c *OrderConsumer) knowShards(ctx context.Context, itemID int64) error {
+	if _, known, err := c.Ledger.ShardsKnown(ctx, itemID); err != nil || known {
+		return err
+	}
+	it, _, err := models.ItemAndActivity(ctx, c.DB, itemID)
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil // an item gone from the database: its orders are refused
+	}
+	if err != nil {
+		return err
+	}
+	c.Ledger.Remember(itemID, it.StockShards)
+	return nil
+}
+
+// consume drains one stream: first what this consumer left pending (after a restart or an
 // error), then new messages, and now and then what dead consumers left behind. It returns when ctx ends
 // or when the sale is over and nothing is left to drain.
-func (c *OrderConsumer) consume(ctx context.Context, itemID int64) {
+func (c *OrderConsumer) consume(ctx context.Context, st stock.Stream) {
 	backoff := newBackoff()
 	pending, needGroup := true, true
 	lastClaim, lastCheck := time.Time{}, time.Now()
 	for ctx.Err() == nil {
 		if needGroup {
-			if err := c.Ledger.EnsureGroup(ctx, itemID); err != nil {
-				c.fail(ctx, itemID, err, backoff)
+			if err := c.Ledger.EnsureGroup(ctx, st); err != nil {
+				c.fail(ctx, st, err, backoff)
 				continue
 			}
 			needGroup = false
@@ -112,37 +140,37 @@ func (c *OrderConsumer) consume(ctx context.Context, itemID int64) {
 		switch {
 		case time.Since(lastClaim) >= c.ClaimIdle/2:
 			lastClaim = time.Now()
-			msgs, err = c.Ledger.Claim(ctx, itemID, c.Name, c.ClaimIdle, c.Batch)
+			msgs, err = c.Ledger.Claim(ctx, st, c.Name, c.ClaimIdle, c.Batch)
 		case pending:
-			msgs, err = c.Ledger.Read(ctx, itemID, c.Name, true, c.Batch, 0)
+			msgs, err = c.Ledger.Read(ctx, st, c.Name, true, c.Batch, 0)
 			if err == nil && len(msgs) == 0 {
 				pending = false
 				continue
 			}
 		default:
-			msgs, err = c.Ledger.Read(ctx, itemID, c.Name, false, c.Batch, c.Block)
+			msgs, err = c.Ledger.Read(ctx, st, c.Name, false, c.Batch, c.Block)
 		}
 		if err == nil && len(msgs) > 0 {
-			err = c.process(ctx, itemID, msgs)
+			err = c.process(ctx, st, msgs)
 		}
 		if err != nil {
 			pending = true // what was read and not acknowledged is read again from our pending list
 			needGroup = stock.IsNoGroup(err)
-			c.fail(ctx, itemID, err, backoff)
+			c.fail(ctx, st, err, backoff)
 			continue
 		}
 		backoff.reset()
 		if len(msgs) == 0 && time.Since(lastCheck) > c.Discover {
 			lastCheck = time.Now()
-			if c.finished(ctx, itemID) {
+			if c.finished(ctx, st.ItemID) {
 				return
 			}
 		}
 	}
 }
 
-// finished reports (and records) that an item's sale is over and its queue empty: nobody can queue an
-// order for it any more, so its stream needs no worker.
+// finished reports (and records) that an item's sale is over and its queues, every shard's, are empty:
+// nobody can queue an order for it any more, so its streams need no worker.
 func (c *OrderConsumer) finished(ctx context.Context, itemID int64) bool {
 	ends, loaded, err := c.Ledger.SaleEnds(ctx, itemID)
 	if err != nil || (loaded && c.Now().Before(ends.Add(c.Linger))) {
@@ -157,12 +185,12 @@ func (c *OrderConsumer) finished(ctx context.Context, itemID int64) bool {
 	return true
 }
 
-func (c *OrderConsumer) fail(ctx context.Context, itemID int64, err error, b *backoff) {
+func (c *OrderConsumer) fail(ctx context.Context, st stock.Stream, err error, b *backoff) {
 	if ctx.Err() != nil {
 		return
 	}
 	d := b.next()
-	c.Log.Warn("order consumer: retrying", "item_id", itemID, "in", d, "err", err)
+	c.Log.Warn("order consumer: retrying", "item_id", st.ItemID, "shard", st.Shard, "in", d, "err", err)
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
@@ -172,11 +200,11 @@ func (c *OrderConsumer) fail(ctx context.Context, itemID int64, err error, b *ba
 // process writes one batch and settles every message in it. A database that does not answer leaves the
 // whole batch unacknowledged, to be read again; a batch the database refuses while answering is split,
 // so that one message that can never succeed is refused alone and does not hold up the others.
-func (c *OrderConsumer) process(ctx context.Context, itemID int64, msgs []stock.OrderMessage) error {
+func (c *OrderConsumer) process(ctx context.Context, st stock.Stream, msgs []stock.OrderMessage) error {
 	var good []stock.OrderMessage
 	for _, m := range msgs {
 		if m.Bad != nil {
-			if err := c.refuse(ctx, itemID, m, m.Bad, "this order could not be read; your stock was given back"); err != nil {
+			if err := c.refuse(ctx, m, m.Bad, "this order could not be read; your stock was given back"); err != nil {
 				return err
 			}
 			continue
@@ -186,13 +214,13 @@ func (c *OrderConsumer) process(ctx context.Context, itemID int64, msgs []stock.
 	if len(good) == 0 {
 		return nil
 	}
-	err := c.place(ctx, itemID, good)
+	err := c.place(ctx, st, good)
 	if err == nil || errors.Is(err, context.Canceled) || len(good) == 1 || !c.dbAnswers(ctx) {
-		return c.alone(ctx, itemID, good, err)
+		return c.alone(ctx, st, good, err)
 	}
-	c.Log.Warn("order consumer: batch refused, placing its orders one by one", "item_id", itemID, "size", len(good), "err", err)
+	c.Log.Warn("order consumer: batch refused, placing its orders one by one", "item_id", st.ItemID, "shard", st.Shard, "size", len(good), "err", err)
 	for _, m := range good {
-		if err := c.alone(ctx, itemID, []stock.OrderMessage{m}, c.place(ctx, itemID, []stock.OrderMessage{m})); err != nil {
+		if err := c.alone(ctx, st, []stock.OrderMessage{m}, c.place(ctx, st, []stock.OrderMessage{m})); err != nil {
 			return err
 		}
 	}
@@ -201,17 +229,17 @@ func (c *OrderConsumer) process(ctx context.Context, itemID int64, msgs []stock.
 
 // alone settles the outcome of placing msgs: a single message the answering database keeps refusing is
 // refused for good, with its unit given back.
-func (c *OrderConsumer) alone(ctx context.Context, itemID int64, msgs []stock.OrderMessage, err error) error {
+func (c *OrderConsumer) alone(ctx context.Context, st stock.Stream, msgs []stock.OrderMessage, err error) error {
 	if err == nil || len(msgs) != 1 || errors.Is(err, context.Canceled) || !c.dbAnswers(ctx) {
 		return err
 	}
 	for try := 1; try < 3 && err != nil; try++ { // a deadlock or a lost race deserves another go
-		err = c.place(ctx, itemID, msgs)
+		err = c.place(ctx, st, msgs)
 	}
 	if err == nil || !c.dbAnswers(ctx) {
 		return err
 	}
-	return c.refuse(ctx, itemID, msgs[0], err, "your order could not be made; your stock was given back")
+	return c.refuse(ctx, msgs[0], err, "your order could not be made; your stock was given back")
 }
 
 // dbAnswers reports whether PostgreSQL answers at all: if not, an error says nothing about the messages.
@@ -227,15 +255,15 @@ func (c *OrderConsumer) dbAnswers(ctx context.Context) bool {
 
 // place writes msgs in one transaction and settles each: placed or already placed → success and
 // acknowledged; the user holds another order → the unit goes back; the database has no stock → failed.
-func (c *OrderConsumer) place(ctx context.Context, itemID int64, msgs []stock.OrderMessage) error {
+func (c *OrderConsumer) place(ctx context.Context, st stock.Stream, msgs []stock.OrderMessage) error {
 	orders := make([]models.NewOrder, len(msgs))
 	for i, m := range msgs {
 		orders[i] = models.NewOrder{OrderNo: m.OrderNo, UserID: m.UserID, ActivityID: m.ActivityID, PriceCents: m.PriceCents, BoughtAt: m.At}
 	}
-	placed, err := models.PlaceOrders(ctx, c.DB, itemID, orders, c.Now().UTC(), c.PayTimeout)
+	placed, err := models.PlaceOrders(ctx, c.DB, st.ItemID, orders, c.Now().UTC(), c.PayTimeout)
 	if errors.Is(err, models.ErrItemGone) {
 		for _, m := range msgs {
-			if err := c.refuse(ctx, itemID, m, err, "this item is no longer on sale; your stock was given back"); err != nil {
+			if err := c.refuse(ctx, m, err, "this item is no longer on sale; your stock was given back"); err != nil {
 				return err
 			}
 		}
@@ -245,7 +273,7 @@ func (c *OrderConsumer) place(ctx context.Context, itemID int64, msgs []stock.Or
 		return err
 	}
 	if c.afterCommit != nil {
-		c.afterCommit(itemID)
+		c.afterCommit(st.ItemID)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -262,35 +290,35 @@ func (c *OrderConsumer) place(ctx context.Context, itemID int64, msgs []stock.Or
 		case models.OtherOrder:
 			// The buyer holds an order for this item already: this unit goes back on sale, and the
 			// buyer's result stays the order they hold.
-			settled, err := c.Ledger.Settle(sctx, itemID, m, stock.Settlement{GiveBack: true, Result: stock.SuccessValue(p.OrderNo)})
+			settled, err := c.Ledger.Settle(sctx, m, stock.Settlement{GiveBack: true, Result: stock.SuccessValue(p.OrderNo)})
 			if err != nil {
 				return err
 			}
 			if settled {
-				c.Flags.Restocked(sctx, itemID)
+				c.Flags.Restocked(sctx, m.ItemID)
 			}
 		case models.NoStock:
 			// Redis held more than the database: never sell it, so nothing is given back.
-			if _, err := c.Ledger.Settle(sctx, itemID, m, stock.Settlement{Result: stock.FailedValue("sold out"), Rebuy: true}); err != nil {
+			if _, err := c.Ledger.Settle(sctx, m, stock.Settlement{Result: stock.FailedValue("sold out"), Rebuy: true}); err != nil {
 				return err
 			}
 		}
 	}
-	return c.Ledger.Ack(sctx, itemID, ok)
+	return c.Ledger.Ack(sctx, st, ok)
 }
 
 // refuse ends a message that can never become an order: the buyer's result is failed, the unit goes back
 // on sale, and the buyer may try again. Done once, however often the message comes.
-func (c *OrderConsumer) refuse(ctx context.Context, itemID int64, m stock.OrderMessage, cause error, why string) error {
-	c.Log.Warn("order refused", "item_id", itemID, "message_id", m.ID, "order_no", m.OrderNo, "reason", why, "err", cause)
+func (c *OrderConsumer) refuse(ctx context.Context, m stock.OrderMessage, cause error, why string) error {
+	c.Log.Warn("order refused", "item_id", m.ItemID, "shard", m.Shard, "message_id", m.ID, "order_no", m.OrderNo, "reason", why, "err", cause)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	settled, err := c.Ledger.Settle(sctx, itemID, m, stock.Settlement{GiveBack: m.UserID > 0, Result: stock.FailedValue(why), Rebuy: true})
+	settled, err := c.Ledger.Settle(sctx, m, stock.Settlement{GiveBack: m.UserID > 0, Result: stock.FailedValue(why), Rebuy: true})
 	if err != nil {
 		return err
 	}
 	if settled {
-		c.Flags.Restocked(sctx, itemID)
+		c.Flags.Restocked(sctx, m.ItemID)
 	}
 	return nil
 }

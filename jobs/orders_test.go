@@ -35,12 +35,20 @@ type rig struct {
 }
 
 // newRig makes a running sale of one item with stockTotal units, preheated, and n buyers.
-func newRig(t *testing.T, stockTotal int64, n int) *rig {
+func newRig(t *testing.T, stockTotal int64, n int) *rig { return newShardedRig(t, stockTotal, n, 1) }
+
+// newShardedRig is newRig with the item's stock split over shards.
+func newShardedRig(t *testing.T, stockTotal int64, n, shards int) *rig {
 	t.Helper()
 	r := &rig{db: testenv.Postgres(t), rdb: testenv.Redis(t)}
 	r.ledger = stock.NewLedger(r.rdb, time.Now)
 	r.flags = stock.NewFlags(r.ledger, r.rdb, quiet)
 	_, r.item = testenv.Sale(t, r.db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if shards > 1 {
+		if err := r.db.Model(&r.item).Update("stock_shards", shards).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := r.ledger.PreheatFromDB(context.Background(), r.db, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +145,76 @@ func TestConsumerPlacesEveryQueuedOrderOnce(t *testing.T) {
 	for _, u := range r.users {
 		_ = r.buy(t, u) // the last 50 find it sold out
 	}
-	// Two instances' consumers share the stream.
+	r.drainWithTwo(t)
+	r.audit(t, 100)
+}
+
+// drainWithTwo runs two instances' consumers, sharing the streams, until nothing is queued.
+func (r *rig) drainWithTwo(t *testing.T) {
+	t.Helper()
 	stopA := run(r.consumer(r.db, "a"))
 	stopB := run(r.consumer(r.db, "b"))
 	r.waitDrained(t, 30*time.Second)
 	stopA()
 	stopB()
-	r.audit(t, 100)
+}
+
+// A hot item split over four shards, bought by a crowd in parallel: every shard's stream drains, each
+// unit is one order, and every buyer's result, read from their home shard, is their order.
+func TestShardedSaleDrainsEveryShard(t *testing.T) {
+	r := newShardedRig(t, 60, 200, 4)
+	var wg sync.WaitGroup
+	var queued atomic.Int64
+	for _, u := range r.users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r.buy(t, u) == nil {
+				queued.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if queued.Load() != 60 {
+		t.Fatalf("%d queued, want 60", queued.Load())
+	}
+	r.drainWithTwo(t)
+	r.audit(t, 60)
+	for i := range 4 {
+		if n, _ := r.rdb.XLen(context.Background(), stock.ShardKeys(r.item.ID, i).Stream).Result(); n != 0 {
+			t.Errorf("shard %d's stream holds %d", i, n)
+		}
+	}
+}
+
+// A consumer that starts while the Redis master of shard 0 has lost its data, and with it what Redis
+// knew of the item's shards, still follows every other shard's queue, by the database's count.
+func TestFreshConsumerFollowsEveryShardWhenShardZeroIsLost(t *testing.T) {
+	r := newShardedRig(t, 40, 16, 4)
+	for _, u := range r.users {
+		if err := r.buy(t, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	k := stock.ShardKeys(r.item.ID, 0)
+	r.rdb.Del(ctx, k.Sale, k.Buyers, k.Results, k.Stream, k.Loans, k.Received, "sk:shards")
+	c := r.consumer(r.db, "fresh")
+	c.Ledger = stock.NewLedger(r.rdb, time.Now) // a process that just started: nothing in memory
+	stop := run(c)
+	deadline := time.Now().Add(20 * time.Second)
+	var orders int64
+	for orders < 12 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		r.db.Raw("SELECT count(*) FROM orders WHERE item_id = ?", r.item.ID).Scan(&orders)
+	}
+	stop()
+	if orders != 12 { // shards 1 to 3 queued 12 orders; shard 0's 4 were lost with it
+		t.Errorf("%d orders placed from shards 1-3, want 12", orders)
+	}
+	if items, _ := r.ledger.Streams(ctx); len(items) != 1 {
+		t.Errorf("the item is no longer followed: %v", items)
+	}
 }
 
 func TestConsumerStoppedBetweenCommitAndAck(t *testing.T) {
@@ -211,11 +282,11 @@ func TestDeadConsumersMessagesAreClaimed(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	if err := r.ledger.EnsureGroup(ctx, r.item.ID); err != nil {
+	if err := r.ledger.EnsureGroup(ctx, stock.Stream{ItemID: r.item.ID}); err != nil {
 		t.Fatal(err)
 	}
 	// A consumer reads every message and dies without acknowledging any.
-	got, err := r.ledger.Read(ctx, r.item.ID, "dead", false, 100, 0)
+	got, err := r.ledger.Read(ctx, stock.Stream{ItemID: r.item.ID}, "dead", false, 100, 0)
 	if err != nil || len(got) != 20 {
 		t.Fatalf("the dead consumer read %d, %v", len(got), err)
 	}
@@ -450,19 +521,19 @@ func TestSettlingTwiceGivesStockBackOnce(t *testing.T) {
 	if err := r.buy(t, r.users[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ledger.EnsureGroup(ctx, r.item.ID); err != nil {
+	if err := r.ledger.EnsureGroup(ctx, stock.Stream{ItemID: r.item.ID}); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := r.ledger.Read(ctx, r.item.ID, "c", false, 10, 0)
+	msgs, err := r.ledger.Read(ctx, stock.Stream{ItemID: r.item.ID}, "c", false, 10, 0)
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("read: %v %v", msgs, err)
 	}
 	give := stock.Settlement{GiveBack: true, Result: stock.FailedValue("test"), Rebuy: true}
-	first, err := r.ledger.Settle(ctx, r.item.ID, msgs[0], give)
+	first, err := r.ledger.Settle(ctx, msgs[0], give)
 	if err != nil || !first {
 		t.Fatalf("first settle: %v %v", first, err)
 	}
-	again, err := r.ledger.Settle(ctx, r.item.ID, msgs[0], give) // the message came again after its ack was lost
+	again, err := r.ledger.Settle(ctx, msgs[0], give) // the message came again after its ack was lost
 	if err != nil || again {
 		t.Fatalf("second settle: %v %v, want nothing done", again, err)
 	}
@@ -507,12 +578,8 @@ func TestReconcilerFindsBooksThatDoNotAddUp(t *testing.T) {
 	stop := run(r.consumer(r.db, "c"))
 	r.waitDrained(t, 10*time.Second)
 	stop()
-	rec := &Reconciler{DB: r.db, Ledger: r.ledger, Runs: NewRuns(r.rdb, prometheus.NewRegistry(), time.Now), Now: time.Now, Log: quiet}
-	for range 2 {
-		if err := rec.Runs.Once(ctx, "reconcile", false, 0, rec.round); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rec := r.reconciler()
+	rec.rounds(t, 2)
 	if m := rec.Mismatches(); len(m) != 0 {
 		t.Fatalf("books that add up were reported: %+v", m)
 	}
@@ -529,5 +596,39 @@ func TestReconcilerFindsBooksThatDoNotAddUp(t *testing.T) {
 	runs, err := rec.Runs.All(ctx)
 	if err != nil || len(runs) != 1 || runs[0].Job != "reconcile" || runs[0].Counts["mismatched"] != 1 {
 		t.Errorf("the job's last run: %+v, %v", runs, err)
+	}
+}
+
+func (r *rig) reconciler() *Reconciler {
+	return &Reconciler{DB: r.db, Ledger: r.ledger, Runs: NewRuns(r.rdb, prometheus.NewRegistry(), time.Now), Now: time.Now, Log: quiet}
+}
+
+// rounds runs n reconciliation rounds.
+func (r *Reconciler) rounds(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		if err := r.Runs.Once(context.Background(), "reconcile", false, 0, r.round); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A unit lent between two shards and not yet received is in the books: in transit, not missing.
+func TestReconcilerCountsUnitsInTransit(t *testing.T) {
+	r := newShardedRig(t, 4, 0, 2)
+	ctx := context.Background()
+	k := stock.ShardKeys(r.item.ID, 1)
+	// A buy of shard 0 borrowed from shard 1 and vanished before its take.
+	r.rdb.HIncrBy(ctx, k.Sale, "left", -1)
+	r.rdb.HSet(ctx, k.Loans, "SKgone:0", fmt.Sprintf("0:%d", time.Now().UnixMilli()))
+	rec := r.reconciler()
+	rec.rounds(t, 2)
+	if m := rec.Mismatches(); len(m) != 0 {
+		t.Fatalf("a unit in transit was reported missing: %+v", m)
+	}
+	r.rdb.HDel(ctx, k.Loans, "SKgone:0") // the loan's record is lost: now the unit is missing
+	rec.rounds(t, 2)
+	if m := rec.Mismatches(); len(m) != 1 || m[0].Difference != 1 {
+		t.Fatalf("mismatches %+v, want one unit missing", m)
 	}
 }

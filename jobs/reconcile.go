@@ -14,8 +14,9 @@ import (
 	"seckill/stock"
 )
 
-// Reconciler checks every loaded sale's books: Redis stock left + orders queued in the stream + orders
-// in PostgreSQL that are not cancelled must equal stock_total. A difference is logged, counted in a
+// Reconciler checks every loaded sale's books: Redis stock left + orders queued in the streams + units
+// lent between stock shards and not yet received + orders in PostgreSQL that are not cancelled must
+// equal stock_total. A difference is logged, counted in a
 // metric and shown to admins once it lasts two rounds in a row (between an order's commit and its
 // acknowledgement, or a cancellation's commit and its unit's return to Redis, the books are a unit off
 // for a moment).
@@ -39,8 +40,9 @@ type Mismatch struct {
 	StockTotal int64 `json:"stock_total"`
 	RedisLeft  int64 `json:"redis_left"`
 	Queued     int64 `json:"queued"`
+	InTransit  int64 `json:"in_transit"`
 	LiveOrders int64 `json:"live_orders"`
-	Difference int64 `json:"difference"` // stock_total − (left + queued + live orders): > 0 units lost to sale, < 0 oversold
+	Difference int64 `json:"difference"` // stock_total − (left + queued + in transit + live orders): > 0 units lost to sale, < 0 oversold
 }
 
 // NewReconcilerGauge makes and registers the mismatch gauge.
@@ -88,12 +90,16 @@ func (r *Reconciler) round(ctx context.Context, counts map[string]int64) error {
 		if err != nil {
 			return err
 		}
+		transit, err := r.Ledger.InTransit(ctx, id)
+		if err != nil {
+			return err
+		}
 		var live int64
 		if err := r.DB.WithContext(ctx).Raw("SELECT count(*) FROM orders WHERE item_id = ? AND status <> ?", id, models.OrderCancelled).Scan(&live).Error; err != nil {
 			return err
 		}
-		m := Mismatch{ItemID: id, StockTotal: it.StockTotal, RedisLeft: left, Queued: queued, LiveOrders: live}
-		m.Difference = m.StockTotal - (left + queued + live)
+		m := Mismatch{ItemID: id, StockTotal: it.StockTotal, RedisLeft: left, Queued: queued, InTransit: transit, LiveOrders: live}
+		m.Difference = m.StockTotal - (left + queued + transit + live)
 		counts["items"]++
 		diffs[id] = m.Difference
 		if m.Difference != 0 && r.prev[id] != m.Difference {
@@ -106,7 +112,7 @@ func (r *Reconciler) round(ctx context.Context, counts map[string]int64) error {
 			counts["mismatched"]++
 			found = append(found, m)
 			r.Log.Warn("stock books do not add up", "item_id", id, "stock_total", m.StockTotal, "redis_left", left,
-				"queued", queued, "live_orders", live, "difference", m.Difference)
+				"queued", queued, "in_transit", transit, "live_orders", live, "difference", m.Difference)
 		}
 	}
 	r.mu.Lock()

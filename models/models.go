@@ -92,6 +92,7 @@ type Item struct {
 	SeckillPriceCents  int64     `gorm:"not null"`
 	StockTotal         int64     `gorm:"not null"`
 	StockSold          int64     `gorm:"not null;default:0"`
+	StockShards        int       `gorm:"not null;default:1"` // Redis stock shards a hot item's sale is split over
 	Version            int64     `gorm:"not null;default:0"`
 	CreatedAt          time.Time `gorm:"not null"`
 	UpdatedAt          time.Time `gorm:"not null"`

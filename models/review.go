@@ -134,7 +134,11 @@ type ItemInput struct {
 	OriginalPriceCents int64  `json:"original_price_cents"`
 	SeckillPriceCents  int64  `json:"seckill_price_cents"`
 	Stock              int64  `json:"stock"`
+	StockShards        int    `json:"stock_shards"` // optional: 1 (the default) to MaxStockShards
 }
+
+// MaxStockShards is the most stock shards an item can be split over.
+const MaxStockShards = 64
 
 // Validate checks the input against the contract's rules (an item's rules do not depend on the time).
 func (in *ItemInput) Validate(time.Time) error {
@@ -158,6 +162,13 @@ func (in *ItemInput) Validate(time.Time) error {
 		return errs.Invalid("seckill_price_cents", "must not be above original_price_cents")
 	case in.Stock < 1 || in.Stock > 1_000_000:
 		return errs.Invalid("stock", "must be between 1 and 1,000,000")
+	case in.StockShards < 0 || in.StockShards > MaxStockShards:
+		return errs.Invalid("stock_shards", fmt.Sprintf("must be between 1 and %d", MaxStockShards))
+	case int64(in.StockShards) > in.Stock:
+		return errs.Invalid("stock_shards", "must not be above stock")
+	}
+	if in.StockShards == 0 {
+		in.StockShards = 1
 	}
 	return nil
 }
@@ -271,6 +282,11 @@ type itemAudit struct {
 	OriginalPriceCents int64  `json:"original_price_cents"`
 	SeckillPriceCents  int64  `json:"seckill_price_cents"`
 	Stock              int64  `json:"stock"`
+	StockShards        int    `json:"stock_shards"`
+}
+
+func itemAuditOf(it *Item) itemAudit {
+	return itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal, it.StockShards}
 }
 
 // AddItem adds an item to a draft or rejected activity of the merchant.
@@ -278,9 +294,9 @@ func AddItem(ctx context.Context, db *gorm.DB, who Actor, activityID int64, in I
 	var it Item
 	_, err := changeActivity(ctx, db, who, who.ID, activityID, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
 		it = Item{ActivityID: a.ID, Name: in.Name, Title: in.Title, Description: in.Description, ImageURL: in.ImageURL,
-			OriginalPriceCents: in.OriginalPriceCents, SeckillPriceCents: in.SeckillPriceCents, StockTotal: in.Stock, CreatedAt: now, UpdatedAt: now}
+			OriginalPriceCents: in.OriginalPriceCents, SeckillPriceCents: in.SeckillPriceCents, StockTotal: in.Stock, StockShards: in.StockShards, CreatedAt: now, UpdatedAt: now}
 		err := tx.Create(&it).Error
-		return nil, itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal}, err
+		return nil, itemAuditOf(&it), err
 	})
 	if err != nil {
 		return nil, err
@@ -297,11 +313,12 @@ func UpdateItem(ctx context.Context, db *gorm.DB, who Actor, activityID, itemID 
 		} else if err != nil {
 			return nil, nil, err
 		}
-		before := itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal}
+		before := itemAuditOf(&it)
 		it.Name, it.Title, it.Description, it.ImageURL = in.Name, in.Title, in.Description, in.ImageURL
 		it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal, it.UpdatedAt = in.OriginalPriceCents, in.SeckillPriceCents, in.Stock, now
+		it.StockShards = in.StockShards
 		err := tx.Save(&it).Error
-		return before, itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal}, err
+		return before, itemAuditOf(&it), err
 	})
 	if err != nil {
 		return nil, err
@@ -318,7 +335,7 @@ func DeleteItem(ctx context.Context, db *gorm.DB, who Actor, activityID, itemID 
 		} else if err != nil {
 			return nil, nil, err
 		}
-		return itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal}, nil, tx.Delete(&it).Error
+		return itemAuditOf(&it), nil, tx.Delete(&it).Error
 	})
 	return err
 }

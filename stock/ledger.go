@@ -8,8 +8,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,20 +34,36 @@ const PathTTL = 60 * time.Second
 // streamsKey lists the items that have an order stream, for the consumers to find.
 const streamsKey = "sk:streams"
 
-// Keys are the Redis keys of one item.
+// Keys are the Redis keys of one stock shard of an item. An item has one shard unless its merchant
+// splits it (items.stock_shards); every shard is a whole ledger of its own, in a slot of its own.
 type Keys struct {
 	Sale, Buyers, Results, Stream string
+	Loans, Received               string // units lent to other shards, and loans received from them
 	item                          string
 }
 
-// KeysOf returns the keys of item id.
-func KeysOf(id int64) Keys {
-	tag := "sk:{item:" + strconv.FormatInt(id, 10) + "}:"
-	return Keys{Sale: tag + "sale", Buyers: tag + "buyers", Results: tag + "results", Stream: tag + "orders", item: tag}
+// KeysOf returns the keys of item id's first shard, the only one of an item that is not split.
+func KeysOf(id int64) Keys { return ShardKeys(id, 0) }
+
+// ShardKeys returns the keys of shard i of item id, all under one hash tag so that each shard's scripts
+// touch one slot (see shardTag for where the shards' slots lie).
+func ShardKeys(id int64, i int) Keys {
+	tag := "sk:{" + shardTag(id, i) + "}:"
+	return Keys{Sale: tag + "sale", Buyers: tag + "buyers", Results: tag + "results", Stream: tag + "orders",
+		Loans: tag + "loans", Received: tag + "received", item: tag}
 }
 
 // Path is the key of a buyer's purchase path for this item.
 func (k Keys) Path(userID int64) string { return k.item + "path:" + strconv.FormatInt(userID, 10) }
+
+// HomeShard is the shard that holds a user's mark, path, result and order messages for an item of n
+// shards: one place per user, so one-per-user holds across shards.
+func HomeShard(userID int64, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(uint64(userID) % uint64(n))
+}
 
 var (
 	//go:embed take.lua
@@ -58,35 +76,97 @@ var (
 	settleLua string
 	//go:embed restock.lua
 	restockLua string
+	//go:embed lend.lua
+	lendLua string
+	//go:embed credit.lua
+	creditLua string
 
 	takeScript    = redis.NewScript(takeLua)
 	pathScript    = redis.NewScript(pathLua)
 	preheatScript = redis.NewScript(preheatLua)
 	settleScript  = redis.NewScript(settleLua)
 	restockScript = redis.NewScript(restockLua)
+	lendScript    = redis.NewScript(lendLua)
+	creditScript  = redis.NewScript(creditLua)
 )
 
 // Restock gives the unit of a cancelled order back on sale, once per order, and answers the stock left
-// (-1: the sale is not loaded; -2: this order's unit came back before).
+// in the shard it went to (-1: the sale is not loaded; -2: this order's unit came back before). The
+// shard is named by the order number, so that every retry asks the same one.
 func (l *Ledger) Restock(ctx context.Context, itemID int64, orderNo string) (int64, error) {
-	k := KeysOf(itemID)
-	n, err := restockScript.Run(ctx, l.rdb, []string{k.Sale, k.item + "restocked"}, orderNo).Int64()
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return 0, err
+	}
+	h := fnv.New32a()
+	h.Write([]byte(orderNo))
+	k := ShardKeys(itemID, int(h.Sum32()%uint32(n)))
+	left, err := restockScript.Run(ctx, l.rdb, []string{k.Sale, k.item + "restocked"}, orderNo).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("restock item %d: %w", itemID, err)
 	}
-	return n, nil
+	return left, nil
 }
 
 // Ledger is an item's stock in Redis.
 type Ledger struct {
-	rdb redis.UniversalClient
-	now func() time.Time
+	rdb    redis.UniversalClient
+	now    func() time.Time
+	shards sync.Map // item id → its shard count, fixed once its sale is loaded
 }
 
 // NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).
 func NewLedger(rdb redis.UniversalClient, now func() time.Time) *Ledger {
 	return &Ledger{rdb: rdb, now: now}
 }
+
+// shardsKey maps each item whose sale was loaded to its shard count, in a key of its own: the count
+// must be known even when the Redis master of one of the item's shards lost its data.
+const shardsKey = "sk:shards"
+
+// Shards answers how many stock shards an item's loaded sale has, from memory after the first time: a
+// loaded sale's count never changes (an approved item cannot be edited). A sale that is not loaded
+// answers 1 and is asked again next time.
+func (l *Ledger) Shards(ctx context.Context, itemID int64) (int, error) {
+	n, _, err := l.ShardsKnown(ctx, itemID)
+	return n, err
+}
+
+// ShardsKnown is Shards, and whether Redis knew the count (false: the sale is not loaded, or Redis lost
+// what it knew, and 1 is a guess that the caller may check against the database).
+func (l *Ledger) ShardsKnown(ctx context.Context, itemID int64) (int, bool, error) {
+	if n, ok := l.shards.Load(itemID); ok {
+		return n.(int), true, nil
+	}
+	var count *redis.StringCmd
+	var first *redis.SliceCmd
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		count = p.HGet(ctx, shardsKey, strconv.FormatInt(itemID, 10))
+		first = p.HMGet(ctx, KeysOf(itemID).Sale, "left", "shards") // each shard's hash says it too
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, false, fmt.Errorf("shards of item %d: %w", itemID, err)
+	}
+	n, err := count.Int()
+	if err != nil || n < 1 {
+		v := first.Val()
+		if len(v) < 2 || v[0] == nil {
+			return 1, false, nil
+		}
+		n = 1 // a sale loaded before shards existed
+		if f, ok := v[1].(string); ok {
+			if p, err := strconv.Atoi(f); err == nil && p > 1 {
+				n = p
+			}
+		}
+	}
+	l.Remember(itemID, n)
+	return n, true, nil
+}
+
+// Remember records an item's shard count, known from the database (stock_shards).
+func (l *Ledger) Remember(itemID int64, n int) { l.shards.Store(itemID, max(n, 1)) }
 
 // Sale is what preheating loads for an item.
 type Sale struct {
@@ -95,75 +175,8 @@ type Sale struct {
 	PriceCents         int64
 	StockTotal         int64
 	StockLeft          int64            // stock_total minus the orders that are not cancelled
+	Shards             int              // stock shards (1: not split)
 	Buyers             map[int64]string // user → order number of everyone with a purchase of the item, cancelled or not: one per user holds for the sale
-}
-
-// Refresh updates a loaded sale's window, price and cap, and reports false when the sale is not loaded
-// (then Preheat must load it, buyers and all).
-func (l *Ledger) Refresh(ctx context.Context, s Sale) (int64, bool, error) {
-	res, err := l.runPreheat(ctx, s, true)
-	if err != nil || res[0] == "missing" {
-		return 0, false, err
-	}
-	left, _ := strconv.ParseInt(res[1], 10, 64)
-	return left, true, nil
-}
-
-func (l *Ledger) runPreheat(ctx context.Context, s Sale, refreshOnly bool) ([]string, error) {
-	only := "0"
-	if refreshOnly {
-		only = "1"
-	}
-	res, err := preheatScript.Run(ctx, l.rdb, []string{KeysOf(s.ItemID).Sale},
-		max(s.StockLeft, 0), s.StockTotal, s.StartsAt.UnixMilli(), s.EndsAt.UnixMilli(), s.PriceCents, s.ActivityID, only).StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
-	}
-	return res, nil
-}
-
-// Preheat loads a sale into Redis so that it is ready before it starts. Run again during a sale, it never
-// raises the stock above what the database can back. It reports the stock left in Redis afterwards.
-func (l *Ledger) Preheat(ctx context.Context, s Sale) (int64, error) {
-	k := KeysOf(s.ItemID)
-	// Buyers first: the sale hash does not exist until the script below makes it, so no buy can slip in
-	// before the buyers are marked. Their results come back too, where Redis lost them.
-	members := make([]any, 0, 1000)
-	flush := func() error {
-		if len(members) == 0 {
-			return nil
-		}
-		_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.SAdd(ctx, k.Buyers, members...)
-			for _, m := range members {
-				uid := strconv.FormatInt(m.(int64), 10)
-				p.HSetNX(ctx, k.Results, uid, SuccessValue(s.Buyers[m.(int64)]))
-			}
-			return nil
-		})
-		members = members[:0]
-		return err
-	}
-	for uid := range s.Buyers {
-		members = append(members, uid)
-		if len(members) == cap(members) {
-			if err := flush(); err != nil {
-				return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
-	}
-	res, err := l.runPreheat(ctx, s, false)
-	if err != nil {
-		return 0, err
-	}
-	if err := l.rdb.SAdd(ctx, streamsKey, s.ItemID).Err(); err != nil {
-		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
-	}
-	left, _ := strconv.ParseInt(res[1], 10, 64)
-	return left, nil
 }
 
 // reason turns a script's refusal into the contract's error.
@@ -186,34 +199,74 @@ func reason(code string) error {
 }
 
 // IssuePath gives the buyer a single-use purchase path for the item, valid for PathTTL, if the buyer may
-// still buy it.
+// still buy it. The path lives in the buyer's home shard.
 func (l *Ledger) IssuePath(ctx context.Context, itemID, userID int64, token string) error {
-	k := KeysOf(itemID)
-	res, err := pathScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Path(userID)},
-		userID, token, l.now().UnixMilli(), PathTTL.Milliseconds()).StringSlice()
+	n, err := l.Shards(ctx, itemID)
 	if err != nil {
-		return fmt.Errorf("issue path: %w", err)
+		return err
 	}
-	if res[0] != "ok" {
-		return reason(res[0])
+	k := ShardKeys(itemID, HomeShard(userID, n))
+	run := func(anyStock string) (string, error) {
+		res, err := pathScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Path(userID)},
+			userID, token, l.now().UnixMilli(), PathTTL.Milliseconds(), anyStock).StringSlice()
+		if err != nil {
+			return "", fmt.Errorf("issue path: %w", err)
+		}
+		return res[0], nil
+	}
+	res, err := run("0")
+	if err == nil && res == "empty" {
+		// The home shard is empty: the buy will borrow, if any other shard has stock.
+		res = errs.SoldOut
+		if left, _, lerr := l.Left(ctx, itemID); lerr != nil {
+			err = lerr
+		} else if left > 0 {
+			res, err = run("1")
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if res != "ok" {
+		return reason(res)
 	}
 	return nil
 }
 
 // Take is the buy: it checks the path, the window, the buyer and the stock, and takes one unit and queues
-// the order, all in one script. It answers the stock left, or the contract's reason.
-func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo string) (int64, error) {
-	k := KeysOf(itemID)
-	res, err := takeScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Path(userID), k.Stream},
-		userID, path, l.now().UnixMilli(), orderNo).StringSlice()
+// the order, all in one script on the buyer's home shard. Only when that shard is empty does it borrow a
+// unit from another shard (a round trip there, and the script again). It reports whether the item is
+// now known to be sold out, or the contract's reason.
+func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo string) (soldOut bool, err error) {
+	n, err := l.Shards(ctx, itemID)
 	if err != nil {
-		return 0, fmt.Errorf("take: %w", err)
+		return false, err
 	}
-	if res[0] != ResultQueued {
-		return 0, reason(res[0])
+	h := HomeShard(userID, n)
+	res, err := l.take(ctx, itemID, h, userID, path, orderNo, "")
+	for try := 0; err == nil && res[0] == "empty" && try < n; try++ {
+		var loan string
+		if loan, err = l.borrow(ctx, itemID, n, h, orderNo, try); err != nil || loan == "" {
+			break
+		}
+		res, err = l.take(ctx, itemID, h, userID, path, orderNo, loan)
 	}
-	left, _ := strconv.ParseInt(res[1], 10, 64)
-	return left, nil
+	if err != nil {
+		return false, err
+	}
+	switch res[0] {
+	case ResultQueued:
+		return n == 1 && res[1] == "0", nil
+	case "empty":
+		// Every shard is empty: the path is used up by this answer, as a one-shard sale's is.
+		if err := l.rdb.Del(ctx, ShardKeys(itemID, h).Path(userID)).Err(); err != nil {
+			return false, fmt.Errorf("take: %w", err)
+		}
+		return true, reason(errs.SoldOut)
+	case errs.SoldOut:
+		return true, reason(errs.SoldOut)
+	}
+	return false, reason(res[0])
 }
 
 // Settlement is what to do with an order message that will not become a new order.
@@ -224,9 +277,9 @@ type Settlement struct {
 }
 
 // Settle acknowledges the message and applies s, once: a message settled before changes nothing again.
-// It reports whether this call settled it.
-func (l *Ledger) Settle(ctx context.Context, itemID int64, m OrderMessage, s Settlement) (bool, error) {
-	k := KeysOf(itemID)
+// It reports whether this call settled it. The unit goes back to the message's shard.
+func (l *Ledger) Settle(ctx context.Context, m OrderMessage, s Settlement) (bool, error) {
+	k := ShardKeys(m.ItemID, m.Shard)
 	flag := func(b bool) string {
 		if b {
 			return "1"
@@ -241,16 +294,31 @@ func (l *Ledger) Settle(ctx context.Context, itemID int64, m OrderMessage, s Set
 	return n == 1, nil
 }
 
-// Left answers the stock left in Redis, and false when the sale is not loaded.
+// Left answers the stock left in Redis over all the item's shards, and false when the sale is not loaded.
 func (l *Ledger) Left(ctx context.Context, itemID int64) (int64, bool, error) {
-	v, err := l.rdb.HGet(ctx, KeysOf(itemID).Sale, "left").Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, false, nil
-	}
+	n, err := l.Shards(ctx, itemID)
 	if err != nil {
+		return 0, false, err
+	}
+	cmds := make([]*redis.StringCmd, n)
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range cmds {
+			cmds[i] = p.HGet(ctx, ShardKeys(itemID, i).Sale, "left")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, false, fmt.Errorf("stock left: %w", err)
 	}
-	return v, true, nil
+	var sum int64
+	loaded := false
+	for _, c := range cmds {
+		if v, err := c.Int64(); err == nil {
+			sum += v
+			loaded = true
+		}
+	}
+	return sum, loaded, nil
 }
 
 // Result is a buyer's result for an item.
@@ -270,14 +338,17 @@ func FailedValue(message string) string { return "failed:" + message }
 // ResultOf reads a buyer's result: a marked buyer whose order is not settled yet is queued, and a buyer
 // with none sees sold_out once the item is sold out.
 func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, error) {
-	k := KeysOf(itemID)
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return Result{}, err
+	}
+	k := ShardKeys(itemID, HomeShard(userID, n))
 	uid := strconv.FormatInt(userID, 10)
-	var resCmd, leftCmd *redis.StringCmd
+	var resCmd *redis.StringCmd
 	var buyerCmd *redis.BoolCmd
-	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		resCmd = p.HGet(ctx, k.Results, uid)
 		buyerCmd = p.SIsMember(ctx, k.Buyers, uid)
-		leftCmd = p.HGet(ctx, k.Sale, "left")
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -293,7 +364,7 @@ func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, er
 	case strings.HasPrefix(v, "failed:"):
 		return Result{Status: ResultFailed, Message: strings.TrimPrefix(v, "failed:")}, nil
 	}
-	if left, err := leftCmd.Int64(); err == nil && left <= 0 {
+	if left, loaded, err := l.Left(ctx, itemID); err == nil && loaded && left <= 0 {
 		return Result{Status: ResultSoldOut}, nil
 	}
 	return Result{Status: ResultNone}, nil

@@ -2,9 +2,12 @@ package stock
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"seckill/models"
@@ -14,17 +17,57 @@ import (
 // stock_sold (the count the order consumer moves under the optimistic lock), and every user with a
 // purchase is a buyer already. A sale that is loaded only has its window refreshed and its count capped;
 // after Redis lost its data, this rebuilds everything, and the item can never be sold beyond its stock.
+// It answers the stock left in Redis.
 func (l *Ledger) PreheatFromDB(ctx context.Context, db *gorm.DB, itemID int64) (int64, error) {
 	it, act, err := models.ItemAndActivity(ctx, db, itemID)
 	if err != nil {
 		return 0, err
 	}
 	sale := Sale{
-		ItemID: itemID, ActivityID: act.ID, StartsAt: act.StartsAt, EndsAt: act.EndsAt,
-		PriceCents: it.SeckillPriceCents, StockTotal: it.StockTotal, StockLeft: it.StockTotal - it.StockSold,
+		ItemID: itemID, ActivityID: act.ID, StartsAt: act.StartsAt, EndsAt: act.EndsAt, Shards: max(it.StockShards, 1),
+		PriceCents: it.SeckillPriceCents, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
 	}
-	if left, loaded, err := l.Refresh(ctx, sale); err != nil || loaded {
-		return left, err
+	l.Remember(itemID, sale.Shards) // the database's word: Redis may have lost its own
+	var total int64
+	var missing []int
+	for i := range sale.Shards {
+		left, loaded, err := l.runPreheat(ctx, sale, i, sale.StockLeft, true)
+		if err != nil {
+			return 0, err
+		}
+		if !loaded {
+			missing = append(missing, i)
+		}
+		total += left
+	}
+	if len(missing) == 0 {
+		// Each shard is capped at the database's stock left on its own; the shards together are not,
+		// since their counts, read one after another while units move between them, could add up to
+		// more than they hold, and lowering them would take real units away. The database's own check
+		// (stock_sold never above stock_total) stops any oversell.
+		if sale.Shards > 1 {
+			if err := l.rdb.HSet(ctx, shardsKey, itemID, sale.Shards).Err(); err != nil {
+				return 0, fmt.Errorf("preheat item %d: %w", itemID, err)
+			}
+			if err := l.settleLoans(ctx, itemID, sale.Shards); err != nil {
+				return 0, err
+			}
+		}
+		return total, nil
+	}
+	avail := sale.StockLeft
+	if len(missing) < sale.Shards {
+		// Some shards were lost (a master of a Redis Cluster restarted empty): the others' stock, queues
+		// and loans are not in the database yet. Redis is read before the database, so an order that moves
+		// from one to the other meanwhile is counted twice rather than not at all: never oversold.
+		held, err := l.held(ctx, itemID, sale.Shards, missing)
+		if err != nil {
+			return 0, err
+		}
+		if it, _, err = models.ItemAndActivity(ctx, db, itemID); err != nil {
+			return 0, err
+		}
+		avail = max(it.StockTotal-it.StockSold-held, 0)
 	}
 	buyers, err := models.Buyers(ctx, db, itemID)
 	if err != nil {
@@ -34,7 +77,83 @@ func (l *Ledger) PreheatFromDB(ctx context.Context, db *gorm.DB, itemID int64) (
 	for _, p := range buyers {
 		sale.Buyers[p.UserID] = p.OrderNo
 	}
-	return l.Preheat(ctx, sale)
+	loaded, err := l.load(ctx, sale, missing, avail)
+	return total + loaded, err
+}
+
+// load loads the given shards of a sale with stock split evenly among them, their buyers first.
+func (l *Ledger) load(ctx context.Context, s Sale, shards []int, stock int64) (int64, error) {
+	var loaded int64
+	for j, i := range shards {
+		k := ShardKeys(s.ItemID, i)
+		// Buyers first: the sale hash does not exist until the script below makes it, so no buy can slip
+		// in before the buyers are marked. Their results come back too, where Redis lost them.
+		members := make([]any, 0, 1000)
+		flush := func() error {
+			if len(members) == 0 {
+				return nil
+			}
+			_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.SAdd(ctx, k.Buyers, members...)
+				for _, m := range members {
+					p.HSetNX(ctx, k.Results, strconv.FormatInt(m.(int64), 10), SuccessValue(s.Buyers[m.(int64)]))
+				}
+				return nil
+			})
+			members = members[:0]
+			return err
+		}
+		for uid := range s.Buyers {
+			if HomeShard(uid, s.Shards) != i {
+				continue
+			}
+			members = append(members, uid)
+			if len(members) == cap(members) {
+				if err := flush(); err != nil {
+					return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
+		}
+		share := stock / int64(len(shards))
+		if int64(j) < stock%int64(len(shards)) {
+			share++
+		}
+		left, _, err := l.runPreheat(ctx, s, i, share, false)
+		if err != nil {
+			return 0, err
+		}
+		loaded += left
+	}
+	if err := l.rdb.HSet(ctx, shardsKey, s.ItemID, s.Shards).Err(); err != nil {
+		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
+	}
+	if err := l.rdb.SAdd(ctx, streamsKey, s.ItemID).Err(); err != nil {
+		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
+	}
+	l.Remember(s.ItemID, s.Shards)
+	return loaded, nil
+}
+
+// runPreheat loads shard i with up to limit units, or only refreshes it (never above limit): it answers
+// the shard's stock left and whether it was loaded before.
+func (l *Ledger) runPreheat(ctx context.Context, s Sale, i int, limit int64, refreshOnly bool) (int64, bool, error) {
+	only := "0"
+	if refreshOnly {
+		only = "1"
+	}
+	res, err := preheatScript.Run(ctx, l.rdb, []string{ShardKeys(s.ItemID, i).Sale},
+		max(limit, 0), s.StockTotal, s.StartsAt.UnixMilli(), s.EndsAt.UnixMilli(), s.PriceCents, s.ActivityID, only, max(s.Shards, 1)).StringSlice()
+	if err != nil {
+		return 0, false, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
+	}
+	if res[0] == "missing" {
+		return 0, false, nil
+	}
+	left, _ := strconv.ParseInt(res[1], 10, 64)
+	return left, res[0] == "kept", nil
 }
 
 // LeftCache answers the stock left of items from Redis, at most one read per item per ttl: pages and the

@@ -14,10 +14,32 @@ import (
 // Group is the consumer group every instance's order consumer joins.
 const Group = "orders"
 
+// Stream names one order stream: an item's shard's.
+type Stream struct {
+	ItemID int64
+	Shard  int
+}
+
+func (s Stream) key() string { return ShardKeys(s.ItemID, s.Shard).Stream }
+
+// StreamsOf lists an item's order streams, one per shard.
+func (l *Ledger) StreamsOf(ctx context.Context, itemID int64) ([]Stream, error) {
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Stream, n)
+	for i := range out {
+		out[i] = Stream{ItemID: itemID, Shard: i}
+	}
+	return out, nil
+}
+
 // OrderMessage is one queued order, as the take script wrote it.
 type OrderMessage struct {
 	ID         string // the stream entry id
 	ItemID     int64
+	Shard      int // the stream's shard: the buyer's home shard
 	OrderNo    string
 	UserID     int64
 	ActivityID int64
@@ -26,7 +48,7 @@ type OrderMessage struct {
 	Bad        error // set when the entry cannot be read as an order: it can never succeed
 }
 
-// Streams lists the items that have an order stream.
+// Streams lists the items that have order streams.
 func (l *Ledger) Streams(ctx context.Context) ([]int64, error) {
 	ids, err := l.rdb.SMembers(ctx, streamsKey).Result()
 	if err != nil {
@@ -61,58 +83,58 @@ func (l *Ledger) SaleEnds(ctx context.Context, itemID int64) (time.Time, bool, e
 	return time.UnixMilli(ms), true, nil
 }
 
-// EnsureGroup makes the consumer group of an item's stream (and the stream) if missing.
-func (l *Ledger) EnsureGroup(ctx context.Context, itemID int64) error {
-	err := l.rdb.XGroupCreateMkStream(ctx, KeysOf(itemID).Stream, Group, "0").Err()
+// EnsureGroup makes the consumer group of an order stream (and the stream) if missing.
+func (l *Ledger) EnsureGroup(ctx context.Context, st Stream) error {
+	err := l.rdb.XGroupCreateMkStream(ctx, st.key(), Group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("consumer group of item %d: %w", itemID, err)
+		return fmt.Errorf("consumer group of item %d shard %d: %w", st.ItemID, st.Shard, err)
 	}
 	return nil
 }
 
-// Read reads up to count order messages of an item for consumer: its own unacknowledged ones when
+// Read reads up to count order messages of a stream for consumer: its own unacknowledged ones when
 // pending, else new ones, waiting up to block for them.
-func (l *Ledger) Read(ctx context.Context, itemID int64, consumer string, pending bool, count int, block time.Duration) ([]OrderMessage, error) {
+func (l *Ledger) Read(ctx context.Context, st Stream, consumer string, pending bool, count int, block time.Duration) ([]OrderMessage, error) {
 	start := ">"
 	if pending {
 		start, block = "0", -1
 	}
 	res, err := l.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: Group, Consumer: consumer, Streams: []string{KeysOf(itemID).Stream, start}, Count: int64(count), Block: block,
+		Group: Group, Consumer: consumer, Streams: []string{st.key(), start}, Count: int64(count), Block: block,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read orders of item %d: %w", itemID, err)
+		return nil, fmt.Errorf("read orders of item %d shard %d: %w", st.ItemID, st.Shard, err)
 	}
 	var out []OrderMessage
 	for _, s := range res {
 		for _, m := range s.Messages {
-			out = append(out, parseOrder(itemID, m))
+			out = append(out, parseOrder(st, m))
 		}
 	}
 	return out, nil
 }
 
-// Claim takes over up to count messages of an item that another consumer has left unacknowledged for
+// Claim takes over up to count messages of a stream that another consumer has left unacknowledged for
 // longer than minIdle (it died, or is stuck).
-func (l *Ledger) Claim(ctx context.Context, itemID int64, consumer string, minIdle time.Duration, count int) ([]OrderMessage, error) {
+func (l *Ledger) Claim(ctx context.Context, st Stream, consumer string, minIdle time.Duration, count int) ([]OrderMessage, error) {
 	msgs, _, err := l.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: KeysOf(itemID).Stream, Group: Group, Consumer: consumer, MinIdle: minIdle, Start: "0", Count: int64(count),
+		Stream: st.key(), Group: Group, Consumer: consumer, MinIdle: minIdle, Start: "0", Count: int64(count),
 	}).Result()
 	if err != nil {
-		return nil, fmt.Errorf("claim orders of item %d: %w", itemID, err)
+		return nil, fmt.Errorf("claim orders of item %d shard %d: %w", st.ItemID, st.Shard, err)
 	}
 	out := make([]OrderMessage, 0, len(msgs))
 	for _, m := range msgs {
-		out = append(out, parseOrder(itemID, m))
+		out = append(out, parseOrder(st, m))
 	}
 	return out, nil
 }
 
-func parseOrder(itemID int64, m redis.XMessage) OrderMessage {
-	o := OrderMessage{ID: m.ID, ItemID: itemID}
+func parseOrder(st Stream, m redis.XMessage) OrderMessage {
+	o := OrderMessage{ID: m.ID, ItemID: st.ItemID, Shard: st.Shard}
 	str := func(k string) string { s, _ := m.Values[k].(string); return s }
 	num := func(k string) int64 {
 		n, err := strconv.ParseInt(str(k), 10, 64)
@@ -139,13 +161,13 @@ type Placed struct {
 	OrderNo   string
 }
 
-// Ack acknowledges messages whose orders the database holds and sets each buyer's result to success,
-// in one round trip.
-func (l *Ledger) Ack(ctx context.Context, itemID int64, placed []Placed) error {
+// Ack acknowledges messages of a stream whose orders the database holds and sets each buyer's result to
+// success, in one round trip.
+func (l *Ledger) Ack(ctx context.Context, st Stream, placed []Placed) error {
 	if len(placed) == 0 {
 		return nil
 	}
-	k := KeysOf(itemID)
+	k := ShardKeys(st.ItemID, st.Shard)
 	ids := make([]string, len(placed))
 	results := make([]any, 0, 2*len(placed))
 	for i, p := range placed {
@@ -161,20 +183,34 @@ func (l *Ledger) Ack(ctx context.Context, itemID int64, placed []Placed) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("ack orders of item %d: %w", itemID, err)
+		return fmt.Errorf("ack orders of item %d shard %d: %w", st.ItemID, st.Shard, err)
 	}
 	return nil
 }
 
-// Backlog counts an item's orders that are queued and not yet in the database: read by no consumer yet,
-// or read and not acknowledged.
+// Backlog counts an item's orders, over all its shards, that are queued and not yet in the database:
+// read by no consumer yet, or read and not acknowledged.
 func (l *Ledger) Backlog(ctx context.Context, itemID int64) (int64, error) {
+	streams, err := l.StreamsOf(ctx, itemID)
+	if err != nil {
+		return 0, err
+	}
 	// Every settled entry is deleted from the stream as it is acknowledged, so what the stream still
 	// holds is exactly what is queued: one exact count, with no reliance on the group's lag (which
 	// Redis cannot always tell).
-	n, err := l.rdb.XLen(ctx, KeysOf(itemID).Stream).Result()
+	cmds := make([]*redis.IntCmd, len(streams))
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range streams {
+			cmds[i] = p.XLen(ctx, st.key())
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("backlog of item %d: %w", itemID, err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
 	}
 	return n, nil
 }

@@ -75,6 +75,7 @@
       form.original_price_cents.value = (it.original_price_cents / 100).toFixed(2);
       form.seckill_price_cents.value = (it.seckill_price_cents / 100).toFixed(2);
       form.stock.value = it.stock;
+      form.stock_shards.value = it.stock_shards;
       form.name.focus();
     });
   });
