@@ -37,6 +37,31 @@ func TestLoadToolOnASmallSale(t *testing.T) {
 		t.Error("the audit passed 11 queued buyers for 10 units")
 	}
 
+	// An answer lost with a server that died may hide a queued order; an order beyond those is a fault.
+	lost := loadtest.Result{Kinds: map[string]int{"502": 2}, Queued: map[int]int{}}
+	books := loadtest.Stats{StockTotal: 10, OrdersPending: 2, StockLeft: 8}
+	if a := c.AuditSale(ctx, &loadtest.Sale{Stock: 10, ItemID: 1}, books, nil, &lost); !a.OK() {
+		t.Errorf("two orders behind two lost answers failed the audit: %v", a.Failures)
+	}
+	lost.Kinds = map[string]int{"502": 1}
+	if a := c.AuditSale(ctx, &loadtest.Sale{Stock: 10, ItemID: 1}, books, nil, &lost); a.OK() {
+		t.Error("two orders behind one lost answer passed the audit")
+	}
+
+	// The same rush on an item split over four stock shards, from eight client addresses.
+	sharded := o
+	sharded.Shards = 4
+	c8 := loadtest.NewClient(s.URL, o.Conns)
+	c8.Sources(8)
+	defer c8.Close()
+	rush4, err := c8.Buying(ctx, s.Redis, "rush", sharded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rush4.Audit.OK() || rush4.Result.Kinds["202"] != 10 {
+		t.Fatalf("sharded rush: audit %v, answers %v", rush4.Audit.Checks, rush4.Result.Kinds)
+	}
+
 	so := o
 	so.Users, so.Requests = 5, 60
 	sold, err := c.SoldOut(ctx, s.Redis, so)

@@ -10,14 +10,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // Client is an HTTP client for one server, shared by every simulated user.
 type Client struct {
 	base string
+	tr   *http.Transport
 	http *http.Client
 	csrf string // one CSRF token for everyone: it is bound to no session
 }
@@ -25,7 +28,22 @@ type Client struct {
 // NewClient returns a client that keeps up to conns connections open to base.
 func NewClient(base string, conns int) *Client {
 	tr := &http.Transport{MaxConnsPerHost: conns, MaxIdleConnsPerHost: conns, MaxIdleConns: conns, IdleConnTimeout: time.Minute}
-	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &Client{base: strings.TrimRight(base, "/"), tr: tr, http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// Sources makes the client's connections come from n loopback addresses in turn (127.0.1.1,
+// 127.0.1.2, ...), so that a proxy in front of the server that limits each address, as nginx's limit_req
+// does, sees a crowd of n rather than one client. The server must be on a loopback address.
+func (c *Client) Sources(n int) {
+	if n <= 1 {
+		return
+	}
+	var next atomic.Uint32
+	c.tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		i := int(next.Add(1)) % n
+		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, byte(1+i/250), byte(1+i%250))}}
+		return d.DialContext(ctx, network, addr)
+	}
 }
 
 // User is a logged-in user: the session cookie.
@@ -103,9 +121,25 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, u *User)
 	return a, nil
 }
 
-// JSON sends a request and decodes a successful answer into out.
+// Patient sends a request as Do does, and again while a rate limit (the app's, or a proxy's in front of
+// it) answers 429: the tool's own setup and audit requests must get through, as a person's would.
+func (c *Client) Patient(ctx context.Context, method, path string, body any, u *User) (Answer, error) {
+	for try := 0; ; try++ {
+		a, err := c.Do(ctx, method, path, body, u)
+		if err != nil || a.Status != http.StatusTooManyRequests || try == 100 {
+			return a, err
+		}
+		select {
+		case <-ctx.Done():
+			return a, ctx.Err()
+		case <-time.After(time.Duration(50+try*10) * time.Millisecond):
+		}
+	}
+}
+
+// JSON sends a request (patiently) and decodes a successful answer into out.
 func (c *Client) JSON(ctx context.Context, method, path string, body any, u *User, out any) error {
-	a, err := c.Do(ctx, method, path, body, u)
+	a, err := c.Patient(ctx, method, path, body, u)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +82,67 @@ func TestGoals(t *testing.T) {
 	big.BaselineRS = 1000
 	if g := Goals([]*Report{big}); !strings.Contains(g, "| 0.50 | **no** |") {
 		t.Errorf("a missed goal is not marked:\n%s", g)
+	}
+}
+
+func TestCPUOfProcesses(t *testing.T) {
+	ps, err := ParseProcesses(fmt.Sprintf("self=%d;gone=999999999", os.Getpid()))
+	if err != nil || len(ps) != 2 || ps[0].Name != "self" || ps[0].PIDs[0] != os.Getpid() {
+		t.Fatalf("parsed %+v, %v", ps, err)
+	}
+	for _, bad := range []string{"self", "=1", "self=x", "self=-3"} {
+		if _, err := ParseProcesses(bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+	// Burn at least 0.2 s of this process's CPU, however long the shared machine makes that take.
+	burn := func() {
+		start, _ := cpuSeconds(os.Getpid())
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+			if now, _ := cpuSeconds(os.Getpid()); now-start >= 0.2 {
+				return
+			}
+			for i := 0; i < 1e6; i++ {
+				_ = i * i
+			}
+		}
+	}
+	use := measureCPU(ps, burn)
+	if use[0].Name != "self" || use[0].Seconds < 0.2 || use[1].Seconds != 0 {
+		t.Errorf("measured %+v, want at least 0.2 s for self and nothing for a process that does not exist", use)
+	}
+	r := sampleReport(true)
+	r.CPU = use[:1]
+	if md := Markdown([]*Report{r}, nil); !strings.Contains(md, "| self | ") || !strings.Contains(md, "requests per core-second") {
+		t.Errorf("the report lacks the CPU table:\n%s", md)
+	}
+}
+
+func TestSideBySide(t *testing.T) {
+	one, two := sampleReport(true), sampleReport(true)
+	one.CPU = []CPUUse{{Name: "app", Seconds: 2}}
+	two.CPU = []CPUUse{{Name: "app", Seconds: 4}}
+	two.Result = &Result{Requests: 1000, Elapsed: time.Second, Kinds: map[string]int{"202": 100}}
+	big := sampleReport(false)
+	big.Scenario, big.Options.Shards = "big", 4
+	md := SideBySide([]string{"one", "two"}, [][]Figures{FiguresOf([]*Report{one, big}), FiguresOf([]*Report{two})})
+	for _, want := range []string{"| rush | 500 | 20.0 ms | 1000 |", "| 2.00 | passed |", "| big, 4 shards | 500 | 20.0 ms | – | – | – | **FAILED** |",
+		"| scenario | one: app | two: app |", "| rush | 500 | 250 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the table lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestMedianOfRuns(t *testing.T) {
+	run := func(rps, cpu float64, ok bool) []Figures {
+		return []Figures{{Scenario: "big", Shards: 1, ReqPerSec: rps, P99: rps / 100, AuditOK: ok, CPU: []CPUUse{{Name: "app", Seconds: cpu}}}}
+	}
+	m := Median([][]Figures{run(300, 3, true), run(100, 1, true), run(200, 5, true)})
+	if len(m) != 1 || m[0].ReqPerSec != 200 || m[0].P99 != 2 || m[0].CPU[0].Seconds != 3 || !m[0].AuditOK {
+		t.Errorf("median of three runs: %+v", m)
+	}
+	if m := Median([][]Figures{run(100, 1, true), run(300, 3, false)}); m[0].ReqPerSec != 200 || m[0].AuditOK {
+		t.Errorf("median of two runs, one audit failed: %+v", m)
 	}
 }

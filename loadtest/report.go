@@ -19,6 +19,9 @@ func Markdown(reports []*Report, charts map[string]string) string {
 		if r.BaselineRS > 0 {
 			fmt.Fprintf(&b, "; %s measured in the same run: %.0f req/s, ratio **%.2f**", r.Baseline, r.BaselineRS, r.Ratio())
 		}
+		if r.Options.Shards > 1 {
+			fmt.Fprintf(&b, "; the item's stock split over %d shards", r.Options.Shards)
+		}
 		b.WriteString(".\n\n")
 		b.WriteString("| latency | p50 | p90 | p99 | p99.9 | max |\n| --- | --- | --- | --- | --- | --- |\n")
 		l := res.Latency
@@ -31,6 +34,17 @@ func Markdown(reports []*Report, charts map[string]string) string {
 			fmt.Fprintf(&b, "| no answer (transport error) | %d |\n", res.Errors)
 		}
 		b.WriteString("\n")
+		if len(r.CPU) > 0 {
+			b.WriteString("| CPU while firing | core-seconds | requests per core-second |\n| --- | --- | --- |\n")
+			for _, u := range r.CPU {
+				per := "–"
+				if u.Seconds > 0 {
+					per = fmt.Sprintf("%.0f", float64(res.Requests)/u.Seconds)
+				}
+				fmt.Fprintf(&b, "| %s | %.2f | %s |\n", u.Name, u.Seconds, per)
+			}
+			b.WriteString("\n")
+		}
 		if r.Drain > 0 || r.DrainRate > 0 {
 			fmt.Fprintf(&b, "Queue drained %s after the last answer; orders written at %.0f/s from the first buy to the drained queue.\n\n", ms(r.Drain), r.DrainRate)
 		}

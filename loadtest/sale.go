@@ -19,9 +19,9 @@ type Sale struct {
 	Stock              int64
 }
 
-// SetUpSale creates an activity with one item as the merchant, submits it and approves it as the admin,
-// starting in `in` (approval preheats it at once).
-func (c *Client) SetUpSale(ctx context.Context, merchant, admin *User, name string, stock int64, in time.Duration) (*Sale, error) {
+// SetUpSale creates an activity with one item as the merchant, its stock split over shards (0 or 1: not
+// split), submits it and approves it as the admin, starting in `in` (approval preheats it at once).
+func (c *Client) SetUpSale(ctx context.Context, merchant, admin *User, name string, stock int64, shards int, in time.Duration) (*Sale, error) {
 	starts := time.Now().Add(in).UTC().Truncate(time.Second)
 	var act struct{ ID int64 }
 	err := c.JSON(ctx, http.MethodPost, "/api/merchant/activities", map[string]any{
@@ -32,7 +32,8 @@ func (c *Client) SetUpSale(ctx context.Context, merchant, admin *User, name stri
 	}
 	var item struct{ ID int64 }
 	err = c.JSON(ctx, http.MethodPost, fmt.Sprintf("/api/merchant/activities/%d/items", act.ID), map[string]any{
-		"name": name + " item", "title": "load test", "original_price_cents": 10000, "seckill_price_cents": 100, "stock": stock}, merchant, &item)
+		"name": name + " item", "title": "load test", "original_price_cents": 10000, "seckill_price_cents": 100, "stock": stock,
+		"stock_shards": max(shards, 1)}, merchant, &item)
 	if err != nil {
 		return nil, fmt.Errorf("add item: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +20,10 @@ type Options struct {
 	Requests        int  // buy requests (rush, soldout) or page views (pages)
 	Conns           int  // concurrent connections
 	Stock           int64
+	Shards          int       // stock shards of the sale's item (0 or 1: not split)
 	Log             io.Writer // progress lines
+	MidRush         func()    // if set, called once when half the buys are answered (a test stops a server there)
+	CPU             []Process // processes whose CPU time is measured while the requests are fired
 }
 
 // Report is one scenario's figures.
@@ -31,8 +35,9 @@ type Report struct {
 	DrainRate  float64       // orders written per second while draining (from the first buy)
 	Audit      *Audit
 	Setup      time.Duration
-	Baseline   string  // the baseline it is compared with
-	BaselineRS float64 // the baseline's requests per second, measured in the same run
+	Baseline   string   // the baseline it is compared with
+	BaselineRS float64  // the baseline's requests per second, measured in the same run
+	CPU        []CPUUse // CPU time of the measured processes while the requests were fired
 }
 
 // Ratio is the scenario's throughput over its baseline's.
@@ -89,7 +94,7 @@ func (c *Client) Buying(ctx context.Context, rdb redis.UniversalClient, name str
 	if err != nil {
 		return nil, err
 	}
-	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, 2*time.Second)
+	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, 2*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +116,20 @@ func (c *Client) Buying(ctx context.Context, rdb redis.UniversalClient, name str
 	rand.Shuffle(len(reqs), func(i, j int) { reqs[i], reqs[j] = reqs[j], reqs[i] })
 	rep := &Report{Scenario: name, Options: o, Setup: time.Since(setup)}
 	logf(o.Log, "%s: firing %d buys over %d connections", name, len(reqs), o.Conns)
-	rep.Result = c.Fire(ctx, reqs, o.Conns, bar(o.Log, "buys", len(reqs)))
+	progress := bar(o.Log, "buys", len(reqs))
+	var mid sync.WaitGroup
+	if o.MidRush != nil {
+		var once sync.Once
+		show := progress
+		progress = func(done int) {
+			show(done)
+			if done >= len(reqs)/2 {
+				once.Do(func() { mid.Add(1); go func() { defer mid.Done(); o.MidRush() }() })
+			}
+		}
+	}
+	rep.CPU = measureCPU(o.CPU, func() { rep.Result = c.Fire(ctx, reqs, o.Conns, progress) })
+	mid.Wait()
 	st, drain, err := c.WaitDrained(ctx, &o.Admin, sale, 5*time.Minute)
 	if err != nil {
 		return nil, err
@@ -134,7 +152,7 @@ func (c *Client) SoldOut(ctx context.Context, rdb redis.UniversalClient, o Optio
 	if err != nil {
 		return nil, err
 	}
-	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, 1, 2*time.Second)
+	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, 1, 1, 2*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +173,7 @@ func (c *Client) SoldOut(ctx context.Context, rdb redis.UniversalClient, o Optio
 	}
 	rep := &Report{Scenario: "soldout", Options: o}
 	logf(o.Log, "soldout: firing %d buys at a sold-out item", len(reqs))
-	rep.Result = c.Fire(ctx, reqs, o.Conns, bar(o.Log, "buys", len(reqs)))
+	rep.CPU = measureCPU(o.CPU, func() { rep.Result = c.Fire(ctx, reqs, o.Conns, bar(o.Log, "buys", len(reqs))) })
 	st, _, err := c.WaitDrained(ctx, &o.Admin, sale, time.Minute)
 	if err != nil {
 		return nil, err
@@ -171,7 +189,7 @@ func (c *Client) Pages(ctx context.Context, o Options) (*Report, error) {
 	if err := c.logins(ctx, &o); err != nil {
 		return nil, err
 	}
-	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, Name("pg"), 10, time.Minute)
+	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, Name("pg"), 10, 1, time.Minute)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +203,7 @@ func (c *Client) Pages(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{Scenario: "pages", Options: o}
 	logf(o.Log, "pages: %d anonymous page views", len(reqs))
-	rep.Result = c.Fire(ctx, reqs, o.Conns, bar(o.Log, "views", len(reqs)))
+	rep.CPU = measureCPU(o.CPU, func() { rep.Result = c.Fire(ctx, reqs, o.Conns, bar(o.Log, "views", len(reqs))) })
 	rep.Audit = &Audit{}
 	rep.Audit.check(rep.Result.Kinds["200"] == len(reqs), "every view answered 200 (%d of %d)", rep.Result.Kinds["200"], len(reqs))
 	return rep, nil

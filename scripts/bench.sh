@@ -31,6 +31,8 @@ trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do curl -sf "$BASE_URL/readyz" >/dev/null && break; sleep 0.1; done
 
 run=$(mktemp -d)
+# make bench-cluster's section of the report stays as it is.
+awk '/^<!-- cluster:/,/^<!-- \/cluster -->/' "$OUT" >"$run/cluster.md" 2>/dev/null || true
 bin/loadtest -base "$BASE_URL" -redis "$REDIS_URL" -admin bench_admin:bench-admin-pass -merchant bench_merchant:bench-merchant-pass \
   -scenario "$SCENARIOS" -scale "$SCALE" -report "$run/performance.md"
 
@@ -56,6 +58,7 @@ of that noise; their last medians are in the issue notes.
 
 MD
   sed 's/^## Load tool run/## Run/' "$run/performance.md"
+  if [ -s "$run/cluster.md" ]; then echo; cat "$run/cluster.md"; fi
 } > "$OUT"
 cp "$run"/*.svg "$(dirname "$OUT")/"
 echo "wrote $OUT"

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,15 +51,23 @@ var sizes = map[string]struct {
 }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "compare" {
+		return compare(args[1:])
+	}
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	base := fs.String("base", "http://127.0.0.1:8080", "the server's address")
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline): redis://host:port/db, or host:port,host:port,... of a cluster")
 	admin := fs.String("admin", "", "an admin's username:password")
 	merchant := fs.String("merchant", "", "a merchant's username:password")
-	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages")
+	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages; name:N splits the item's stock over N shards (big:4)")
 	scaleBy := fs.Float64("scale", 1, "multiply users and requests by this (0.1 for a quick run)")
 	conns := fs.Int("conns", 0, "connections (default per scenario: 1000)")
+	shards := fs.Int("shards", 1, "stock shards of the rush and big scenarios' item (soldout and pages use one)")
+	cpu := fs.String("cpu", "", "processes whose CPU time to measure while firing, as name=pid,pid;name=pid (for example app=123,456;redis=789)")
+	sources := fs.Int("sources", 1, "loopback addresses to connect from (127.0.1.1, ...): a proxy that limits each address sees that many clients")
 	report := fs.String("report", "", "write the Markdown report here (charts beside it)")
+	jsonOut := fs.String("json", "", "write the scenarios' headline figures here, for `loadtest compare`")
+	withBaseline := fs.Bool("baseline", true, "measure each scenario's baseline handler in the same run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,6 +86,10 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	procs, err := loadtest.ParseProcesses(*cpu)
+	if err != nil {
+		return err
+	}
 	var rdb redis.UniversalClient
 	if strings.Contains(*redisURL, ",") {
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*redisURL, ",")})
@@ -90,12 +104,22 @@ func run(ctx context.Context, args []string) error {
 
 	var reports []*loadtest.Report
 	for _, name := range strings.Split(*scenarios, ",") {
+		// name:N runs the scenario with its item's stock split over N shards (big:4).
+		itemShards := *shards
+		if n, k, found := strings.Cut(name, ":"); found {
+			if v, err := strconv.Atoi(k); err == nil && v >= 1 {
+				name, itemShards = n, v
+			}
+		}
 		size, ok := sizes[name]
 		if !ok {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
+		if name != "rush" && name != "big" {
+			itemShards = 1 // soldout's one unit and pages' views take no stock from shards
+		}
 		o := loadtest.Options{Admin: adm, Merchant: mer, Users: int(float64(size.users) * *scaleBy), Requests: int(float64(size.requests) * *scaleBy),
-			Conns: size.conns, Stock: size.stock, Log: os.Stderr}
+			Conns: size.conns, Stock: size.stock, Shards: itemShards, CPU: procs, Log: os.Stderr}
 		if name == "big" {
 			o.Stock = int64(o.Users)
 		}
@@ -103,6 +127,7 @@ func run(ctx context.Context, args []string) error {
 			o.Conns = *conns
 		}
 		client := loadtest.NewClient(*base, o.Conns)
+		client.Sources(*sources)
 		var rep *loadtest.Report
 		switch name {
 		case "rush", "big":
@@ -117,10 +142,12 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		// The baseline, by the same tool, in the same run, with as many requests and connections.
-		kind, n := baselineOf(name), rep.Result.Requests
-		rep.Baseline, rep.BaselineRS, err = baseline(ctx, kind, rdb, n, o.Conns)
-		if err != nil {
-			return fmt.Errorf("%s baseline: %w", name, err)
+		if *withBaseline {
+			kind, n := baselineOf(name), rep.Result.Requests
+			rep.Baseline, rep.BaselineRS, err = baseline(ctx, kind, rdb, n, o.Conns)
+			if err != nil {
+				return fmt.Errorf("%s baseline: %w", name, err)
+			}
 		}
 		reports = append(reports, rep)
 		fmt.Fprint(os.Stderr, loadtest.Terminal([]*loadtest.Report{rep}))
@@ -142,11 +169,49 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(loadtest.FiguresOf(reports), "", "  ")
+		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
 	for _, r := range reports {
 		if r.Audit != nil && !r.Audit.OK() {
 			return errors.New("an audit failed")
 		}
 	}
+	return nil
+}
+
+// compare prints runs' figures side by side: loadtest compare -labels "one,two" one.json two.json; an
+// argument that names several files (a.json,b.json,c.json) stands for their medians.
+func compare(args []string) error {
+	fs := flag.NewFlagSet("loadtest compare", flag.ContinueOnError)
+	labels := fs.String("labels", "", "comma-separated names of the runs, in the order of the files")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	names := strings.Split(*labels, ",")
+	if fs.NArg() == 0 || len(names) != fs.NArg() {
+		return errors.New("compare: give -labels with one name per file, then the files -json wrote")
+	}
+	runs := make([][]loadtest.Figures, fs.NArg())
+	for i, arg := range fs.Args() {
+		var rounds [][]loadtest.Figures
+		for _, f := range strings.Split(arg, ",") {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			var figs []loadtest.Figures
+			if err := json.Unmarshal(b, &figs); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			rounds = append(rounds, figs)
+		}
+		runs[i] = loadtest.Median(rounds)
+	}
+	fmt.Print(loadtest.SideBySide(names, runs))
 	return nil
 }
 
