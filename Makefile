@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/seckill
 
-.PHONY: run build test services lint migrate bench bench-go screenshots clean
+.PHONY: run build test services lint migrate bench bench-cluster bench-go screenshots cluster cluster-stop clean
 
 run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
 	$(GO) run .
@@ -19,6 +19,9 @@ test: services ## every test, with the race detector, against the real services
 bench: ## the load tool's scenarios on a real server, with baselines and audits; writes docs/performance.md (SCALE=0.1 for a quick run)
 	./scripts/bench.sh
 
+bench-cluster: ## the scenarios through nginx on a Redis Cluster, two instances and then one, side by side in docs/performance.md
+	./scripts/bench-cluster.sh
+
 bench-go: services ## Go benchmarks: the buy path against its baselines, the consumer's drain rate, captcha drawing (medians of 5)
 	$(GO) test -run '^$$' -bench 'Baseline|Buy|Page' -benchtime 30000x -count 5 ./app
 	$(GO) test -run '^$$' -bench ConsumerDrain -benchtime 20000x -count 5 ./jobs
@@ -26,6 +29,12 @@ bench-go: services ## Go benchmarks: the buy path against its baselines, the con
 
 screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
 	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser' ./app
+
+cluster: ## two instances on a three-master Redis Cluster behind nginx, on 127.0.0.1:8090 (scripts/cluster.sh)
+	./scripts/cluster.sh start
+
+cluster-stop: ## stop what make cluster started
+	./scripts/cluster.sh stop
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
