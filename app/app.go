@@ -99,6 +99,9 @@ func dedicatedClient(rdb redis.UniversalClient) redis.UniversalClient {
 	case *redis.Client:
 		o := *c.Options()
 		o.PoolSize = 256
+		// The first client wrote its push processor into the options; shared, the second client's
+		// handlers clash with the first's ("cannot overwrite existing handler" on every start).
+		o.PushNotificationProcessor = nil
 		return redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *c.Options()

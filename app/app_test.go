@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -334,5 +335,26 @@ func TestHomePageListsTheSales(t *testing.T) {
 		if strings.Contains(a.body, unwanted) {
 			t.Errorf("home page shows %q", unwanted)
 		}
+	}
+}
+
+// The consumer's client is a copy of the buy path's; it must not share its push notification handlers,
+// or go-redis refuses to register them again and logs a failure on every start.
+func TestDedicatedClientHasItsOwnPushHandlers(t *testing.T) {
+	rdb := testenv.Redis(t)
+	rdb.Ping(context.Background())
+	ded, ok := dedicatedClient(rdb).(*redis.Client)
+	if !ok {
+		t.Fatal("a single Redis gives a *redis.Client")
+	}
+	defer ded.Close()
+	if err := ded.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ded.Options().PushNotificationProcessor == rdb.Options().PushNotificationProcessor {
+		t.Error("the consumer's client shares the push notification processor of the buy path's")
+	}
+	if ded.Options().PoolSize != 256 {
+		t.Errorf("pool size %d, want 256", ded.Options().PoolSize)
 	}
 }
