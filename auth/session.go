@@ -176,7 +176,7 @@ func (s *Sessions) announce(ctx context.Context, u *models.User) error {
 	}
 	s.apply(u.ID, u.SessionVersion, u.Role, changed)
 	msg := fmt.Sprintf("%d:%d:%s:%d", u.ID, u.SessionVersion, u.Role, changed.UnixNano())
-	if err := s.rdb.Publish(ctx, authChannel, msg).Err(); err != nil {
+	if err := follow.Publish(ctx, s.rdb, authChannel, msg); err != nil {
 		// The other instances still learn it from the database within refreshPeriod.
 		s.log.WarnContext(ctx, "auth change not published", "user_id", u.ID, "err", err)
 	}

@@ -65,7 +65,7 @@ func (f *Flags) Restocked(ctx context.Context, itemID int64) {
 }
 
 func (f *Flags) publish(ctx context.Context, msg string) {
-	if err := f.rdb.Publish(ctx, eventsChannel, msg).Err(); err != nil {
+	if err := follow.Publish(ctx, f.rdb, eventsChannel, msg); err != nil {
 		f.log.WarnContext(ctx, "stock event not published", "event", msg, "err", err)
 	}
 }
