@@ -39,38 +39,56 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 		}
 	}
 	orders := st.OrdersPending + st.OrdersPaid + st.OrdersCancelled
-	// A buy whose answer was lost (no answer, or a proxy's 502/504 when a server died with it in
-	// flight) may have queued an order all the same: the buyer finds it on the result page.
-	lost := int64(res.Errors + res.Kinds["502"] + res.Kinds["504"])
 	a.check(int64(queued) <= s.Stock, "202 answers (%d) do not exceed the stock (%d)", queued, s.Stock)
 	a.check(orders <= s.Stock, "orders in the database (%d) do not exceed the stock (%d)", orders, s.Stock)
 	a.check(twice == 0, "no user was queued twice (%d were)", twice)
-	if lost == 0 {
-		a.check(orders == int64(queued), "orders in the database (%d) equal the 202 answers (%d)", orders, queued)
-	} else {
-		a.check(orders >= int64(queued) && orders-int64(queued) <= lost,
-			"orders in the database (%d) are the 202 answers (%d) and at most the %d answers lost", orders, queued, lost)
-	}
 	a.check(st.StockLeft == s.Stock-orders, "stock left (%d) is the stock (%d) minus the orders (%d)", st.StockLeft, s.Stock, orders)
 	a.check(st.Queued == 0, "nothing left queued (%d)", st.Queued)
 
 	seen := map[string]int{}
-	missing := 0
-	for who := range res.Queued {
+	// order finds the order of user who through the result page, as the buyer would, and checks it is theirs.
+	order := func(who int) (found, ok bool) {
 		u := users[who]
 		var r struct {
 			Status  string `json:"status"`
 			OrderNo string `json:"order_no"`
 		}
 		if err := c.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/result", s.ItemID), nil, u, &r); err != nil || r.Status != "success" {
-			missing++
-			continue
+			return false, false
 		}
 		seen[r.OrderNo]++
 		a2, err := c.Patient(ctx, http.MethodGet, "/api/orders/"+r.OrderNo, nil, u)
-		if err != nil || a2.Status != 200 || !strings.Contains(string(a2.Body), `"status":"pending_payment"`) {
+		return true, err == nil && a2.Status == 200 && strings.Contains(string(a2.Body), `"status":"pending_payment"`)
+	}
+	missing := 0
+	for who := range res.Queued {
+		if _, ok := order(who); !ok {
 			missing++
 		}
+	}
+	// A buy whose answer was lost (no answer, or a proxy's 502/504 when a server died with it in
+	// flight) may have queued an order all the same: the buyer finds it on the result page.
+	recovered, lost, broken := 0, 0, 0
+	for who, n := range res.Lost {
+		lost += n
+		if res.Queued[who] > 0 {
+			continue
+		}
+		found, ok := order(who)
+		if found {
+			recovered++
+		}
+		if found && !ok {
+			broken++
+		}
+	}
+	if lost == 0 {
+		a.check(orders == int64(queued), "orders in the database (%d) equal the 202 answers (%d)", orders, queued)
+	} else {
+		a.check(orders == int64(queued+recovered) && recovered <= lost,
+			"orders in the database (%d) are the 202 answers (%d) and the orders found behind %d of the %d answers lost",
+			orders, queued, recovered, lost)
+		a.check(broken == 0, "every order behind a lost answer is its buyer's own (%d are not)", broken)
 	}
 	shared := 0
 	for _, n := range seen {

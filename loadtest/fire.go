@@ -28,6 +28,7 @@ type Result struct {
 	Latency   Summary
 	PerSecond []Summary
 	Queued    map[int]int // user index → 202 answers
+	Lost      map[int]int // user index → answers lost: none at all, or a proxy's 502/504
 }
 
 // Throughput answers requests per second.
@@ -55,7 +56,7 @@ func (r *Result) KindsSorted() []string {
 func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress func(done int)) *Result {
 	start := time.Now()
 	lat := NewLatencies(start)
-	res := &Result{Requests: len(reqs), Kinds: map[string]int{}, Queued: map[int]int{}}
+	res := &Result{Requests: len(reqs), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
 	var mu sync.Mutex
 	var next, done atomic.Int64
 	var wg sync.WaitGroup
@@ -64,7 +65,7 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 		go func() {
 			defer wg.Done()
 			kinds := map[string]int{}
-			queued := map[int]int{}
+			queued, lost := map[int]int{}, map[int]int{}
 			errs := 0
 			for {
 				i := int(next.Add(1)) - 1
@@ -78,10 +79,14 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 				lat.Record(t1, t1.Sub(t0))
 				if err != nil {
 					errs++
+					lost[r.Who]++
 				} else {
 					kinds[a.Kind()]++
-					if a.Status == http.StatusAccepted {
+					switch a.Status {
+					case http.StatusAccepted:
 						queued[r.Who]++
+					case http.StatusBadGateway, http.StatusGatewayTimeout:
+						lost[r.Who]++
 					}
 				}
 				if n := done.Add(1); progress != nil && n%500 == 0 {
@@ -94,6 +99,9 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 			}
 			for k, n := range queued {
 				res.Queued[k] += n
+			}
+			for k, n := range lost {
+				res.Lost[k] += n
 			}
 			res.Errors += errs
 			mu.Unlock()

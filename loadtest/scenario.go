@@ -38,6 +38,10 @@ type Report struct {
 	Baseline   string   // the baseline it is compared with
 	BaselineRS float64  // the baseline's requests per second, measured in the same run
 	CPU        []CPUUse // CPU time of the measured processes while the requests were fired
+	// A buying scenario's sale, its books once drained and its shoppers: what its audit read.
+	Sale  *Sale
+	Stats Stats
+	Users []*User
 }
 
 // Ratio is the scenario's throughput over its baseline's.
@@ -138,6 +142,7 @@ func (c *Client) Buying(ctx context.Context, rdb redis.UniversalClient, name str
 	if total := rep.Result.Elapsed + drain; total > 0 {
 		rep.DrainRate = float64(st.OrdersPending+st.OrdersPaid+st.OrdersCancelled) / total.Seconds()
 	}
+	rep.Sale, rep.Stats, rep.Users = sale, st, users
 	rep.Audit = c.AuditSale(ctx, sale, st, users, rep.Result)
 	return rep, nil
 }
