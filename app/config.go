@@ -39,6 +39,7 @@ type Config struct {
 	PayProviderURL  string        // PAY_PROVIDER_URL: the payment provider's API; default the built-in sandbox, {BASE_URL}/sandbox
 	PaySecret       string        // PAY_SECRET: checks the provider's signed callbacks; default derived from SESSION_SECRET
 	PayPollInterval time.Duration // PAY_POLL_INTERVAL: how often open payments are checked with the provider
+	ClaimIdle       time.Duration // ORDER_CLAIM_IDLE: how long a queued order waits on a silent instance before another takes it
 	TrustedProxies  string        // TRUSTED_PROXIES: comma-separated IPs and CIDR ranges whose X-Real-IP is the client's address; empty trusts none
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
@@ -113,6 +114,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		PayProviderURL:  strings.TrimRight(strings.TrimSpace(getenv("PAY_PROVIDER_URL")), "/"),
 		PaySecret:       getenv("PAY_SECRET"),
 		PayPollInterval: p.duration("PAY_POLL_INTERVAL", 2*time.Second),
+		ClaimIdle:       p.duration("ORDER_CLAIM_IDLE", 30*time.Second),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {

@@ -22,7 +22,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	}
 	want := Config{Port: 8080, BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
-		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, Demo: true}
+		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, Demo: true}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
@@ -38,13 +38,13 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2",
 			"SESSION_SECRET": goodSecret, "PORT": "9000", "BCRYPT_COST": "4", "PAY_TIMEOUT": "30m",
 			"PREHEAT_WINDOW": "1h", "QR_TTL": "90s", "NODE_ID": "1023", "BASE_URL": "https://shop.example.com/",
-			"RATE_LIMIT_IP": "off", "SESSION_TTL": "24h",
+			"RATE_LIMIT_IP": "off", "SESSION_TTL": "24h", "ORDER_CLAIM_IDLE": "5s",
 		}, func(t *testing.T, c Config) {
 			if c.RateLimitIP || c.SessionTTL != 24*time.Hour || !c.SecureCookies() {
 				t.Errorf("RATE_LIMIT_IP=off, SESSION_TTL=24h, https BASE_URL: got %+v", c)
 			}
 			if c.Demo || c.Port != 9000 || c.BcryptCost != 4 || c.PayTimeout != 30*time.Minute ||
-				c.PreheatWindow != time.Hour || c.QRTTL != 90*time.Second || c.NodeID != 1023 {
+				c.PreheatWindow != time.Hour || c.QRTTL != 90*time.Second || c.NodeID != 1023 || c.ClaimIdle != 5*time.Second {
 				t.Errorf("got %+v", c)
 			}
 			if c.BaseURL != "https://shop.example.com" {
@@ -135,6 +135,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"provider url relative", map[string]string{"PAY_PROVIDER_URL": "pay.example"}, "PAY_PROVIDER_URL"},
 		{"short pay secret", map[string]string{"PAY_SECRET": "short"}, "PAY_SECRET"},
 		{"poll interval not a duration", map[string]string{"PAY_POLL_INTERVAL": "often"}, "PAY_POLL_INTERVAL"},
+		{"claim idle zero", map[string]string{"ORDER_CLAIM_IDLE": "0s"}, "ORDER_CLAIM_IDLE"},
 		{"listen host a name", map[string]string{"LISTEN_HOST": "localhost"}, "LISTEN_HOST"},
 		{"trusted proxy a name", map[string]string{"TRUSTED_PROXIES": "127.0.0.1,nginx"}, "TRUSTED_PROXIES"},
 		{"trusted proxy range too wide", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"},

@@ -74,7 +74,7 @@ func startCluster(t *testing.T) *cluster {
 		cmd.Env = append(os.Environ(), "CLUSTER_DIR="+filepath.Join(dir, "run"), "CLUSTER_REDIS_PORTS="+ports(clusterRedis),
 			"CLUSTER_APP_PORTS="+ports(clusterApps), "CLUSTER_PORT="+clusterNginx[strings.LastIndexByte(clusterNginx, ':')+1:],
 			"CLUSTER_DATABASE_URL="+db.String(), "CLUSTER_FRESH=1", "CLUSTER_RATE=100", "CLUSTER_BURST=200",
-			"SECKILL_BIN="+bin, "BCRYPT_COST=4", "RATE_LIMIT_IP=off", "LOG_LEVEL=warn", "SESSION_SECRET=cluster-test-secret-cluster-test-secret")
+			"SECKILL_BIN="+bin, "BCRYPT_COST=4", "RATE_LIMIT_IP=off", "LOG_LEVEL=warn", "ORDER_CLAIM_IDLE=5s", "SESSION_SECRET=cluster-test-secret-cluster-test-secret")
 		return cmd
 	}
 	if out, err := script("stop").CombinedOutput(); err != nil {
