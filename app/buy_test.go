@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,22 +352,23 @@ func TestSoldOutIsAnsweredFromMemory(t *testing.T) {
 func TestSaleWindow(t *testing.T) {
 	s := startLive(t, nil, nil)
 	now := s.Clock.Now()
-	_, item := testenv.Sale(t, s.DB, 5, now.Add(time.Hour), now.Add(2*time.Hour))
+	start, end := now.Add(time.Hour), now.Add(2*time.Hour)
+	_, item := testenv.Sale(t, s.DB, 5, start, end)
 	b := newBrowser(t, s.URL)
 	b.register("early", "early password")
 	itemPath := "/api/items/" + itoa(item.ID)
 
 	expect(t, "a path an hour before the start", getPath(t, s, b, item.ID), 403, "not_started")
-	s.Clock.Advance(time.Hour + time.Second)
+	s.Clock.Set(start.Add(time.Second))
 	r := getPath(t, s, b, item.ID)
 	expect(t, "a path a second after the start", r, 200, "")
 	path := r.json(t)["path"].(string)
 
-	s.Clock.Advance(-2 * time.Second) // the buy arrives by a clock one second before the start
+	s.Clock.Set(start.Add(-time.Second)) // the buy arrives by a clock one second before the start
 	expect(t, "a buy before the start", b.call("POST", itemPath+"/buy/"+path, nil), 403, "not_started")
-	s.Clock.Advance(time.Hour - 10*time.Second) // ten seconds before the end
+	s.Clock.Set(end.Add(-10 * time.Second))
 	path = getPath(t, s, b, item.ID).json(t)["path"].(string)
-	s.Clock.Advance(11 * time.Second) // the path is still fresh, the sale is over
+	s.Clock.Set(end.Add(time.Second)) // the path is still fresh, the sale is over
 	expect(t, "a buy after the end", b.call("POST", itemPath+"/buy/"+path, nil), 403, "ended")
 	expect(t, "a path after the end", getPath(t, s, b, item.ID), 403, "ended")
 	if l, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID); l != 5 {
@@ -399,13 +401,22 @@ func TestBuyingRateLimits(t *testing.T) {
 	// The buy: 40 at once from one address, then 429, counted in memory.
 	sh := makeShoppers(t, s, "burst", 1)[0]
 	client := &http.Client{Timeout: 10 * time.Second}
-	limited := 0
-	for i := 0; i < 60; i++ {
-		if a := sh.post(t, client, s.URL, itemPath+"/buy/"+strings.Repeat("0", 32)); a.status == 429 {
-			limited++
-		}
+	var limited atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if a := sh.post(t, client, s.URL, itemPath+"/buy/"+strings.Repeat("0", 32)); a.status == 429 {
+				limited.Add(1)
+			}
+		}()
 	}
-	if limited == 0 {
+	close(start)
+	wg.Wait()
+	if limited.Load() == 0 {
 		t.Error("60 buys at once from one address were never limited")
 	}
 }
