@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -158,14 +159,19 @@ func TestUnknownCommand(t *testing.T) {
 	}
 }
 
+// freePort finds a free port below Linux's ephemeral range (32768 and up), so that no other process's
+// outgoing connection takes it between here and the server's listening on it.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		port := 20000 + rand.IntN(7000) // the cluster test's ports are 17101-17182 and 27101-27103
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			ln.Close()
+			return strconv.Itoa(port)
+		}
 	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	t.Fatal("no free port from 20000 to 26999")
+	return ""
 }
 
 // TestDemoMode runs the server as a newcomer does, with no services configured: it must come up on

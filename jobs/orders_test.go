@@ -328,7 +328,6 @@ func TestMessageThatCanNeverSucceedGivesStockBack(t *testing.T) {
 
 // proxy is a TCP proxy to PostgreSQL that a test can cut and restore.
 type proxy struct {
-	t      *testing.T
 	target string
 	ln     net.Listener
 	addr   string
@@ -337,32 +336,27 @@ type proxy struct {
 	up     bool
 }
 
+// newProxy listens for good: while cut, it drops every connection it accepts, so that the port is never
+// free for another process to take before the proxy is back.
 func newProxy(t *testing.T, target string) *proxy {
-	p := &proxy{t: t, target: target}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.addr = ln.Addr().String()
-	ln.Close()
-	p.start()
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) start() {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Fatalf("proxy listen: %v", err)
-	}
-	p.mu.Lock()
-	p.ln, p.up = ln, true
-	p.mu.Unlock()
+	p := &proxy{target: target, ln: ln, addr: ln.Addr().String(), up: true}
+	t.Cleanup(func() { p.cut(); ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			p.mu.Lock()
+			up := p.up
+			p.mu.Unlock()
+			if !up {
+				c.Close()
+				continue
 			}
 			s, err := net.Dial("tcp", p.target)
 			if err != nil {
@@ -370,23 +364,33 @@ func (p *proxy) start() {
 				continue
 			}
 			p.mu.Lock()
+			if !p.up { // cut while dialling
+				p.mu.Unlock()
+				c.Close()
+				s.Close()
+				continue
+			}
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
 			go func() { _, _ = io.Copy(s, c); s.Close() }()
 			go func() { _, _ = io.Copy(c, s); c.Close() }()
 		}
 	}()
+	return p
 }
 
-// cut closes the listener and every connection: PostgreSQL is unreachable.
+// start lets connections through again.
+func (p *proxy) start() {
+	p.mu.Lock()
+	p.up = true
+	p.mu.Unlock()
+}
+
+// cut closes every connection and drops new ones: PostgreSQL is unreachable.
 func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.up {
-		return
-	}
 	p.up = false
-	p.ln.Close()
 	for _, c := range p.conns {
 		c.Close()
 	}
