@@ -208,6 +208,7 @@ func TestFreshConsumerFollowsEveryShardWhenShardZeroIsLost(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		r.db.Raw("SELECT count(*) FROM orders WHERE item_id = ?", r.item.ID).Scan(&orders)
 	}
+	time.Sleep(10 * c.Discover) // queues empty: the consumer asks whether the sale is over, and must hear no
 	stop()
 	if orders != 12 { // shards 1 to 3 queued 12 orders; shard 0's 4 were lost with it
 		t.Errorf("%d orders placed from shards 1-3, want 12", orders)

@@ -71,16 +71,29 @@ func (l *Ledger) Forget(ctx context.Context, itemID int64) error {
 	return l.rdb.SRem(ctx, streamsKey, itemID).Err()
 }
 
-// SaleEnds answers when the item's loaded sale ends, and false when it is not loaded.
+// SaleEnds answers when the item's loaded sale ends, and false when no shard of it is loaded: a shard
+// lost with its master does not end a sale that the other shards still sell.
 func (l *Ledger) SaleEnds(ctx context.Context, itemID int64) (time.Time, bool, error) {
-	ms, err := l.rdb.HGet(ctx, KeysOf(itemID).Sale, "ends").Int64()
-	if errors.Is(err, redis.Nil) {
-		return time.Time{}, false, nil
-	}
+	n, err := l.Shards(ctx, itemID)
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	return time.UnixMilli(ms), true, nil
+	cmds := make([]*redis.StringCmd, n)
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range cmds {
+			cmds[i] = p.HGet(ctx, ShardKeys(itemID, i).Sale, "ends")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return time.Time{}, false, fmt.Errorf("sale end of item %d: %w", itemID, err)
+	}
+	for _, c := range cmds {
+		if ms, err := c.Int64(); err == nil {
+			return time.UnixMilli(ms), true, nil
+		}
+	}
+	return time.Time{}, false, nil
 }
 
 // EnsureGroup makes the consumer group of an order stream (and the stream) if missing.
