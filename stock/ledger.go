@@ -296,19 +296,9 @@ func (l *Ledger) Settle(ctx context.Context, m OrderMessage, s Settlement) (bool
 
 // Left answers the stock left in Redis over all the item's shards, and false when the sale is not loaded.
 func (l *Ledger) Left(ctx context.Context, itemID int64) (int64, bool, error) {
-	n, err := l.Shards(ctx, itemID)
+	cmds, err := l.eachShard(ctx, itemID, "left")
 	if err != nil {
 		return 0, false, err
-	}
-	cmds := make([]*redis.StringCmd, n)
-	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range cmds {
-			cmds[i] = p.HGet(ctx, ShardKeys(itemID, i).Sale, "left")
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, false, fmt.Errorf("stock left: %w", err)
 	}
 	var sum int64
 	loaded := false
@@ -319,6 +309,26 @@ func (l *Ledger) Left(ctx context.Context, itemID int64) (int64, bool, error) {
 		}
 	}
 	return sum, loaded, nil
+}
+
+// eachShard reads one field of every shard's sale hash in one pipeline; a shard not loaded answers
+// redis.Nil.
+func (l *Ledger) eachShard(ctx context.Context, itemID int64, field string) ([]*redis.StringCmd, error) {
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.StringCmd, n)
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range cmds {
+			cmds[i] = p.HGet(ctx, ShardKeys(itemID, i).Sale, field)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%s of item %d: %w", field, itemID, err)
+	}
+	return cmds, nil
 }
 
 // Result is a buyer's result for an item.

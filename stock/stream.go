@@ -74,19 +74,9 @@ func (l *Ledger) Forget(ctx context.Context, itemID int64) error {
 // SaleEnds answers when the item's loaded sale ends, and false when no shard of it is loaded: a shard
 // lost with its master does not end a sale that the other shards still sell.
 func (l *Ledger) SaleEnds(ctx context.Context, itemID int64) (time.Time, bool, error) {
-	n, err := l.Shards(ctx, itemID)
+	cmds, err := l.eachShard(ctx, itemID, "ends")
 	if err != nil {
 		return time.Time{}, false, err
-	}
-	cmds := make([]*redis.StringCmd, n)
-	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range cmds {
-			cmds[i] = p.HGet(ctx, ShardKeys(itemID, i).Sale, "ends")
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return time.Time{}, false, fmt.Errorf("sale end of item %d: %w", itemID, err)
 	}
 	for _, c := range cmds {
 		if ms, err := c.Int64(); err == nil {
