@@ -48,11 +48,20 @@ func startCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A fixed place, so that a run that died before its cleanup (a test timeout) is stopped by the next.
+	// A fixed place, so that a run that died before its cleanup (a test timeout) is stopped by the next;
+	// a run beside it (another checkout's make test) waits for it, on a lock the kernel drops with its process.
 	dir := filepath.Join(os.TempDir(), "seckill-cluster-test")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("lock %s: %v", lock.Name(), err)
+	}
+	t.Cleanup(func() { lock.Close() }) // after the cluster's stop: cleanups run last first
 	bin := filepath.Join(dir, "seckill")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = root
