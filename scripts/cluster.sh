@@ -178,13 +178,13 @@ stop_redis() { # stop_redis DIR
 }
 
 # The instances' environment: only what they need, so that nothing in the caller's shell (a NODE_ID
-# both would share, say) leaks into them.
+# both would share, say) leaks into them. Instance N makes order numbers as snowflake node N.
 app_env() { # app_env N
   local port=${APP_PORTS[$1 - 1]} redis v pass
   redis=$(printf '127.0.0.1:%s,' "${REDIS_PORTS[@]}")
   APP_ENV=(PATH="$PATH" HOME="${HOME:-/}" PORT="$port" LISTEN_HOST=127.0.0.1
     BASE_URL="http://127.0.0.1:$LB_PORT" REDIS_URL="${redis%,}" DATABASE_URL="$DB_URL"
-    SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1)
+    SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 NODE_ID="$1")
   for v in "${PASS_THROUGH[@]}"; do
     pass=PASS_$v
     if [ -n "${!pass:-}" ]; then APP_ENV+=("$v=${!pass}"); fi
