@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -635,5 +636,41 @@ func TestReconcilerCountsUnitsInTransit(t *testing.T) {
 	rec.rounds(t, 2)
 	if m := rec.Mismatches(); len(m) != 1 || m[0].Difference != 1 {
 		t.Fatalf("mismatches %+v, want one unit missing", m)
+	}
+}
+
+// One item whose Redis keys cannot be read (its master is away; here, a key of the wrong type) does not
+// stop a preheat or reconciliation round from reaching the other items.
+func TestRoundsGoOnPastAFailingItem(t *testing.T) {
+	r := newRig(t, 10, 0)
+	ctx := context.Background()
+	_, other := testenv.Sale(t, r.db, 6, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if _, err := r.ledger.PreheatFromDB(ctx, r.db, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	broken := stock.KeysOf(r.item.ID).Sale
+	r.rdb.Del(ctx, broken)
+	r.rdb.Set(ctx, broken, "not a hash", 0)
+	ok := stock.KeysOf(other.ID)
+	r.rdb.Del(ctx, ok.Sale, ok.Buyers) // the other item's shard is lost: the round must rebuild it
+
+	pre := &Preheater{DB: r.db, Ledger: r.ledger, Window: time.Hour, Interval: time.Second, Now: time.Now, Log: quiet}
+	n, err := pre.Once(ctx)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("item %d", r.item.ID)) {
+		t.Errorf("the round's error: %v, want one naming item %d", err, r.item.ID)
+	}
+	if left, complete, err := r.ledger.Left(ctx, other.ID); n != 1 || left != 6 || !complete || err != nil {
+		t.Errorf("after the round: %d items preheated, the other item holds %d (complete %v, %v); want 1 and 6", n, left, complete, err)
+	}
+
+	rec := r.reconciler()
+	r.rdb.HIncrBy(ctx, ok.Sale, "left", -1) // a unit of the other item goes missing in Redis
+	for range 2 {
+		if err := rec.Runs.Once(ctx, "reconcile", false, 0, rec.round); err == nil {
+			t.Error("a round that could not read an item reported no error")
+		}
+	}
+	if m := rec.Mismatches(); len(m) != 1 || m[0].ItemID != other.ID || m[0].Difference != 1 {
+		t.Errorf("mismatches %+v, want item %d one unit short", m, other.ID)
 	}
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -39,7 +40,8 @@ func (p *Preheater) Run(ctx context.Context) error {
 	}, func(err error) { p.Log.Warn("preheat failed", "err", err) })
 }
 
-// Once preheats what is due now and answers how many items it loaded or refreshed.
+// Once preheats what is due now and answers how many items it loaded or refreshed. An item that fails
+// (its shard's master is away) does not hold up the others; the round's error names every one.
 func (p *Preheater) Once(ctx context.Context) (int, error) {
 	now := p.Now()
 	acts, err := models.ActivitiesToPreheat(ctx, p.DB, now, now.Add(p.Window))
@@ -47,13 +49,15 @@ func (p *Preheater) Once(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	n := 0
+	var failed []error
 	for _, a := range acts {
 		for _, it := range a.Items {
 			if _, err := p.Ledger.PreheatFromDB(ctx, p.DB, it.ID); err != nil {
-				return n, err
+				failed = append(failed, err)
+				continue
 			}
 			n++
 		}
 	}
-	return n, nil
+	return n, errors.Join(failed...)
 }

@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -73,33 +75,17 @@ func (r *Reconciler) round(ctx context.Context, counts map[string]int64) error {
 		return err
 	}
 	var found []Mismatch
+	var failed []error
 	diffs := map[int64]int64{}
 	for _, id := range ids {
-		left, loaded, err := r.Ledger.Left(ctx, id)
-		if err != nil {
-			return err
-		}
-		if !loaded {
+		m, ok, err := r.check(ctx, id)
+		if err != nil { // one item's master away does not hide the others' books
+			failed = append(failed, fmt.Errorf("item %d: %w", id, err))
 			continue
 		}
-		it, _, err := models.ItemAndActivity(ctx, r.DB, id)
-		if err != nil {
-			continue // an item gone from the database: the consumer refuses its orders
+		if !ok {
+			continue
 		}
-		queued, err := r.Ledger.Backlog(ctx, id)
-		if err != nil {
-			return err
-		}
-		transit, err := r.Ledger.InTransit(ctx, id)
-		if err != nil {
-			return err
-		}
-		var live int64
-		if err := r.DB.WithContext(ctx).Raw("SELECT count(*) FROM orders WHERE item_id = ? AND status <> ?", id, models.OrderCancelled).Scan(&live).Error; err != nil {
-			return err
-		}
-		m := Mismatch{ItemID: id, StockTotal: it.StockTotal, RedisLeft: left, Queued: queued, InTransit: transit, LiveOrders: live}
-		m.Difference = m.StockTotal - (left + queued + transit + live)
 		counts["items"]++
 		diffs[id] = m.Difference
 		if m.Difference != 0 && r.prev[id] != m.Difference {
@@ -111,12 +97,40 @@ func (r *Reconciler) round(ctx context.Context, counts map[string]int64) error {
 		if m.Difference != 0 {
 			counts["mismatched"]++
 			found = append(found, m)
-			r.Log.Warn("stock books do not add up", "item_id", id, "stock_total", m.StockTotal, "redis_left", left,
-				"queued", queued, "in_transit", transit, "live_orders", live, "difference", m.Difference)
+			r.Log.Warn("stock books do not add up", "item_id", id, "stock_total", m.StockTotal, "redis_left", m.RedisLeft,
+				"queued", m.Queued, "in_transit", m.InTransit, "live_orders", m.LiveOrders, "difference", m.Difference)
 		}
 	}
 	r.mu.Lock()
 	r.found, r.prev = found, diffs
 	r.mu.Unlock()
-	return nil
+	return errors.Join(failed...)
+}
+
+// check reads one item's books, and false when there is nothing to compare: a shard is not loaded (a
+// rebuild is due), or the item is gone from the database (the consumer refuses its orders).
+func (r *Reconciler) check(ctx context.Context, id int64) (Mismatch, bool, error) {
+	left, complete, err := r.Ledger.Left(ctx, id)
+	if err != nil || !complete {
+		return Mismatch{}, false, err
+	}
+	it, _, err := models.ItemAndActivity(ctx, r.DB, id)
+	if err != nil {
+		return Mismatch{}, false, nil
+	}
+	queued, err := r.Ledger.Backlog(ctx, id)
+	if err != nil {
+		return Mismatch{}, false, err
+	}
+	transit, err := r.Ledger.InTransit(ctx, id)
+	if err != nil {
+		return Mismatch{}, false, err
+	}
+	var live int64
+	if err := r.DB.WithContext(ctx).Raw("SELECT count(*) FROM orders WHERE item_id = ? AND status <> ?", id, models.OrderCancelled).Scan(&live).Error; err != nil {
+		return Mismatch{}, false, err
+	}
+	m := Mismatch{ItemID: id, StockTotal: it.StockTotal, RedisLeft: left, Queued: queued, InTransit: transit, LiveOrders: live}
+	m.Difference = m.StockTotal - (left + queued + transit + live)
+	return m, true, nil
 }

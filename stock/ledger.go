@@ -217,11 +217,18 @@ func (l *Ledger) IssuePath(ctx context.Context, itemID, userID int64, token stri
 	res, err := run("0")
 	if err == nil && res == "empty" {
 		// The home shard is empty: the buy will borrow, if any other shard has stock.
-		res = errs.SoldOut
-		if left, _, lerr := l.Left(ctx, itemID); lerr != nil {
+		left, complete, lerr := l.Left(ctx, itemID)
+		switch {
+		case lerr != nil:
 			err = lerr
-		} else if left > 0 {
+		case left > 0:
 			res, err = run("1")
+		case complete:
+			res = errs.SoldOut
+		default:
+			// A shard is not loaded (lost with its master): not sold out. The caller asks the database,
+			// which rebuilds it, and tries again.
+			res = "not_found"
 		}
 	}
 	if err != nil {
@@ -294,40 +301,49 @@ func (l *Ledger) Settle(ctx context.Context, m OrderMessage, s Settlement) (bool
 	return n == 1, nil
 }
 
-// Left answers the stock left in Redis over all the item's shards, and false when the sale is not loaded.
-func (l *Ledger) Left(ctx context.Context, itemID int64) (int64, bool, error) {
+// Left answers the stock left in Redis over the item's shards that answer, and whether that is every
+// shard: false when the sale is not loaded, or a shard is lost with its master (and not rebuilt yet) or
+// does not answer, when a count of 0 does not mean sold out. It fails only when no shard answers.
+func (l *Ledger) Left(ctx context.Context, itemID int64) (left int64, complete bool, err error) {
 	cmds, err := l.eachShard(ctx, itemID, "left")
 	if err != nil {
 		return 0, false, err
 	}
-	var sum int64
-	loaded := false
+	complete = true
+	var failed error
+	answered := false
 	for _, c := range cmds {
-		if v, err := c.Int64(); err == nil {
-			sum += v
-			loaded = true
+		v, err := c.Int64()
+		switch {
+		case err == nil:
+			left += v
+			answered = true
+		case errors.Is(err, redis.Nil):
+			complete, answered = false, true
+		default:
+			complete, failed = false, err
 		}
 	}
-	return sum, loaded, nil
+	if !answered {
+		return 0, false, fmt.Errorf("stock left of item %d: %w", itemID, failed)
+	}
+	return left, complete, nil
 }
 
-// eachShard reads one field of every shard's sale hash in one pipeline; a shard not loaded answers
-// redis.Nil.
+// eachShard reads one field of every shard's sale hash in one pipeline. Each answer is the caller's to
+// read: redis.Nil for a shard not loaded, an error for a shard whose master did not answer.
 func (l *Ledger) eachShard(ctx context.Context, itemID int64, field string) ([]*redis.StringCmd, error) {
 	n, err := l.Shards(ctx, itemID)
 	if err != nil {
 		return nil, err
 	}
 	cmds := make([]*redis.StringCmd, n)
-	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range cmds {
 			cmds[i] = p.HGet(ctx, ShardKeys(itemID, i).Sale, field)
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%s of item %d: %w", field, itemID, err)
-	}
 	return cmds, nil
 }
 
@@ -374,7 +390,7 @@ func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, er
 	case strings.HasPrefix(v, "failed:"):
 		return Result{Status: ResultFailed, Message: strings.TrimPrefix(v, "failed:")}, nil
 	}
-	if left, loaded, err := l.Left(ctx, itemID); err == nil && loaded && left <= 0 {
+	if left, complete, err := l.Left(ctx, itemID); err == nil && complete && left <= 0 {
 		return Result{Status: ResultSoldOut}, nil
 	}
 	return Result{Status: ResultNone}, nil

@@ -28,6 +28,16 @@ func (l *Ledger) PreheatFromDB(ctx context.Context, db *gorm.DB, itemID int64) (
 		PriceCents: it.SeckillPriceCents, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
 	}
 	l.Remember(itemID, sale.Shards) // the database's word: Redis may have lost its own
+	// Every round, and before any shard is loaded: the consumers follow the item's order streams, and
+	// know its shard count, even after the master holding these two keys restarted empty while the
+	// shards themselves survived.
+	if _, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, shardsKey, itemID, sale.Shards)
+		p.SAdd(ctx, streamsKey, itemID)
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("preheat item %d: %w", itemID, err)
+	}
 	var total int64
 	var missing []int
 	for i := range sale.Shards {
@@ -46,9 +56,6 @@ func (l *Ledger) PreheatFromDB(ctx context.Context, db *gorm.DB, itemID int64) (
 		// more than they hold, and lowering them would take real units away. The database's own check
 		// (stock_sold never above stock_total) stops any oversell.
 		if sale.Shards > 1 {
-			if err := l.rdb.HSet(ctx, shardsKey, itemID, sale.Shards).Err(); err != nil {
-				return 0, fmt.Errorf("preheat item %d: %w", itemID, err)
-			}
 			if err := l.settleLoans(ctx, itemID, sale.Shards); err != nil {
 				return 0, err
 			}
@@ -127,13 +134,6 @@ func (l *Ledger) load(ctx context.Context, s Sale, shards []int, stock int64) (i
 		}
 		loaded += left
 	}
-	if err := l.rdb.HSet(ctx, shardsKey, s.ItemID, s.Shards).Err(); err != nil {
-		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
-	}
-	if err := l.rdb.SAdd(ctx, streamsKey, s.ItemID).Err(); err != nil {
-		return 0, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
-	}
-	l.Remember(s.ItemID, s.Shards)
 	return loaded, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -559,5 +560,75 @@ func TestShardedSoldOutUsesThePathUp(t *testing.T) {
 	}
 	if _, err := r.ledger.Take(ctx, r.item.ID, 22, tok, "SKlate2"); !errs.Is(err, errs.InvalidPath) {
 		t.Errorf("the same path again answered %v, want invalid_path", err)
+	}
+}
+
+// A shard lost with its master is not an empty one: while it waits for its rebuild, a buyer whose home
+// shard has sold out is told to try again, not that the item is sold out, and keeps the path; once the
+// shard is rebuilt, the same path buys a unit from it.
+func TestShardedLostShardIsNotSoldOut(t *testing.T) {
+	r := newShardRig(t, 8, 4) // 2 a shard
+	ctx := context.Background()
+	// Shards 0, 1 and 3 sell out to their own buyers (user id mod 4 is the home shard).
+	for _, u := range []int64{4, 8, 1, 5, 3, 7} {
+		if err := r.buy(u, fmt.Sprintf("SK%d", u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := stock.ShardKeys(r.item.ID, 2) // shard 2 still holds 2 units, and is lost with its master
+	if err := r.rdb.Del(ctx, k.Sale, k.Buyers, k.Results, k.Stream, k.Loans, k.Received).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	tok, _ := auth.RandomToken(16)
+	if err := r.ledger.IssuePath(ctx, r.item.ID, 12, tok); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("a path while a shard is lost: %v, want not_found (the caller rebuilds from the database)", err)
+	}
+	// A buyer who got a path before the loss tries to buy.
+	if _, err := r.rdb.Set(ctx, stock.ShardKeys(r.item.ID, 0).Path(12), tok+":"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10), 0).Result(); err != nil {
+		t.Fatal(err)
+	}
+	soldOut, err := r.ledger.Take(ctx, r.item.ID, 12, tok, "SK12")
+	if soldOut || !errs.Is(err, errs.NotReady) {
+		t.Fatalf("a buy while a shard is lost: sold out %v, %v; want not_ready", soldOut, err)
+	}
+	if left, complete, err := r.ledger.Left(ctx, r.item.ID); err != nil || complete || left != 0 {
+		t.Errorf("stock left: %d, complete %v, %v; want 0 from an incomplete count", left, complete, err)
+	}
+	if res, _ := r.ledger.ResultOf(ctx, r.item.ID, 12); res.Status == stock.ResultSoldOut {
+		t.Error("the buyer's result says sold out while a shard is lost")
+	}
+
+	if _, err := r.ledger.PreheatFromDB(ctx, r.db, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ledger.Take(ctx, r.item.ID, 12, tok, "SK12"); err != nil {
+		t.Fatalf("the same path once shard 2 is rebuilt: %v", err)
+	}
+	if got := r.shardLeft(t, 4); fmt.Sprint(got) != "[0 0 1 0]" {
+		t.Errorf("shards hold %v, want [0 0 1 0]: the buy borrowed one of the rebuilt shard's 2", got)
+	}
+}
+
+// The list of items whose order streams the consumers follow lives in one key; lost on its own (its
+// master restarted empty, the shards elsewhere survived), the next preheat round writes it again.
+func TestPreheatRestoresTheFollowedItems(t *testing.T) {
+	r := newShardRig(t, 8, 4)
+	ctx := context.Background()
+	if err := r.rdb.Del(ctx, "sk:streams", "sk:shards").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := r.ledger.Streams(ctx); len(items) != 0 {
+		t.Fatalf("followed after the loss: %v", items)
+	}
+	if _, err := r.ledger.PreheatFromDB(ctx, r.db, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := r.ledger.Streams(ctx); len(items) != 1 || items[0] != r.item.ID {
+		t.Errorf("followed after a preheat round: %v, want [%d]", items, r.item.ID)
+	}
+	fresh := stock.NewLedger(r.rdb, r.clock.now)
+	if n, known, err := fresh.ShardsKnown(ctx, r.item.ID); n != 4 || !known || err != nil {
+		t.Errorf("a fresh process reads %d shards (known %v, %v), want 4", n, known, err)
 	}
 }

@@ -89,11 +89,11 @@ func (f *Flags) recheck(ctx context.Context) {
 	}
 	f.mu.RUnlock()
 	for _, id := range ids {
-		left, loaded, err := f.ledger.Left(ctx, id)
+		left, complete, err := f.ledger.Left(ctx, id)
 		if err != nil {
-			return
+			continue
 		}
-		if !loaded || left > 0 {
+		if !complete || left > 0 {
 			f.set(id, false)
 		}
 	}

@@ -78,10 +78,18 @@ func (l *Ledger) SaleEnds(ctx context.Context, itemID int64) (time.Time, bool, e
 	if err != nil {
 		return time.Time{}, false, err
 	}
+	var failed error
 	for _, c := range cmds {
-		if ms, err := c.Int64(); err == nil {
+		ms, err := c.Int64()
+		if err == nil {
 			return time.UnixMilli(ms), true, nil
 		}
+		if !errors.Is(err, redis.Nil) {
+			failed = err
+		}
+	}
+	if failed != nil { // a shard that did not answer may hold the sale
+		return time.Time{}, false, fmt.Errorf("sale end of item %d: %w", itemID, failed)
 	}
 	return time.Time{}, false, nil
 }
