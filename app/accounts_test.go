@@ -14,6 +14,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/auth"
+	"seckill/captcha"
 	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/models"
@@ -68,7 +70,8 @@ type liveOpts struct {
 	rdb          *redis.Client
 	tune         func(*Config)
 	setup        func(*Server)
-	noBackground bool     // for tests that count Redis commands: no worker sends any of its own
+	noBackground bool // for tests that count Redis commands: no worker sends any of its own
+	log          *slog.Logger
 	only         []string // the background workers to run (all when empty)
 }
 
@@ -92,7 +95,11 @@ func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
 	if tune != nil {
 		tune(&cfg)
 	}
-	srv, err := NewServer(cfg, Deps{DB: db, Redis: rdb, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clk.Now})
+	log := o.log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	srv, err := NewServer(cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +116,8 @@ func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
 		setup(srv)
 	}
 	serveOn(t, srv.Fiber, ln)
+	liveRedis.Store(cfg.BaseURL, rdb)
+	t.Cleanup(func() { liveRedis.Delete(cfg.BaseURL) })
 	return &liveServer{URL: cfg.BaseURL, Srv: srv, DB: db, Redis: rdb, Clock: clk, Cfg: cfg}
 }
 
@@ -118,6 +127,8 @@ type browser struct {
 	base string
 	c    *http.Client
 	csrf string
+
+	noAutoCSRF bool // send unsafe requests without fetching a token first (to test the refusal)
 }
 
 func newBrowser(t *testing.T, base string) *browser {
@@ -147,9 +158,13 @@ func (r reply) code(t *testing.T) string {
 	return c
 }
 
-// call sends a request as this browser; state-changing ones carry its CSRF token once it has one.
+// call sends a request as this browser; state-changing ones carry its CSRF token, fetched first if it
+// has none (as the pages' api.js does).
 func (b *browser) call(method, path string, body any) reply {
 	b.t.Helper()
+	if method != "GET" && b.csrf == "" && !b.noAutoCSRF {
+		b.getCSRF()
+	}
 	var rd io.Reader
 	if body != nil {
 		raw, _ := json.Marshal(body)
@@ -193,11 +208,45 @@ func (b *browser) setCookie(name, value string) {
 	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: name, Value: value, Path: "/"}})
 }
 
+// liveRedis finds a live server's Redis by its URL, so that a browser can read a captcha's answer as the
+// operator's load tool does (the contract keeps it at captcha:{id}).
+var liveRedis sync.Map // base URL → *redis.Client
+
+// captcha draws a captcha and reads its answer.
+func (b *browser) captcha() (id, answer string) {
+	b.t.Helper()
+	r := b.call("GET", "/api/captcha", nil)
+	if r.Status != 200 {
+		b.t.Fatalf("GET /api/captcha: %d %s", r.Status, r.Body)
+	}
+	j := r.json(b.t)
+	id = j["captcha_id"].(string)
+	if !strings.HasPrefix(j["image"].(string), "data:image/png;base64,") {
+		b.t.Errorf("captcha image is not a PNG data URL")
+	}
+	rdb, ok := liveRedis.Load(b.base)
+	if !ok {
+		b.t.Fatalf("no Redis known for %s", b.base)
+	}
+	answer, err := rdb.(*redis.Client).Get(context.Background(), captcha.Key(id)).Result()
+	if err != nil {
+		b.t.Fatalf("the answer of captcha %s: %v", id, err)
+	}
+	return id, answer
+}
+
+// registration is a registration's body with a freshly solved captcha.
+func (b *browser) registration(username, password string) map[string]string {
+	b.t.Helper()
+	id, answer := b.captcha()
+	return map[string]string{"username": username, "password": password, "captcha_id": id, "captcha_answer": answer}
+}
+
 // register makes an account in this browser and logs it in.
 func (b *browser) register(username, password string) int64 {
 	b.t.Helper()
 	b.getCSRF()
-	r := b.call("POST", "/api/auth/register", map[string]string{"username": username, "password": password})
+	r := b.call("POST", "/api/auth/register", b.registration(username, password))
 	if r.Status != 201 {
 		b.t.Fatalf("register %s: %d %s", username, r.Status, r.Body)
 	}
@@ -230,7 +279,7 @@ func TestRegister(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := b.call("POST", "/api/auth/register", map[string]string{"username": tt.username, "password": tt.password})
+			r := b.call("POST", "/api/auth/register", b.registration(tt.username, tt.password))
 			if r.Status != 400 || r.code(t) != "bad_request" {
 				t.Fatalf("got %d %s, want 400 bad_request", r.Status, r.Body)
 			}
@@ -243,7 +292,7 @@ func TestRegister(t *testing.T) {
 		t.Errorf("a body that is not an object: %d %s", r.Status, r.Body)
 	}
 
-	r := b.call("POST", "/api/auth/register", map[string]string{"username": "Ming_88", "password": strings.Repeat("p", 72)})
+	r := b.call("POST", "/api/auth/register", b.registration("Ming_88", strings.Repeat("p", 72)))
 	if r.Status != 201 {
 		t.Fatalf("a good registration: %d %s", r.Status, r.Body)
 	}
@@ -257,7 +306,7 @@ func TestRegister(t *testing.T) {
 
 	other := newBrowser(t, s.URL)
 	other.getCSRF()
-	r = other.call("POST", "/api/auth/register", map[string]string{"username": "Ming_88", "password": "another password"})
+	r = other.call("POST", "/api/auth/register", other.registration("Ming_88", "another password"))
 	if r.Status != 409 || r.code(t) != "username_taken" {
 		t.Errorf("a taken name: %d %s, want 409 username_taken", r.Status, r.Body)
 	}
@@ -378,14 +427,14 @@ func TestCSRF(t *testing.T) {
 				b.setCookie(handlers.CSRFCookie, token)
 				defer b.setCookie(handlers.CSRFCookie, good)
 			}
-			b.csrf = token
+			b.csrf, b.noAutoCSRF = token, true
 			r := b.call("POST", "/api/auth/logout", nil)
 			if r.Status != 403 || r.code(t) != "csrf" {
 				t.Errorf("logout with a %s CSRF token: %d %s, want 403 csrf", name, r.Status, r.Body)
 			}
 		})
 	}
-	b.csrf = good
+	b.csrf, b.noAutoCSRF = good, false
 	if status, _ := b.me(); status != 200 {
 		t.Fatalf("a refused logout ended the session anyway: %d", status)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/bwmarrin/snowflake"
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/gofiber/template/html/v2"
@@ -49,18 +48,20 @@ type Deps struct {
 
 // Server is the application and the background work it needs while it serves.
 type Server struct {
-	Fiber    *fiber.App
-	Sessions *auth.Sessions
-	Ledger   *stock.Ledger
-	Flags    *stock.Flags
-	Consumer *jobs.OrderConsumer
-	Preheat  *jobs.Preheater
-	Answers  *stock.Answers
-	Poller   *jobs.PaymentPoller
-	Expirer  *jobs.UnpaidCanceller
-	Checker  *jobs.Reconciler
-	Runs     *jobs.Runs
-	Provider *payment.Client
+	Fiber     *fiber.App
+	Sessions  *auth.Sessions
+	Ledger    *stock.Ledger
+	Flags     *stock.Flags
+	Consumer  *jobs.OrderConsumer
+	Preheat   *jobs.Preheater
+	Answers   *stock.Answers
+	Poller    *jobs.PaymentPoller
+	Expirer   *jobs.UnpaidCanceller
+	Checker   *jobs.Reconciler
+	Runs      *jobs.Runs
+	Provider  *payment.Client
+	Passwords *auth.Passwords
+	Metrics   http.Handler // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
 
 	buyLimit *ratelimit.Local
 	log      *slog.Logger
@@ -210,7 +211,8 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Runs = jobs.NewRuns(d.Redis, reg, d.Now)
 	s.Preheat.Runs = s.Runs
-	s.Provider = payment.NewClient(cfg.ProviderURL(), 3*time.Second)
+	s.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	s.Provider = payment.NewClient(cfg.ProviderURL(), payment.APIKey(cfg.CallbackSecret()), 3*time.Second)
 	s.Poller = &jobs.PaymentPoller{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.Expirer = &jobs.UnpaidCanceller{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
 	s.Checker = &jobs.Reconciler{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcilerGauge(reg)}
@@ -229,13 +231,17 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	s.Fiber.Use(requestid.New())
 	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
 	s.Fiber.Use(recover.New())
+	s.Fiber.Use(securityHeaders(cfg))
 
-	accounts, err := handlers.NewAccounts(handlers.Accounts{
-		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
-		BcryptCost: cfg.BcryptCost, SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL,
-	})
-	if err != nil {
+	// Captchas and password hashes cost a core each: half the cores at most, so buying keeps the rest.
+	costly := max(runtime.NumCPU()/2, 1)
+	if s.Passwords, err = auth.NewPasswords(cfg.BcryptCost, costly, 3*time.Second); err != nil {
 		return nil, err
+	}
+	accounts := &handlers.Accounts{
+		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
+		Passwords: s.Passwords, Captchas: captcha.New(d.Redis, costly, 200*time.Millisecond),
+		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL,
 	}
 	s.Fiber.Use(accounts.LoadSession)
 
@@ -274,7 +280,7 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	static := &handlers.Static{Files: files}
 	qr := &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now}
 	buy := &handlers.Buy{
-		DB: d.DB, Ledger: s.Ledger, Flags: s.Flags, Captchas: captcha.New(d.Redis, max(runtime.NumCPU()/2, 1), 200*time.Millisecond),
+		DB: d.DB, Ledger: s.Ledger, Flags: s.Flags, Captchas: accounts.Captchas,
 		Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 	}
 	orders := &handlers.Orders{DB: d.DB}
@@ -283,14 +289,12 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	admin := &handlers.Admin{DB: d.DB, Ledger: s.Ledger, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now}
 	consoles := &handlers.Consoles{DB: d.DB, Stats: stats, Runs: s.Runs, Checker: s.Checker, Now: d.Now}
 	pay := &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + "/api/payments/notify", Now: d.Now, Log: d.Log}
-	sandbox := &handlers.Sandbox{Pay: payment.NewSandbox(d.Redis, cfg.BaseURL+"/sandbox", cfg.CallbackSecret(), d.Now), Now: d.Now}
 	user := handlers.RequireUser
 	merchantOnly := handlers.RequireRole(models.RoleMerchant)
 	adminOnly := handlers.RequireRole(models.RoleAdmin)
 
 	f.Get("/healthz", health.Live)
 	f.Get("/readyz", health.Ready)
-	f.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	f.Get("/assets/*", static.Serve)
 
 	f.Get("/", pages.Home)
@@ -338,8 +342,11 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 	api.Post("/orders/:order_no/pay", user, pay.Pay)
 	api.Post("/payments/notify", pay.Notify)
 
-	// The built-in payment provider, as another site would serve it (seckill sandbox-pay serves it alone).
-	sandboxRoutes(f.Group("/sandbox"), sandbox)
+	// The built-in payment provider, as another site would serve it (seckill sandbox-pay serves it alone):
+	// in demo mode or with PAY_SANDBOX=on only, never beside a real provider.
+	if cfg.PaySandbox {
+		sandboxRoutes(f.Group("/sandbox"), newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now))
+	}
 
 	m := api.Group("/merchant", merchantOnly)
 	m.Get("/activities", merchant.Activities)
@@ -384,20 +391,30 @@ func NewSandboxApp(cfg Config, rdb redis.UniversalClient, log *slog.Logger, now 
 		return nil, err
 	}
 	f := fiber.New(fiber.Config{AppName: "seckill-sandbox-pay", BodyLimit: cfg.BodyLimit, ErrorHandler: errorHandler(log, now),
-		Views: engine, DisableStartupMessage: true})
+		Views: engine, DisableStartupMessage: true,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second})
 	f.Use(recover.New())
-	sandbox := &handlers.Sandbox{Pay: payment.NewSandbox(rdb, cfg.ProviderURL(), cfg.CallbackSecret(), now), Now: now}
+	f.Use(securityHeaders(cfg))
 	static := &handlers.Static{Files: files}
 	f.Get("/assets/*", static.Serve)
-	sandboxRoutes(f.Group("/sandbox"), sandbox)
+	sandboxRoutes(f.Group("/sandbox"), newSandbox(cfg, rdb, ratelimit.NewShared(rdb), cfg.ProviderURL(), cfg.PayNotifyURL, now))
 	return f, nil
 }
 
-// sandboxRoutes are the provider's routes, under /sandbox wherever it is served.
+// newSandbox is the payment sandbox served at baseURL, calling the shop back at notifyURL.
+func newSandbox(cfg Config, rdb redis.UniversalClient, limits *ratelimit.Shared, baseURL, notifyURL string, now func() time.Time) *handlers.Sandbox {
+	secret := cfg.CallbackSecret()
+	return &handlers.Sandbox{Pay: payment.NewSandbox(rdb, baseURL, secret, notifyURL, now), Key: payment.APIKey(secret),
+		Limits: limits, RateLimitIP: cfg.RateLimitIP, Now: now}
+}
+
+// sandboxRoutes are the provider's routes, under /sandbox wherever it is served: its API for merchants
+// (with their API key), and the payer's page.
 func sandboxRoutes(r fiber.Router, sandbox *handlers.Sandbox) {
-	r.Post("/api/payments", sandbox.Create)
-	r.Get("/api/payments/:id", sandbox.Query)
-	r.Post("/api/payments/:id/close", sandbox.Close)
+	api := r.Group("/api", sandbox.RequireKey)
+	api.Post("/payments", sandbox.Create)
+	api.Get("/payments/:id", sandbox.Query)
+	api.Post("/payments/:id/close", sandbox.Close)
 	r.Get("/pay/:id", sandbox.Page)
 	r.Post("/pay/:id/confirm", sandbox.Confirm)
 	r.Post("/pay/:id/cancel", sandbox.Cancel)

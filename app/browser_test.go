@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/captcha"
 	"seckill/internal/testenv"
@@ -71,11 +72,22 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 
 func registerInBrowser(t *testing.T, ctx context.Context, base, username string) {
 	t.Helper()
-	run(t, ctx, "register",
+	var captchaID string
+	run(t, ctx, "open the register page",
 		chromedp.Navigate(base+"/register"),
 		chromedp.WaitVisible("#username", chromedp.ByID),
+		chromedp.WaitVisible(`#captcha-img[data-captcha-id]`, chromedp.ByQuery),
+		chromedp.AttributeValue("#captcha-img", "data-captcha-id", &captchaID, nil, chromedp.ByID),
+	)
+	rdb, _ := liveRedis.Load(base)
+	answer, err := rdb.(*redis.Client).Get(context.Background(), captcha.Key(captchaID)).Result()
+	if err != nil {
+		t.Fatalf("captcha answer: %v", err)
+	}
+	run(t, ctx, "register",
 		chromedp.SendKeys("#username", username, chromedp.ByID),
 		chromedp.SendKeys("#password", "browser password", chromedp.ByID),
+		chromedp.SendKeys("#captcha-answer", answer, chromedp.ByID),
 		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`//h1[contains(., "Flash sales")]`),
 	)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"seckill/auth"
-	"seckill/captcha"
 	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/models"
@@ -199,23 +198,10 @@ func TestRush(t *testing.T) {
 	}
 }
 
-// buyFlow is one shopper passing the captcha and getting a path as the pages do.
+// captchaFor is one shopper drawing a captcha as the pages do, with its answer.
 func captchaFor(t *testing.T, s *liveServer, b *browser) (id, answer string) {
 	t.Helper()
-	r := b.call("GET", "/api/captcha", nil)
-	if r.Status != 200 {
-		t.Fatalf("GET /api/captcha: %d %s", r.Status, r.Body)
-	}
-	j := r.json(t)
-	id = j["captcha_id"].(string)
-	if !strings.HasPrefix(j["image"].(string), "data:image/png;base64,") {
-		t.Errorf("captcha image is not a PNG data URL")
-	}
-	answer, err := s.Redis.Get(context.Background(), captcha.Key(id)).Result()
-	if err != nil {
-		t.Fatalf("captcha answer at %s: %v", captcha.Key(id), err)
-	}
-	return id, answer
+	return b.captcha()
 }
 
 func getPath(t *testing.T, s *liveServer, b *browser, itemID int64) reply {

@@ -41,6 +41,9 @@ type Config struct {
 	PayPollInterval time.Duration // PAY_POLL_INTERVAL: how often open payments are checked with the provider
 	ClaimIdle       time.Duration // ORDER_CLAIM_IDLE: how long a queued order waits on a silent instance before another takes it
 	TrustedProxies  string        // TRUSTED_PROXIES: comma-separated IPs and CIDR ranges whose X-Real-IP is the client's address; empty trusts none
+	PaySandbox      bool          // PAY_SANDBOX: mount the built-in payment sandbox and pay through it; on in demo mode, else off
+	PayNotifyURL    string        // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
+	MetricsListen   string        // METRICS_LISTEN: the operators' listener for /metrics (host:port), or off
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -54,14 +57,35 @@ func (c Config) ProviderURL() string {
 	return c.BaseURL + "/sandbox"
 }
 
-// CallbackSecret checks the provider's callbacks: PAY_SECRET, or one derived from SESSION_SECRET.
+// CallbackSecret checks the provider's callbacks (and makes the provider's API key): PAY_SECRET for a
+// real provider; the mounted sandbox has one of its own, derived from SESSION_SECRET, so that a sandbox
+// anyone can pay in never signs with a real provider's secret.
 func (c Config) CallbackSecret() string {
-	if c.PaySecret != "" {
+	if c.PaySecret != "" && !c.PaySandbox {
 		return c.PaySecret
 	}
+	label := "payment callbacks"
+	if c.PaySandbox {
+		label = "payment sandbox"
+	}
 	m := hmac.New(sha256.New, []byte(c.SessionSecret))
-	m.Write([]byte("payment callbacks"))
+	m.Write([]byte(label))
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// checkPayment checks what serving needs of the payment settings (seckill sandbox-pay and migrate do not).
+func (c Config) checkPayment() error {
+	var errs []error
+	if c.PaySandbox && c.PaySecret != "" {
+		errs = append(errs, errors.New("PAY_SECRET is a real provider's secret: the built-in sandbox (PAY_SANDBOX=on) signs with one of its own; set one or the other"))
+	}
+	if !c.PaySandbox && c.PayProviderURL == "" {
+		errs = append(errs, errors.New("PAY_PROVIDER_URL is required outside demo mode: the payment provider's API (or PAY_SANDBOX=on to try the product with the built-in sandbox)"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("configuration: %w", errors.Join(errs...))
+	}
+	return nil
 }
 
 // SecureCookies reports whether cookies must be marked Secure: the site is served over TLS.
@@ -115,6 +139,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		PaySecret:       getenv("PAY_SECRET"),
 		PayPollInterval: p.duration("PAY_POLL_INTERVAL", 2*time.Second),
 		ClaimIdle:       p.duration("ORDER_CLAIM_IDLE", 30*time.Second),
+		MetricsListen:   p.str("METRICS_LISTEN", "127.0.0.1:9090"),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
@@ -128,6 +153,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	switch {
 	case c.DatabaseURL == "" && c.RedisURL == "":
 		c.Demo = true
+		// A demo's passwords are published: it answers this machine only, unless told otherwise.
+		if c.ListenHost == "" {
+			c.ListenHost = "127.0.0.1"
+		}
 	case c.DatabaseURL == "":
 		p.fail("DATABASE_URL", "is required when REDIS_URL is set (leave both empty for demo mode)")
 	case c.RedisURL == "":
@@ -159,6 +188,17 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.PaySecret != "" && len(c.PaySecret) < 16 {
 		p.fail("PAY_SECRET", "must be at least 16 characters")
+	}
+	c.PaySandbox = p.oneOf("PAY_SANDBOX", map[bool]string{true: "on", false: "off"}[c.Demo], "on", "off") == "on"
+	if c.PayNotifyURL = strings.TrimSpace(getenv("PAY_NOTIFY_URL")); c.PayNotifyURL != "" {
+		if u, err := url.Parse(c.PayNotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.fail("PAY_NOTIFY_URL", "must be an absolute http:// or https:// URL")
+		}
+	}
+	if c.MetricsListen == "off" {
+		c.MetricsListen = ""
+	} else if _, port, err := net.SplitHostPort(c.MetricsListen); err != nil || port == "" {
+		p.fail("METRICS_LISTEN", fmt.Sprintf("must be host:port such as 127.0.0.1:9090, or off, got %q", c.MetricsListen))
 	}
 	if c.PayTimeout < time.Minute {
 		p.fail("PAY_TIMEOUT", "must be at least 1m")

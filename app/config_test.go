@@ -20,7 +20,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	if !cfg.Demo {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
-	want := Config{Port: 8080, BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
+	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, Demo: true}
 	if cfg != want {
@@ -90,8 +90,39 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			if c.BaseURL != "http://localhost:8181" {
 				t.Errorf("BaseURL = %q", c.BaseURL)
 			}
-			if c.ListenAddr() != ":8181" {
+			if c.ListenAddr() != "127.0.0.1:8181" {
+				t.Errorf("ListenAddr = %q, want this machine only (demo mode)", c.ListenAddr())
+			}
+		}},
+		{"a demo answers the network only when told", map[string]string{"LISTEN_HOST": "0.0.0.0"}, func(t *testing.T, c Config) {
+			if c.ListenAddr() != "0.0.0.0:8080" {
 				t.Errorf("ListenAddr = %q, want every interface", c.ListenAddr())
+			}
+		}},
+		{"outside demo mode the sandbox is off and the listener is every interface", map[string]string{
+			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret,
+		}, func(t *testing.T, c Config) {
+			if c.PaySandbox || c.ListenAddr() != ":8080" || c.MetricsListen != "127.0.0.1:9090" {
+				t.Errorf("PaySandbox = %v, ListenAddr = %q, MetricsListen = %q", c.PaySandbox, c.ListenAddr(), c.MetricsListen)
+			}
+			if err := c.checkPayment(); err == nil || !strings.Contains(err.Error(), "PAY_PROVIDER_URL") {
+				t.Errorf("serving with no payment provider and no sandbox: %v, want an error naming PAY_PROVIDER_URL", err)
+			}
+		}},
+		{"metrics off", map[string]string{"METRICS_LISTEN": "off"}, func(t *testing.T, c Config) {
+			if c.MetricsListen != "" {
+				t.Errorf("MetricsListen = %q, want none", c.MetricsListen)
+			}
+		}},
+		{"the sandbox signs with a secret of its own", map[string]string{"PAY_SANDBOX": "on", "SESSION_SECRET": goodSecret}, func(t *testing.T, c Config) {
+			real := c
+			real.PaySandbox, real.PaySecret = false, "a real provider's secret"
+			if c.CallbackSecret() == real.CallbackSecret() || c.CallbackSecret() == "" {
+				t.Error("the sandbox signs with the real provider's secret")
+			}
+			real.PaySecret = ""
+			if c.CallbackSecret() == real.CallbackSecret() {
+				t.Error("the sandbox's secret is the default provider secret")
 			}
 		}},
 	}
@@ -137,6 +168,9 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"poll interval not a duration", map[string]string{"PAY_POLL_INTERVAL": "often"}, "PAY_POLL_INTERVAL"},
 		{"claim idle zero", map[string]string{"ORDER_CLAIM_IDLE": "0s"}, "ORDER_CLAIM_IDLE"},
 		{"listen host a name", map[string]string{"LISTEN_HOST": "localhost"}, "LISTEN_HOST"},
+		{"sandbox neither on nor off", map[string]string{"PAY_SANDBOX": "yes"}, "PAY_SANDBOX"},
+		{"metrics listener no port", map[string]string{"METRICS_LISTEN": "127.0.0.1"}, "METRICS_LISTEN"},
+		{"notify url relative", map[string]string{"PAY_NOTIFY_URL": "/api/payments/notify"}, "PAY_NOTIFY_URL"},
 		{"trusted proxy a name", map[string]string{"TRUSTED_PROXIES": "127.0.0.1,nginx"}, "TRUSTED_PROXIES"},
 		{"trusted proxy range too wide", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"},
 		{"trusted proxy with a port", map[string]string{"TRUSTED_PROXIES": "127.0.0.1:80"}, "TRUSTED_PROXIES"},

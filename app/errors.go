@@ -36,6 +36,8 @@ var statusOf = map[string]int{
 	errs.OrderState:         fiber.StatusConflict,
 	errs.PaymentUnavailable: fiber.StatusServiceUnavailable,
 	errs.TooLarge:           fiber.StatusRequestEntityTooLarge,
+	errs.UnsupportedMedia:   fiber.StatusUnsupportedMediaType,
+	errs.Timeout:            fiber.StatusRequestTimeout,
 	errs.RateLimited:        fiber.StatusTooManyRequests,
 	errs.NotReady:           fiber.StatusServiceUnavailable,
 	errs.Internal:           fiber.StatusInternalServerError,

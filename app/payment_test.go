@@ -417,7 +417,7 @@ func TestDoubleClickOnPay(t *testing.T) {
 	if _, _, err := models.AddPayment(context.Background(), s.DB, &o, "sbx_second", s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	extra, err := payment.NewSandbox(s.Redis, s.URL+"/sandbox", s.Cfg.CallbackSecret(), time.Now).Create(context.Background(),
+	extra, err := payment.NewSandbox(s.Redis, s.URL+"/sandbox", s.Cfg.CallbackSecret(), "", time.Now).Create(context.Background(),
 		payment.Request{OrderNo: o.OrderNo + "-other", AmountCents: o.PriceCents})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"seckill/auth"
+	"seckill/handlers"
 	"seckill/internal/testenv"
 )
 
@@ -43,9 +45,12 @@ func TestTrustedProxiesSetTheClientAddress(t *testing.T) {
 			t.Cleanup(func() { srv.Close() })
 			base := startServer(t, srv.Fiber)
 
+			token, _ := auth.NewCSRF(cfg.SessionSecret).Token()
 			newQR := func(realIP string) int {
 				t.Helper()
 				req, _ := http.NewRequest("POST", base+"/api/qr/login", nil)
+				req.Header.Set(handlers.CSRFHeader, token)
+				req.Header.Set("Cookie", handlers.CSRFCookie+"="+token)
 				if realIP != "" {
 					req.Header.Set("X-Real-IP", realIP)
 				}

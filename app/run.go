@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -158,6 +159,9 @@ func runServe(ctx context.Context, env Env) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.checkPayment(); err != nil {
+		return err
+	}
 	log := newLogger(cfg, env.Stderr)
 	d := Deps{Log: log, Now: time.Now}
 	if cfg.Demo {
@@ -209,14 +213,44 @@ func runServe(ctx context.Context, env Env) error {
 		stopBackground()
 		<-background
 	}()
+	if cfg.MetricsListen != "" {
+		_, stopMetrics, err := serveMetrics(cfg.MetricsListen, srv.Metrics, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	ln, err := net.Listen("tcp", cfg.ListenAddr())
 	if err != nil {
 		return fmt.Errorf("LISTEN_HOST and PORT %s: %w", cfg.ListenAddr(), err)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
+	if cfg.Demo && cfg.ListenHost == "127.0.0.1" {
+		log.Info("listening on this machine only (demo mode; LISTEN_HOST=0.0.0.0 to answer the network)", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
+	} else {
+		log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
+	}
 	err = Serve(ctx, srv.Fiber, ln, cfg.ShutdownTimeout)
 	log.Info("stopped", "err", err)
 	return err
+}
+
+// serveMetrics serves /metrics on the operators' listener, apart from the public port; stop closes it.
+func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("METRICS_LISTEN %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	log.Info("metrics for operators", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return ln.Addr(), func() { _ = hs.Close() }, nil
 }
 
 // Serve answers on ln until ctx ends, then stops taking connections and gives the requests in flight up

@@ -3,15 +3,21 @@
 package auth
 
 import (
+	"context"
 	"fmt"
 	"regexp"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"seckill/errs"
+	"seckill/internal/gate"
 )
 
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9_]{3,32}$`)
+
+// ValidUsername reports whether name can be a username at all: a name that cannot is never looked up.
+func ValidUsername(name string) bool { return usernameRE.MatchString(name) }
 
 // ValidateCredentials checks a new account's username and password against the contract's rules.
 func ValidateCredentials(username, password string) error {
@@ -37,4 +43,47 @@ func HashPassword(password string, cost int) (string, error) {
 // CheckPassword reports whether password matches hash.
 func CheckPassword(hash, password string) bool {
 	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil
+}
+
+// Passwords hashes and checks passwords at a cost, a few at a time: bcrypt is meant to be slow (about a
+// quarter of a core-second at cost 12), and logins or registrations from anyone must not take the cores
+// the buy endpoint needs. A caller that waits too long for a turn is told to come back (429).
+type Passwords struct {
+	cost      int
+	gate      *gate.Gate
+	dummyHash string // checked against when a username is unknown, so that a miss takes as long as a hit
+}
+
+// NewPasswords returns a hasher at cost that runs at most concurrency hashes at once and makes a caller
+// wait at most wait for a turn.
+func NewPasswords(cost, concurrency int, wait time.Duration) (*Passwords, error) {
+	dummy, err := HashPassword("not a real password", cost)
+	if err != nil {
+		return nil, err
+	}
+	return &Passwords{cost: cost, gate: gate.New(concurrency, wait), dummyHash: dummy}, nil
+}
+
+// Hash hashes a new password in a turn.
+func (p *Passwords) Hash(ctx context.Context, password string) (hash string, err error) {
+	if gerr := p.gate.Do(ctx, func() { hash, err = HashPassword(password, p.cost) }); gerr != nil {
+		return "", gerr
+	}
+	return hash, err
+}
+
+// Turn runs fn in one of the hasher's turns: other work as costly as a hash shares the same bound.
+func (p *Passwords) Turn(ctx context.Context, fn func()) error { return p.gate.Do(ctx, fn) }
+
+// Check reports, in a turn, whether password matches hash; an empty hash (no such user) is checked
+// against a dummy, as slowly, and never matches.
+func (p *Passwords) Check(ctx context.Context, hash, password string) (ok bool, err error) {
+	err = p.gate.Do(ctx, func() {
+		if hash == "" {
+			CheckPassword(p.dummyHash, password)
+			return
+		}
+		ok = CheckPassword(hash, password)
+	})
+	return ok, err
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/mojocn/base64Captcha"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/errs"
+	"seckill/internal/gate"
 )
 
 // TTL is how long an answer waits to be used.
@@ -28,8 +28,7 @@ func Key(id string) string { return "captcha:" + id }
 type Captchas struct {
 	rdb    redis.UniversalClient
 	driver *base64Captcha.DriverDigit
-	slots  chan struct{} // drawing is costly: at most cap(slots) at once, so a crowd cannot starve buying
-	wait   time.Duration
+	gate   *gate.Gate // drawing is costly: a few at once, so a crowd cannot starve buying
 }
 
 // New returns a captcha maker that draws at most concurrency images at once, and makes a request wait at
@@ -38,29 +37,21 @@ func New(rdb redis.UniversalClient, concurrency int, wait time.Duration) *Captch
 	return &Captchas{
 		rdb:    rdb,
 		driver: base64Captcha.NewDriverDigit(80, 240, 5, 0.7, 80),
-		slots:  make(chan struct{}, max(concurrency, 1)),
-		wait:   wait,
+		gate:   gate.New(concurrency, wait),
 	}
 }
 
 // Draw makes a captcha and keeps its answer. It answers the id and a data:image/png;base64 image.
 func (c *Captchas) Draw(ctx context.Context) (id, image string, err error) {
-	select {
-	case c.slots <- struct{}{}:
-	default:
-		t := time.NewTimer(c.wait)
-		defer t.Stop()
-		select {
-		case c.slots <- struct{}{}:
-		case <-t.C:
-			return "", "", errs.Limited(time.Second)
-		case <-ctx.Done():
-			return "", "", ctx.Err()
-		}
+	var item base64Captcha.Item
+	var answer string
+	if gerr := c.gate.Do(ctx, func() {
+		var question string
+		_, question, answer = c.driver.GenerateIdQuestionAnswer()
+		item, err = c.driver.DrawCaptcha(question)
+	}); gerr != nil {
+		return "", "", gerr
 	}
-	_, question, answer := c.driver.GenerateIdQuestionAnswer()
-	item, err := c.driver.DrawCaptcha(question)
-	<-c.slots
 	if err != nil {
 		return "", "", fmt.Errorf("draw captcha: %w", err)
 	}

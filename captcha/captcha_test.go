@@ -52,12 +52,18 @@ func TestCaptchaIsSingleUseRightOrWrong(t *testing.T) {
 func TestDrawingIsBoundedUnderACrowd(t *testing.T) {
 	rdb := testenv.Redis(t)
 	c := New(rdb, 1, time.Nanosecond)
-	c.slots <- struct{}{} // one draw in progress takes the only slot
+	held, release, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() { // one draw in progress takes the only turn
+		c.gate.Do(context.Background(), func() { close(held); <-release })
+		close(released)
+	}()
+	<-held
 	_, _, err := c.Draw(context.Background())
 	if !errs.Is(err, errs.RateLimited) {
 		t.Fatalf("a draw with no free slot: %v, want rate_limited", err)
 	}
-	<-c.slots
+	close(release)
+	<-released
 	if _, _, err := c.Draw(context.Background()); err != nil {
 		t.Fatalf("a draw with a free slot: %v", err)
 	}

@@ -26,6 +26,7 @@ const (
 	MethodNotAllowed = "method_not_allowed"
 	QRState          = "qr_state"
 	Timeout          = "timeout"
+	UnsupportedMedia = "unsupported_media_type"
 
 	// The buying path.
 	BadCaptcha    = "bad_captcha"

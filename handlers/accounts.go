@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/auth"
+	"seckill/captcha"
 	"seckill/errs"
 	"seckill/models"
 	"seckill/ratelimit"
@@ -24,9 +25,12 @@ const (
 )
 
 // Login failures are slowed per username and per address: after a burst, one more try per interval.
+// Registrations are limited per address, attempts counted whatever their outcome.
 var (
-	loginPerUser = ratelimit.Limit{Rate: 5, Burst: 5, Period: 5 * time.Minute}
-	loginPerIP   = ratelimit.Limit{Rate: 30, Burst: 30, Period: time.Minute}
+	loginPerUser   = ratelimit.Limit{Rate: 5, Burst: 5, Period: 5 * time.Minute}
+	loginPerIP     = ratelimit.Limit{Rate: 30, Burst: 30, Period: time.Minute}
+	registerPerIP  = ratelimit.Limit{Rate: 10, Burst: 20, Period: time.Minute}
+	maxLoginLength = 72 // a longer password cannot be one (bcrypt reads 72 bytes)
 )
 
 // Accounts serves registration, login, logout and the session and CSRF middleware.
@@ -35,21 +39,11 @@ type Accounts struct {
 	Sessions      *auth.Sessions
 	CSRF          *auth.CSRF
 	Limits        *ratelimit.Shared
-	BcryptCost    int
+	Passwords     *auth.Passwords
+	Captchas      *captcha.Captchas
 	SecureCookies bool
 	RateLimitIP   bool
 	SessionTTL    time.Duration
-	dummyHash     string // compared against when the username is unknown, so that a miss takes as long as a hit
-}
-
-// NewAccounts returns the accounts handlers; it hashes a dummy password at the configured cost.
-func NewAccounts(a Accounts) (*Accounts, error) {
-	h, err := auth.HashPassword("not a real password", a.BcryptCost)
-	if err != nil {
-		return nil, err
-	}
-	a.dummyHash = h
-	return &a, nil
 }
 
 // UserJSON is a user as the API shows it.
@@ -77,25 +71,46 @@ func (h *Accounts) LoadSession(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// RequireCSRF refuses a state-changing request made with a session cookie unless it carries the CSRF token.
+// NotifyPath is the payment provider's callback: the one unsafe API request a browser never makes, so
+// the one that carries no CSRF token (its signature is checked instead).
+const NotifyPath = "/api/payments/notify"
+
+var (
+	errCSRF      = errs.Static(errs.CSRF, "missing or wrong "+CSRFHeader+" header: get a token from GET /api/csrf")
+	errNotJSON   = errs.Static(errs.UnsupportedMedia, "the request body must be JSON, sent as Content-Type: application/json")
+	errBadBody   = errs.Static(errs.BadRequest, "body: must be a JSON object with the documented fields")
+	errBadLogin  = errs.Static(errs.BadCredentials, "wrong username or password")
+	errNeedLogin = errs.Static(errs.Unauthenticated, "log in first")
+)
+
+// RequireCSRF refuses every state-changing API request, with a session or without (login and
+// registration too: a cross-site form must not log a victim into the attacker's account), unless it
+// carries the CSRF token; and refuses a body that is not JSON, so that a cross-site form's text/plain
+// body that happens to parse as JSON is never read.
 func (h *Accounts) RequireCSRF(c *fiber.Ctx) error {
 	switch c.Method() {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 		return c.Next()
 	}
-	if c.Cookies(SessionCookie) == "" {
-		return c.Next()
+	if c.Path() != NotifyPath && !h.CSRF.Valid(c.Get(CSRFHeader), c.Cookies(CSRFCookie)) {
+		return errCSRF
 	}
-	if !h.CSRF.Valid(c.Get(CSRFHeader), c.Cookies(CSRFCookie)) {
-		return errs.New(errs.CSRF, "missing or wrong "+CSRFHeader+" header: get a token from GET /api/csrf")
+	if len(c.Body()) > 0 && !isJSON(c.Get(fiber.HeaderContentType)) {
+		return errNotJSON
 	}
 	return c.Next()
+}
+
+// isJSON reports whether a Content-Type is application/json, with or without parameters.
+func isJSON(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON)
 }
 
 // RequireUser answers 401 without a session.
 func RequireUser(c *fiber.Ctx) error {
 	if _, ok := SessionOf(c); !ok {
-		return errs.New(errs.Unauthenticated, "log in first")
+		return errNeedLogin
 	}
 	return c.Next()
 }
@@ -156,25 +171,46 @@ type credentials struct {
 // ParseJSON decodes the request body into v, answering bad_request for a body that is not that JSON.
 func ParseJSON(c *fiber.Ctx, v any) error {
 	if err := json.Unmarshal(c.Body(), v); err != nil {
-		return errs.New(errs.BadRequest, "body: must be a JSON object with the documented fields")
+		return errBadBody
 	}
 	return nil
 }
 
-// Register makes a shopper account and logs it in.
+// Register makes a shopper account and logs it in. The cheap checks come first and the costly last: the
+// per-address limit, the fields, the captcha (used up only by a request whose fields are good), whether
+// the name is taken, and only then the hash, in a bounded turn.
 func (h *Accounts) Register(c *fiber.Ctx) error {
-	var in credentials
+	var in struct {
+		credentials
+		CaptchaID     string `json:"captcha_id"`
+		CaptchaAnswer string `json:"captcha_answer"`
+	}
 	if err := ParseJSON(c, &in); err != nil {
 		return err
+	}
+	ctx := c.UserContext()
+	if h.RateLimitIP {
+		if err := h.Limits.Allow(ctx, "register:ip:"+addressKey(c), registerPerIP); err != nil {
+			return err
+		}
 	}
 	if err := auth.ValidateCredentials(in.Username, in.Password); err != nil {
 		return err
 	}
-	hash, err := auth.HashPassword(in.Password, h.BcryptCost)
+	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
+		return err
+	}
+	switch _, err := models.UserByUsername(ctx, h.DB, in.Username); {
+	case err == nil:
+		return errs.New(errs.UsernameTaken, "this username is taken: choose another")
+	case !errs.Is(err, errs.NotFound):
+		return err
+	}
+	hash, err := h.Passwords.Hash(ctx, in.Password)
 	if err != nil {
 		return err
 	}
-	u, err := models.CreateUser(c.UserContext(), h.DB, in.Username, hash, models.RoleShopper)
+	u, err := models.CreateUser(ctx, h.DB, in.Username, hash, models.RoleShopper)
 	if err != nil {
 		return err
 	}
@@ -194,24 +230,33 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 		return errs.Invalid("username", "and password are required")
 	}
 	ctx := c.UserContext()
-	userKey, ipKey := "login:user:"+strings.ToLower(in.Username), "login:ip:"+c.IP()
-	if err := h.Limits.Check(ctx, userKey, loginPerUser); err != nil {
-		return err
-	}
+	ipKey := "login:ip:" + addressKey(c)
 	if h.RateLimitIP {
 		if err := h.Limits.Check(ctx, ipKey, loginPerIP); err != nil {
 			return err
 		}
 	}
+	// A name that cannot be a username names no account: it is refused before it becomes a key.
+	if !auth.ValidUsername(in.Username) || len(in.Password) > maxLoginLength {
+		return h.failed(ctx, "", ipKey)
+	}
+	userKey := "login:user:" + strings.ToLower(in.Username)
+	if err := h.Limits.Check(ctx, userKey, loginPerUser); err != nil {
+		return err
+	}
 	u, err := models.UserByUsername(ctx, h.DB, in.Username)
 	if err != nil && !errs.Is(err, errs.NotFound) {
 		return err
 	}
-	if u == nil {
-		auth.CheckPassword(h.dummyHash, in.Password) // as slow as a real check
-		return h.failed(ctx, userKey, ipKey)
+	hash := ""
+	if u != nil {
+		hash = u.PasswordHash
 	}
-	if !auth.CheckPassword(u.PasswordHash, in.Password) {
+	ok, err := h.Passwords.Check(ctx, hash, in.Password) // an unknown name is checked as slowly
+	if err != nil {
+		return err
+	}
+	if !ok || u == nil {
 		return h.failed(ctx, userKey, ipKey)
 	}
 	if err := h.StartSession(c, u); err != nil {
@@ -222,11 +267,13 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 
 func (h *Accounts) failed(ctx context.Context, userKey, ipKey string) error {
 	// The answer is bad_credentials whatever the counters say: the next try is the one that is slowed.
-	_ = h.Limits.Allow(ctx, userKey, loginPerUser)
+	if userKey != "" {
+		_ = h.Limits.Allow(ctx, userKey, loginPerUser)
+	}
 	if h.RateLimitIP {
 		_ = h.Limits.Allow(ctx, ipKey, loginPerIP)
 	}
-	return errs.New(errs.BadCredentials, "wrong username or password")
+	return errBadLogin
 }
 
 // Logout ends the user's sessions everywhere and clears the cookie.

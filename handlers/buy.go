@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/hex"
 	"strconv"
 	"time"
@@ -44,7 +45,7 @@ type Buy struct {
 func (h *Buy) Captcha(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	if h.RateLimitIP {
-		if err := h.Limits.Allow(ctx, "captcha:ip:"+c.IP(), captchaPerIP); err != nil {
+		if err := h.Limits.Allow(ctx, "captcha:ip:"+addressKey(c), captchaPerIP); err != nil {
 			return err
 		}
 	}
@@ -76,26 +77,19 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	if err := ParseJSON(c, &in); err != nil {
 		return err
 	}
-	if in.CaptchaID == "" {
-		return errs.Invalid("captcha_id", "is required")
-	}
-	if in.CaptchaAnswer == "" {
-		return errs.Invalid("captcha_answer", "is required")
+	if err := requireCaptcha(in.CaptchaID, in.CaptchaAnswer); err != nil {
+		return err
 	}
 	if err := h.Limits.Allow(ctx, "path:user:"+strconv.FormatInt(s.UserID, 10), pathPerUser); err != nil {
 		return err
 	}
 	if h.RateLimitIP {
-		if err := h.Limits.Allow(ctx, "path:ip:"+c.IP(), pathPerIP); err != nil {
+		if err := h.Limits.Allow(ctx, "path:ip:"+addressKey(c), pathPerIP); err != nil {
 			return err
 		}
 	}
-	ok, err := h.Captchas.Check(ctx, in.CaptchaID, in.CaptchaAnswer)
-	if err != nil {
+	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
 		return err
-	}
-	if !ok {
-		return errs.New(errs.BadCaptcha, "the captcha answer is wrong or the captcha was used: get a new one")
 	}
 	if h.Flags.SoldOut(itemID) {
 		return errs.New(errs.SoldOut, "sold out")
@@ -118,6 +112,34 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"path": token})
+}
+
+var errBadCaptcha = errs.Static(errs.BadCaptcha, "the captcha answer is wrong or the captcha was used: get a new one")
+
+// requireCaptcha answers bad_request when a captcha field is missing.
+func requireCaptcha(id, answer string) error {
+	if id == "" {
+		return errs.Invalid("captcha_id", "is required")
+	}
+	if answer == "" {
+		return errs.Invalid("captcha_answer", "is required")
+	}
+	return nil
+}
+
+// checkCaptcha uses up the captcha and answers bad_captcha unless answer was right.
+func checkCaptcha(ctx context.Context, captchas *captcha.Captchas, id, answer string) error {
+	if err := requireCaptcha(id, answer); err != nil {
+		return err
+	}
+	ok, err := captchas.Check(ctx, id, answer)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errBadCaptcha
+	}
+	return nil
 }
 
 // notLoaded answers for an item whose sale is not in Redis: 404 unless it is in an approved activity,
@@ -157,7 +179,7 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	}
 	defer func() { h.Answers.Add(itemID, answerOf(err), h.Now()) }()
 	if h.RateLimitIP {
-		if err := h.BuyLimit.Allow(c.IP()); err != nil {
+		if err := h.BuyLimit.Allow(addressKey(c)); err != nil {
 			return err
 		}
 	}

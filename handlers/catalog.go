@@ -135,8 +135,11 @@ func (h *Catalog) Item(c *fiber.Ctx) error {
 
 // pathID reads a positive integer id from the path. A malformed id cannot name anything: 404.
 func pathID(c *fiber.Ctx, param, what string) (int64, error) {
-	id, err := strconv.ParseInt(c.Params(param), 10, 64)
-	if err != nil || id <= 0 {
+	raw := c.Params(param)
+	id, err := strconv.ParseInt(raw, 10, 64)
+	// Only the canonical form names an item: "02", "+2" and "2.0" are 404, so that no cache or key is
+	// made per spelling of one id.
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != raw {
 		return 0, errs.New(errs.NotFound, "no such "+what)
 	}
 	return id, nil

@@ -29,7 +29,7 @@ type Consoles struct {
 func pageRole(c *fiber.Ctx, now time.Time, roles ...string) (auth.Session, bool, error) {
 	s, ok := SessionOf(c)
 	if !ok {
-		return s, false, c.Redirect("/login?next=" + url.QueryEscape(c.OriginalURL()))
+		return s, false, redirectLocal(c, "/login?next="+url.QueryEscape(c.OriginalURL()))
 	}
 	for _, r := range roles {
 		if s.Role == r {

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
 	"gorm.io/gorm"
 
@@ -41,7 +42,8 @@ func PageData(c *fiber.Ctx, now time.Time, title string, kv ...any) fiber.Map {
 
 // Pages renders the HTML pages. The shared pages (home, item detail) are the same for every visitor (the
 // per-user parts come from the JSON API), so each is rendered at most once per second per language and
-// served from memory in between: a crowd on the detail page costs one render a second.
+// served from memory in between: a crowd on the detail page costs one render a second. An item that does
+// not exist is remembered as such for as long, so that asking for it again costs no query either.
 type Pages struct {
 	DB    *gorm.DB
 	Left  *stock.LeftCache
@@ -49,30 +51,41 @@ type Pages struct {
 	Views fiber.Views
 	TTL   time.Duration // how long a rendered shared page is served (default 1s)
 
-	mu     sync.Mutex
-	cache  map[string]renderedPage
+	once   sync.Once
+	cache  *expirable.LRU[string, renderedPage]
 	flight singleflight.Group
 }
+
+// maxSharedPages bounds the rendered pages kept: two languages of every item of a few thousand sales.
+const maxSharedPages = 8192
 
 type renderedPage struct {
 	body   []byte
 	status int
-	at     time.Time
+	err    error // a not_found answer, kept like a page
 }
 
-// shared answers a page that every visitor sees alike, rendering it at most once per TTL per key.
+// shared answers a page that every visitor sees alike, rendering it at most once per TTL per key. key
+// names what is rendered in canonical form (never the raw path), so that spellings of one page share one
+// entry.
 func (h *Pages) shared(c *fiber.Ctx, key string, build func() (status int, view string, data fiber.Map, err error)) error {
-	ttl := h.TTL
-	if ttl <= 0 {
-		ttl = time.Second
-	}
+	h.once.Do(func() {
+		ttl := h.TTL
+		if ttl <= 0 {
+			ttl = time.Second
+		}
+		h.cache = expirable.NewLRU[string, renderedPage](maxSharedPages, nil, ttl)
+	})
 	key = Lang(c) + ":" + key
-	h.mu.Lock()
-	p, ok := h.cache[key]
-	h.mu.Unlock()
-	if !ok || time.Since(p.at) >= ttl {
+	p, ok := h.cache.Get(key)
+	if !ok {
 		v, err, _ := h.flight.Do(key, func() (any, error) {
 			status, view, data, err := build()
+			if errs.Is(err, errs.NotFound) {
+				p := renderedPage{err: err}
+				h.cache.Add(key, p)
+				return p, nil
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -80,19 +93,17 @@ func (h *Pages) shared(c *fiber.Ctx, key string, build func() (status int, view 
 			if err := h.Views.Render(&buf, view, data, Layout); err != nil {
 				return nil, err
 			}
-			p := renderedPage{body: buf.Bytes(), status: status, at: time.Now()}
-			h.mu.Lock()
-			if h.cache == nil {
-				h.cache = map[string]renderedPage{}
-			}
-			h.cache[key] = p
-			h.mu.Unlock()
+			p := renderedPage{body: buf.Bytes(), status: status}
+			h.cache.Add(key, p)
 			return p, nil
 		})
 		if err != nil {
 			return err
 		}
 		p = v.(renderedPage)
+	}
+	if p.err != nil {
+		return p.err
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
@@ -118,7 +129,7 @@ func (h *Pages) Item(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return h.shared(c, "item:"+c.Params("id"), func() (int, string, fiber.Map, error) {
+	return h.shared(c, "item:"+strconv.FormatInt(id, 10), func() (int, string, fiber.Map, error) {
 		it, act, err := models.ItemWithActivity(c.UserContext(), h.DB, id)
 		if err != nil {
 			return 0, "", nil, err
@@ -138,18 +149,14 @@ func (h *Pages) SetLang(c *fiber.Ctx) error {
 	}
 	c.Cookie(&fiber.Cookie{Name: LangCookie, Value: lang, Path: "/", Expires: time.Now().Add(365 * 24 * time.Hour), SameSite: fiber.CookieSameSiteLaxMode})
 	// Back to the page the switch was clicked on: a local path only, never another site.
-	back := c.Query("back")
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
-		back = "/"
-	}
-	return c.Redirect(back)
+	return redirectLocal(c, c.Query("back"))
 }
 
 // Orders renders the logged-in shopper's orders.
 func (h *Pages) Orders(c *fiber.Ctx) error {
 	s, ok := SessionOf(c)
 	if !ok {
-		return c.Redirect("/login?next=" + url.QueryEscape("/orders"))
+		return redirectLocal(c, "/login?next="+url.QueryEscape("/orders"))
 	}
 	orders, err := models.OrdersOfUser(c.UserContext(), h.DB, s.UserID)
 	if err != nil {
@@ -167,7 +174,7 @@ func (h *Pages) Orders(c *fiber.Ctx) error {
 func (h *Pages) Order(c *fiber.Ctx) error {
 	s, ok := SessionOf(c)
 	if !ok {
-		return c.Redirect("/login?next=" + url.QueryEscape("/orders/"+c.Params("order_no")))
+		return redirectLocal(c, "/login?next="+url.QueryEscape("/orders/"+c.Params("order_no")))
 	}
 	o, err := models.OrderOfUser(c.UserContext(), h.DB, s.UserID, c.Params("order_no"))
 	if err != nil {
@@ -198,7 +205,7 @@ func (h *Pages) Register(c *fiber.Ctx) error {
 func (h *Pages) QRPhone(c *fiber.Ctx) error {
 	s, ok := SessionOf(c)
 	if !ok {
-		return c.Redirect("/login?next=" + url.QueryEscape("/m/qr/"+c.Params("id")))
+		return redirectLocal(c, "/login?next="+url.QueryEscape("/m/qr/"+c.Params("id")))
 	}
 	u, err := models.UserByID(c.UserContext(), h.DB, s.UserID)
 	if err != nil {

@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -13,6 +15,7 @@ import (
 	"seckill/errs"
 	"seckill/models"
 	"seckill/payment"
+	"seckill/ratelimit"
 )
 
 // Payments serves paying for an order and the provider's callback.
@@ -97,20 +100,44 @@ func (h *Payments) Notify(c *fiber.Ctx) error {
 	if n.Status != payment.StatusPaid {
 		return c.JSON(fiber.Map{"ok": true})
 	}
-	changed, status, err := models.MarkPaid(ctx, h.DB, p, h.Now())
+	out, err := models.MarkPaid(ctx, h.DB, p, h.Now())
 	if err != nil {
 		return err
 	}
-	if !changed && status == models.OrderCancelled {
-		h.Log.Error("money received for a cancelled order: refund it", "order_no", p.OrderNo, "payment_id", p.ProviderID, "amount_cents", p.AmountCents)
+	if out.Refund {
+		payment.RefundNeeded(ctx, h.Log, p.OrderNo, p.ProviderID, p.AmountCents, out.Status)
 	}
 	return c.JSON(fiber.Map{"ok": true})
 }
 
-// Sandbox serves the stand-in payment provider: its API for the shop and its page for the payer.
+// Sandbox serves the stand-in payment provider: its API for the shop (with the shop's API key) and its
+// page for the payer.
 type Sandbox struct {
-	Pay *payment.Sandbox
-	Now func() time.Time
+	Pay         *payment.Sandbox
+	Key         string // the API key the shop sends
+	Limits      *ratelimit.Shared
+	RateLimitIP bool
+	Now         func() time.Time
+}
+
+// payerPerIP limits the payer's presses of Pay and Cancel per address.
+var payerPerIP = ratelimit.Limit{Rate: 30, Burst: 30, Period: time.Minute}
+
+// RequireKey refuses the provider's API to a caller without the shop's API key.
+func (h *Sandbox) RequireKey(c *fiber.Ctx) error {
+	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.Key)) != 1 {
+		return errs.New(errs.Unauthenticated, "the provider's API needs the merchant's API key (Authorization: Bearer …)")
+	}
+	return c.Next()
+}
+
+// payer counts one press of Pay or Cancel from this address.
+func (h *Sandbox) payer(c *fiber.Ctx) error {
+	if !h.RateLimitIP {
+		return nil
+	}
+	return h.Limits.Allow(c.UserContext(), "sandbox:ip:"+addressKey(c), payerPerIP)
 }
 
 func sandboxStatus(c *fiber.Ctx, st string, err error) error {
@@ -129,8 +156,8 @@ func (h *Sandbox) Create(c *fiber.Ctx) error {
 	if err := ParseJSON(c, &r); err != nil {
 		return err
 	}
-	if r.OrderNo == "" || r.AmountCents <= 0 {
-		return errs.Invalid("amount_cents", "order_no and a positive amount_cents are required")
+	if !payment.ValidRequest(r) {
+		return errs.Invalid("order_no", "must be 1 to 64 letters, digits, '-' or '_', with amount_cents from 1 to 100000000")
 	}
 	out, err := h.Pay.Create(c.UserContext(), r)
 	if err != nil {
@@ -165,16 +192,22 @@ func (h *Sandbox) Page(c *fiber.Ctx) error {
 
 // Confirm is the payer pressing Pay.
 func (h *Sandbox) Confirm(c *fiber.Ctx) error {
+	if err := h.payer(c); err != nil {
+		return err
+	}
 	if _, err := h.Pay.Confirm(c.UserContext(), c.Params("id")); err != nil && !payment.IsNotFound(err) {
 		return err
 	}
-	return c.Redirect("/sandbox/pay/" + c.Params("id"))
+	return redirectLocal(c, "/sandbox/pay/"+c.Params("id"))
 }
 
 // Cancel is the payer pressing Cancel.
 func (h *Sandbox) Cancel(c *fiber.Ctx) error {
+	if err := h.payer(c); err != nil {
+		return err
+	}
 	if _, err := h.Pay.Cancel(c.UserContext(), c.Params("id")); err != nil && !payment.IsNotFound(err) {
 		return err
 	}
-	return c.Redirect("/sandbox/pay/" + c.Params("id"))
+	return redirectLocal(c, "/sandbox/pay/"+c.Params("id"))
 }

@@ -40,7 +40,7 @@ func PNGDataURL(content string) (string, error) {
 func (h *QRLogin) Create(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	if h.Accounts.RateLimitIP {
-		if err := h.Accounts.Limits.Allow(ctx, "qr:ip:"+c.IP(), qrPerIP); err != nil {
+		if err := h.Accounts.Limits.Allow(ctx, "qr:ip:"+addressKey(c), qrPerIP); err != nil {
 			return err
 		}
 	}

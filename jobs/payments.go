@@ -89,17 +89,16 @@ func (p *PaymentPoller) round(ctx context.Context, counts map[string]int64) erro
 // settlePaid records a paid payment; money that came in for an order no longer waiting for it (cancelled,
 // or paid twice) is logged as needing a refund, and counted.
 func settlePaid(ctx context.Context, db *gorm.DB, log *slog.Logger, p *models.Payment, now time.Time, counts map[string]int64) error {
-	changed, status, err := models.MarkPaid(ctx, db, p, now)
+	out, err := models.MarkPaid(ctx, db, p, now)
 	if err != nil {
 		return err
 	}
 	switch {
-	case changed:
+	case out.Paid:
 		counts["paid"]++
-	case status == models.OrderCancelled || status == models.OrderPaid:
+	case out.Refund:
 		counts["refund_needed"]++
-		log.Error("money received for an order that does not need it: refund it", "order_no", p.OrderNo,
-			"payment_id", p.ProviderID, "amount_cents", p.AmountCents, "order_status", status)
+		payment.RefundNeeded(ctx, log, p.OrderNo, p.ProviderID, p.AmountCents, out.Status)
 	}
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Client is an HTTP client for one server, shared by every simulated user.
@@ -172,14 +174,28 @@ func (c *Client) Login(ctx context.Context, u *User) error {
 	return nil
 }
 
-// Register makes u a shopper and logs it in.
-func (c *Client) Register(ctx context.Context, u *User) error {
-	var me struct{ ID int64 }
-	if err := c.JSON(ctx, http.MethodPost, "/api/auth/register", map[string]string{"username": u.Name, "password": u.Password}, u, &me); err != nil {
-		return err
+// Register makes u a shopper, passing the captcha registration asks for, and logs it in.
+func (c *Client) Register(ctx context.Context, rdb redis.UniversalClient, u *User) error {
+	for try := 0; ; try++ {
+		body, retry, err := c.SolveCaptcha(ctx, rdb, u)
+		if err != nil {
+			return err
+		}
+		if retry && try < 200 {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if body == nil {
+			return fmt.Errorf("register %s: the captcha stayed too busy", u.Name)
+		}
+		body["username"], body["password"] = u.Name, u.Password
+		var me struct{ ID int64 }
+		if err := c.JSON(ctx, http.MethodPost, "/api/auth/register", body, u, &me); err != nil {
+			return err
+		}
+		u.ID = me.ID
+		return nil
 	}
-	u.ID = me.ID
-	return nil
 }
 
 // Close closes the idle connections, so that a finished run leaves none for the server to time out.

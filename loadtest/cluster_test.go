@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -108,10 +109,13 @@ func startCluster(t *testing.T) *cluster {
 	return c
 }
 
-// served counts the buys an instance answered with 202, from its own /metrics.
+// served counts the buys an instance answered with 202, from its own /metrics (on the operators'
+// listener, which cluster.sh puts at the instance's port + 1000).
 func served(t *testing.T, app string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + app + "/metrics")
+	host, port, _ := net.SplitHostPort(app)
+	p, _ := strconv.Atoi(port)
+	resp, err := http.Get("http://" + net.JoinHostPort(host, strconv.Itoa(p+1000)) + "/metrics")
 	if err != nil {
 		t.Fatalf("metrics of %s: %v", app, err)
 	}

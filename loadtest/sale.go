@@ -74,13 +74,39 @@ func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, 
 	return first
 }
 
-// RegisterUsers registers n shoppers named prefix0..prefixN-1 with 16 workers.
-func (c *Client) RegisterUsers(ctx context.Context, prefix string, n int, progress func(done int)) ([]*User, error) {
+// SolveCaptcha draws a captcha as u and reads its answer from Redis, as the contract lets an operator's
+// tool do; it answers the fields a request sends, or retry when the server said too many at once.
+func (c *Client) SolveCaptcha(ctx context.Context, rdb redis.UniversalClient, u *User) (fields map[string]string, retry bool, err error) {
+	var cap struct {
+		CaptchaID string `json:"captcha_id"`
+	}
+	a, err := c.Do(ctx, http.MethodGet, "/api/captcha", nil, u)
+	if err != nil {
+		return nil, false, err
+	}
+	if a.Status == http.StatusTooManyRequests {
+		return nil, true, nil
+	}
+	if a.Status != 200 {
+		return nil, false, fmt.Errorf("captcha: %d %s", a.Status, a.Body)
+	}
+	if err := jsonUnmarshal(a.Body, &cap); err != nil {
+		return nil, false, err
+	}
+	answer, err := rdb.Get(ctx, "captcha:"+cap.CaptchaID).Result()
+	if err != nil {
+		return nil, false, fmt.Errorf("captcha answer: %w", err)
+	}
+	return map[string]string{"captcha_id": cap.CaptchaID, "captcha_answer": answer}, false, nil
+}
+
+// RegisterUsers registers n shoppers named prefix0..prefixN-1 with 16 workers, each passing a captcha.
+func (c *Client) RegisterUsers(ctx context.Context, rdb redis.UniversalClient, prefix string, n int, progress func(done int)) ([]*User, error) {
 	users := make([]*User, n)
 	var done atomic.Int64
 	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		u := &User{Name: fmt.Sprintf("%s%d", prefix, i), Password: "load-test-password"}
-		if err := c.Register(ctx, u); err != nil {
+		if err := c.Register(ctx, rdb, u); err != nil {
 			return err
 		}
 		users[i] = u
@@ -99,30 +125,16 @@ func (c *Client) GetPaths(ctx context.Context, rdb redis.UniversalClient, users 
 	var done atomic.Int64
 	err := parallel(ctx, len(users), 16, func(ctx context.Context, i int) error {
 		for try := 0; ; try++ {
-			var cap struct {
-				CaptchaID string `json:"captcha_id"`
-			}
-			a, err := c.Do(ctx, http.MethodGet, "/api/captcha", nil, users[i])
+			solved, retry, err := c.SolveCaptcha(ctx, rdb, users[i])
 			if err != nil {
 				return err
 			}
-			if a.Status == http.StatusTooManyRequests && try < 200 {
+			if retry && try < 200 {
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}
-			if a.Status != 200 {
-				return fmt.Errorf("captcha: %d %s", a.Status, a.Body)
-			}
-			if err := jsonUnmarshal(a.Body, &cap); err != nil {
-				return err
-			}
-			answer, err := rdb.Get(ctx, "captcha:"+cap.CaptchaID).Result()
-			if err != nil {
-				return fmt.Errorf("captcha answer: %w", err)
-			}
 			var p struct{ Path string }
-			a, err = c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/path", itemID),
-				map[string]string{"captcha_id": cap.CaptchaID, "captcha_answer": answer}, users[i])
+			a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/path", itemID), solved, users[i])
 			if err != nil {
 				return err
 			}

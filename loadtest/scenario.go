@@ -94,7 +94,7 @@ func (c *Client) Buying(ctx context.Context, rdb redis.UniversalClient, name str
 	}
 	prefix := Name("lt")
 	logf(o.Log, "%s: registering %d shoppers", name, o.Users)
-	users, err := c.RegisterUsers(ctx, prefix, o.Users, bar(o.Log, "register", o.Users))
+	users, err := c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (c *Client) SoldOut(ctx context.Context, rdb redis.UniversalClient, o Optio
 		return nil, err
 	}
 	prefix := Name("so")
-	users, err := c.RegisterUsers(ctx, prefix, o.Users, bar(o.Log, "register", o.Users))
+	users, err := c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
 	if err != nil {
 		return nil, err
 	}

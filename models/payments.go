@@ -58,29 +58,41 @@ func PaymentByProviderID(ctx context.Context, db *gorm.DB, id string) (*Payment,
 	return &p, nil
 }
 
-// MarkPaid records that a payment was paid: the payment is paid whatever happened to the order, and the
-// order becomes paid, once, and only from pending_payment (a cancelled order stays cancelled: whichever
-// of paying and cancelling commits first wins). It reports whether this call changed the order, and the
-// order's status after it: paid money on a cancelled order must be refunded.
-func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (bool, string, error) {
-	var changed bool
-	var status string
+// PaidOutcome is what recording a paid payment did.
+type PaidOutcome struct {
+	Paid   bool   // this payment paid its order (which waited for it)
+	Status string // the order's status after it
+	// Refund: this payment's money came in now for an order that no longer needed it (cancelled, or paid
+	// by another payment): the money must go back. A payment seen paid twice (a callback and a poll) is
+	// counted once.
+	Refund bool
+}
+
+// MarkPaid records that payment p was paid: the payment, and its order if the order still waits for it,
+// in one transaction.
+func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (PaidOutcome, error) {
+	var out PaidOutcome
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		pay := tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ? AND status <> ?", PaymentPaid, now, p.ID, PaymentPaid)
+		if pay.Error != nil {
+			return pay.Error
+		}
 		res := tx.Exec("UPDATE orders SET status = ?, paid_at = ?, updated_at = ? WHERE id = ? AND status = ?",
 			OrderPaid, now, now, p.OrderID, OrderPendingPayment)
 		if res.Error != nil {
 			return res.Error
 		}
-		changed = res.RowsAffected == 1
-		if err := tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ?", PaymentPaid, now, p.ID).Error; err != nil {
+		out.Paid = res.RowsAffected == 1
+		if err := tx.Raw("SELECT status FROM orders WHERE id = ?", p.OrderID).Scan(&out.Status).Error; err != nil {
 			return err
 		}
-		return tx.Raw("SELECT status FROM orders WHERE id = ?", p.OrderID).Scan(&status).Error
+		out.Refund = pay.RowsAffected == 1 && !out.Paid && (out.Status == OrderCancelled || out.Status == OrderPaid)
+		return nil
 	})
 	if err != nil {
-		return false, "", fmt.Errorf("mark order %s paid: %w", p.OrderNo, err)
+		return PaidOutcome{}, fmt.Errorf("mark order %s paid: %w", p.OrderNo, err)
 	}
-	return changed, status, nil
+	return out, nil
 }
 
 // CancelUnpaid cancels an order still pending payment and gives its unit back in the database, in one

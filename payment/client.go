@@ -18,14 +18,17 @@ import (
 // nothing but a quick ErrUnavailable.
 type Client struct {
 	base    string
+	key     string // the API key, sent as a bearer token
 	http    *http.Client
 	breaker *gobreaker.CircuitBreaker[[]byte]
 }
 
-// NewClient talks to the provider at base (the sandbox's /sandbox, say) with a per-call timeout.
-func NewClient(base string, timeout time.Duration) *Client {
+// NewClient talks to the provider at base (the sandbox's /sandbox, say) with its API key and a per-call
+// timeout.
+func NewClient(base, key string, timeout time.Duration) *Client {
 	return &Client{
 		base: base,
+		key:  key,
 		http: &http.Client{Timeout: timeout},
 		breaker: gobreaker.NewCircuitBreaker[[]byte](gobreaker.Settings{
 			Name:        "payment",
@@ -89,6 +92,7 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte) 
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.key)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"time"
 )
 
@@ -65,6 +66,22 @@ const SignatureHeader = "X-Pay-Signature"
 func Sign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// RefundNeeded flags money that came in for an order that no longer needed it (cancelled, or paid by
+// another payment), wherever the shop learnt of it (its poller, or the provider's callback): an error in
+// the log, with what a person needs to refund it.
+func RefundNeeded(ctx context.Context, log *slog.Logger, orderNo, paymentID string, amountCents int64, orderStatus string) {
+	log.ErrorContext(ctx, "money received for an order that does not need it: refund it", "order_no", orderNo,
+		"payment_id", paymentID, "amount_cents", amountCents, "order_status", orderStatus)
+}
+
+// APIKey is the key the shop sends to the provider's API (Authorization: Bearer …), derived from the
+// secret both share: a provider's API serves its merchants only, never anyone who finds its address.
+func APIKey(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("provider api key"))
 	return hex.EncodeToString(m.Sum(nil))
 }
 

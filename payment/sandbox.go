@@ -19,16 +19,57 @@ import (
 // same ones), a payer confirms or cancels on its page, and it calls the shop back with a signed
 // notification. The shop talks to it only over HTTP, through Client.
 type Sandbox struct {
-	rdb     redis.UniversalClient
-	baseURL string // where the sandbox is served, for pay_url
-	secret  string // signs callbacks
-	http    *http.Client
-	now     func() time.Time
+	rdb       redis.UniversalClient
+	baseURL   string // where the sandbox is served, for pay_url
+	secret    string // signs callbacks
+	notifyURL string // the shop's callback address, fixed by the operator: never one a caller names
+	http      *http.Client
+	now       func() time.Time
 }
 
-// NewSandbox returns the sandbox served at baseURL (for example https://shop.example/sandbox).
-func NewSandbox(rdb redis.UniversalClient, baseURL, secret string, now func() time.Time) *Sandbox {
-	return &Sandbox{rdb: rdb, baseURL: baseURL, secret: secret, http: &http.Client{Timeout: 5 * time.Second}, now: now}
+// NewSandbox returns the sandbox served at baseURL (for example https://shop.example/sandbox), which signs
+// its callbacks with secret and sends them to notifyURL ("" for none: the shop polls).
+func NewSandbox(rdb redis.UniversalClient, baseURL, secret, notifyURL string, now func() time.Time) *Sandbox {
+	return &Sandbox{rdb: rdb, baseURL: baseURL, secret: secret, notifyURL: notifyURL,
+		http: &http.Client{Timeout: 5 * time.Second}, now: now}
+}
+
+// The sandbox's limits on what a payment holds: an order number as the shop makes them, and an amount
+// no flash sale reaches.
+const (
+	maxOrderNo     = 64
+	MaxAmountCents = 100_000_000 // ¥1,000,000
+	sandboxTTL     = 24 * time.Hour
+)
+
+// ErrBadRequest is a payment request outside the sandbox's limits.
+var ErrBadRequest = errors.New("sandbox: order_no must be 1 to 64 letters, digits, '-' or '_', and amount_cents from 1 to 100000000")
+
+// ValidRequest reports whether r is within the sandbox's limits.
+func ValidRequest(r Request) bool {
+	if len(r.OrderNo) == 0 || len(r.OrderNo) > maxOrderNo || r.AmountCents <= 0 || r.AmountCents > MaxAmountCents {
+		return false
+	}
+	for _, c := range r.OrderNo {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidID reports whether id can be a sandbox payment's id ("sbx_" and 24 hex digits), so that junk
+// never reaches Redis.
+func ValidID(id string) bool {
+	if len(id) != 28 || id[:4] != "sbx_" {
+		return false
+	}
+	for _, c := range id[4:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // SandboxPayment is one payment in the sandbox.
@@ -37,7 +78,6 @@ type SandboxPayment struct {
 	OrderNo     string
 	AmountCents int64
 	Status      string
-	NotifyURL   string
 	CreatedAt   time.Time
 }
 
@@ -54,10 +94,10 @@ return 0`)
 // Create makes a payment; the same order asking again, even at the same moment, gets its open payment
 // back. An order points at its current payment; a new one replaces it only once it is no longer open.
 func (s *Sandbox) Create(ctx context.Context, r Request) (Created, error) {
-	if r.OrderNo == "" || r.AmountCents <= 0 {
-		return Created{}, fmt.Errorf("sandbox: order_no and a positive amount_cents are required")
+	if !ValidRequest(r) {
+		return Created{}, ErrBadRequest
 	}
-	const ttl = 7 * 24 * time.Hour
+	const ttl = sandboxTTL
 	byOrder := "sandbox:order:{" + r.OrderNo + "}"
 	for try := 0; try < 50; try++ {
 		tok, err := auth.RandomToken(12)
@@ -67,7 +107,7 @@ func (s *Sandbox) Create(ctx context.Context, r Request) (Created, error) {
 		id := "sbx_" + tok
 		// The payment first, then the pointer: a pointer never names a payment that does not exist.
 		err = s.rdb.HSet(ctx, sandboxKey(id), map[string]any{
-			"order_no": r.OrderNo, "amount": r.AmountCents, "status": StatusOpen, "notify": r.NotifyURL, "created": s.now().Unix(),
+			"order_no": r.OrderNo, "amount": r.AmountCents, "status": StatusOpen, "created": s.now().Unix(),
 		}).Err()
 		if err != nil {
 			return Created{}, err
@@ -107,6 +147,9 @@ func (s *Sandbox) payURL(id string) string { return s.baseURL + "/pay/" + id }
 
 // Get reads a payment.
 func (s *Sandbox) Get(ctx context.Context, id string) (*SandboxPayment, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
 	f, err := s.rdb.HGetAll(ctx, sandboxKey(id)).Result()
 	if err != nil {
 		return nil, err
@@ -116,8 +159,7 @@ func (s *Sandbox) Get(ctx context.Context, id string) (*SandboxPayment, error) {
 	}
 	amount, _ := strconv.ParseInt(f["amount"], 10, 64)
 	created, _ := strconv.ParseInt(f["created"], 10, 64)
-	return &SandboxPayment{ID: id, OrderNo: f["order_no"], AmountCents: amount, Status: f["status"], NotifyURL: f["notify"],
-		CreatedAt: time.Unix(created, 0)}, nil
+	return &SandboxPayment{ID: id, OrderNo: f["order_no"], AmountCents: amount, Status: f["status"], CreatedAt: time.Unix(created, 0)}, nil
 }
 
 // transitions a payment from open to status, atomically; it answers the status it ends in.
@@ -131,6 +173,9 @@ end
 return st`)
 
 func (s *Sandbox) move(ctx context.Context, id, to string) (string, error) {
+	if !ValidID(id) {
+		return "", ErrNotFound
+	}
 	st, err := moveScript.Run(ctx, s.rdb, []string{sandboxKey(id)}, to).Text()
 	if err != nil {
 		return "", err
@@ -168,7 +213,7 @@ func (s *Sandbox) Confirm(ctx context.Context, id string) (string, error) {
 		return st, err
 	}
 	p, err := s.Get(ctx, id)
-	if err == nil && p.NotifyURL != "" {
+	if err == nil && s.notifyURL != "" {
 		s.notify(ctx, p)
 	}
 	return st, nil
@@ -176,7 +221,7 @@ func (s *Sandbox) Confirm(ctx context.Context, id string) (string, error) {
 
 func (s *Sandbox) notify(ctx context.Context, p *SandboxPayment) {
 	body, _ := json.Marshal(Notification{PaymentID: p.ID, OrderNo: p.OrderNo, AmountCents: p.AmountCents, Status: StatusPaid, At: s.now().Unix()})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.NotifyURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.notifyURL, bytes.NewReader(body))
 	if err != nil {
 		return
 	}

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +48,9 @@ func (l *Local) Allow(key string) error {
 	e, ok := s.m[key]
 	if !ok {
 		e = &localEntry{lim: rate.NewLimiter(l.perSecond, l.burst)}
-		s.m[key] = e
+		// A copy: the key may live in a request's buffer (Fiber's c.IP() behind a proxy), which the
+		// next request on the connection overwrites.
+		s.m[strings.Clone(key)] = e
 	}
 	e.seen = now
 	allowed := e.lim.AllowN(now, 1)

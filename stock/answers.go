@@ -14,6 +14,15 @@ import (
 // AnswerKinds are the buy endpoint's answers that the live dashboard charts.
 var AnswerKinds = []string{"queued", "sold_out", "already_bought", "invalid_path", "rate_limited", "not_started", "ended", "other"}
 
+// countAnswersLua adds one second's answers of an item whose sale (shard 0, in the same slot) is loaded.
+// KEYS[1] the sale, KEYS[2] the item's answers in that second; ARGV[1] the TTL in seconds, then answer
+// and count pairs.
+const countAnswersLua = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1]) end
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+return 1`
+
 // answersTTL is how long per-second answer counts are kept.
 const answersTTL = time.Hour
 
@@ -57,11 +66,20 @@ func (a *Answers) Flush(ctx context.Context) error {
 	if len(m) == 0 {
 		return nil
 	}
+	// One script per item and second, which counts only for an item whose sale is in Redis: an id that
+	// names no sale (junk in the buy's address) leaves no key behind.
+	type slot struct{ item, sec int64 }
+	args := map[slot][]any{}
+	for k, n := range m {
+		sl := slot{k.item, k.sec}
+		if args[sl] == nil {
+			args[sl] = []any{int(answersTTL / time.Second)}
+		}
+		args[sl] = append(args[sl], k.answer, n)
+	}
 	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for k, n := range m {
-			key := answersKey(k.item, k.sec)
-			p.HIncrBy(ctx, key, k.answer, n)
-			p.Expire(ctx, key, answersTTL)
+		for sl, argv := range args {
+			p.Eval(ctx, countAnswersLua, []string{KeysOf(sl.item).Sale, answersKey(sl.item, sl.sec)}, argv...)
 		}
 		return nil
 	})

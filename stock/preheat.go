@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
@@ -160,38 +160,32 @@ func (l *Ledger) runPreheat(ctx context.Context, s Sale, i int, limit int64, ref
 // catalog show stock that may lag by up to ttl.
 type LeftCache struct {
 	ledger *Ledger
-	ttl    time.Duration
-	mu     sync.Mutex
-	m      map[int64]cachedLeft
+	m      *expirable.LRU[int64, cachedLeft]
 }
 
 type cachedLeft struct {
 	left   int64
 	loaded bool
-	at     time.Time
 }
+
+// maxLeftCached bounds the items whose stock left is kept: far more than are on sale at once.
+const maxLeftCached = 16384
 
 // NewLeftCache returns a cache that reads Redis at most once per item per ttl.
 func NewLeftCache(ledger *Ledger, ttl time.Duration) *LeftCache {
-	return &LeftCache{ledger: ledger, ttl: ttl, m: map[int64]cachedLeft{}}
+	return &LeftCache{ledger: ledger, m: expirable.NewLRU[int64, cachedLeft](maxLeftCached, nil, ttl)}
 }
 
 // Left answers the item's stock left in Redis, and false when its sale is not loaded (or Redis failed:
 // the caller then shows what the database knows).
 func (c *LeftCache) Left(ctx context.Context, itemID int64) (int64, bool) {
-	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.m[itemID]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl {
+	if e, ok := c.m.Get(itemID); ok {
 		return e.left, e.loaded
 	}
 	left, loaded, err := c.ledger.Left(ctx, itemID)
 	if err != nil {
 		return 0, false
 	}
-	c.mu.Lock()
-	c.m[itemID] = cachedLeft{left: left, loaded: loaded, at: now}
-	c.mu.Unlock()
+	c.m.Add(itemID, cachedLeft{left: left, loaded: loaded})
 	return left, loaded
 }

@@ -2,13 +2,25 @@
 (function () {
   "use strict";
   function nextURL() {
-    var n = new URLSearchParams(location.search).get("next") || "/";
-    return n.charAt(0) === "/" && n.charAt(1) !== "/" ? n : "/";
+    return localPath(new URLSearchParams(location.search).get("next") || "/");
+  }
+  // Registration asks for a captcha: a new picture at the start and after every answer.
+  var captchaImg = document.getElementById("captcha-img"), captchaId = null;
+  function newCaptcha() {
+    if (!captchaImg) return;
+    var answer = document.getElementById("captcha-answer");
+    answer.value = "";
+    api("GET", "/api/captcha").then(function (c) { captchaId = c.captcha_id; captchaImg.dataset.captchaId = c.captcha_id; captchaImg.src = c.image; })
+      .catch(function () { setTimeout(newCaptcha, 1000); });
+  }
+  if (captchaImg) {
+    document.getElementById("captcha-new").addEventListener("click", newCaptcha);
+    newCaptcha();
   }
   function showError(form, e) {
     form.querySelectorAll(".field-error").forEach(function (el) { el.textContent = ""; });
     var box = form.querySelector(".form-error");
-    var field = e.code === "bad_request" ? (e.message.split(":")[0] || "") : "";
+    var field = e.code === "bad_request" ? (e.message.split(":")[0] || "") : e.code === "bad_captcha" ? "captcha_answer" : "";
     var slot = field && form.querySelector('[data-error-for="' + field + '"]');
     if (slot) slot.textContent = e.message; else box.textContent = e.message;
   }
@@ -18,10 +30,13 @@
       var btn = form.querySelector("button[type=submit]");
       btn.disabled = true;
       form.querySelector(".form-error").textContent = "";
-      api("POST", form.dataset.account, {
-        username: form.username.value, password: form.password.value
-      }).then(function () { location.href = nextURL(); })
-        .catch(function (e) { showError(form, e); btn.disabled = false; });
+      var body = { username: form.username.value, password: form.password.value };
+      if (captchaImg) { body.captcha_id = captchaId; body.captcha_answer = form.captcha.value.trim(); }
+      api("POST", form.dataset.account, body).then(function () { location.href = nextURL(); })
+        .catch(function (e) {
+          showError(form, e); btn.disabled = false;
+          if (captchaImg && e.code !== "bad_request") newCaptcha(); // the captcha was used, or may have been
+        });
     });
   });
 

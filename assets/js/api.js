@@ -35,6 +35,24 @@
   }
   window.api = api;
 
+  // localPath is handlers.LocalPath for the pages: target when it is a plain path on this site, else "/".
+  // One "/" then not "/" or "\", printable ASCII only (no "\", no tab, space or line break), 2,048 at most.
+  function localPath(target) {
+    if (typeof target !== "string" || target.length === 0 || target.length > 2048 || target.charAt(0) !== "/") return "/";
+    if (target.charAt(1) === "/" || target.charAt(1) === "\\") return "/";
+    for (var i = 0; i < target.length; i++) {
+      var c = target.charCodeAt(i);
+      if (c < 0x21 || c > 0x7e || c === 0x5c) return "/";
+    }
+    return target;
+  }
+  window.localPath = localPath;
+
+  // Bars take their width from data-pct: the Content-Security-Policy allows no inline style attributes.
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-pct]").forEach(function (el) { el.style.width = el.dataset.pct + "%"; });
+  });
+
   // The language switch comes back to the page it was clicked on.
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("a[data-keep-path]").forEach(function (a) {

@@ -1,0 +1,504 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"go/ast"
+	goparser "go/parser"
+	"go/token"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"seckill/handlers"
+	"seckill/internal/testenv"
+	"seckill/models"
+	"seckill/payment"
+)
+
+// TestLanguageSwitchRedirectsOnlyToLocalPaths: the switch's back= can neither inject a header nor send
+// the visitor to another site.
+func TestLanguageSwitchRedirectsOnlyToLocalPaths(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{noBackground: true})
+	for _, tt := range []struct{ back, want string }{
+		{"/%0d%0aSet-Cookie:%20evil=1;%20Path=/", "/"},
+		{"/%0aSet-Cookie:%20evil=1", "/"},
+		{"/%09/evil.example", "/"},
+		{"//evil.example", "/"},
+		{"/%5Cevil.example", "/"},
+		{"https://evil.example/", "/"},
+		{"/%20/evil.example", "/"},
+		{"/items/2?x=1", "/items/2?x=1"},
+		{"", "/"},
+	} {
+		b := newBrowser(t, s.URL)
+		req, _ := http.NewRequest("GET", s.URL+"/lang/zh?back="+tt.back, nil)
+		resp, err := b.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 302 || resp.Header.Get("Location") != tt.want {
+			t.Errorf("back=%s: %d to %q, want 302 to %q", tt.back, resp.StatusCode, resp.Header.Get("Location"), tt.want)
+		}
+		for _, c := range resp.Cookies() {
+			if c.Name == "evil" {
+				t.Errorf("back=%s set the cookie evil=%s", tt.back, c.Value)
+			}
+		}
+		if lang := b.cookie(handlers.LangCookie); lang != "zh" {
+			t.Errorf("back=%s: the language cookie is %q", tt.back, lang)
+		}
+	}
+}
+
+// TestCrossSiteFormsAreRefused: a cross-site form can send neither the CSRF header nor a JSON content
+// type; login, registration and logout refuse it, with a session or without.
+func TestCrossSiteFormsAreRefused(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	victim := newBrowser(t, s.URL)
+	victim.register("victim_1", "victim password")
+	newBrowser(t, s.URL).register("attacker0", "attacker password")
+
+	form := func(b *browser, path, contentType, body string, withToken bool) reply {
+		t.Helper()
+		req, _ := http.NewRequest("POST", s.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		if withToken {
+			req.Header.Set(handlers.CSRFHeader, b.csrf)
+		}
+		resp, err := b.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return reply{resp.StatusCode, resp.Header, raw}
+	}
+	login := `{"username":"attacker0","password":"attacker password"}`
+	for _, tt := range []struct {
+		name, path, contentType, body string
+		withToken                     bool
+		status                        int
+		code                          string
+	}{
+		{"login from a text/plain form", "/api/auth/login", "text/plain", login, false, 403, "csrf"},
+		{"registration from a text/plain form", "/api/auth/register", "text/plain", `{"username":"bot_1","password":"bot password"}`, false, 403, "csrf"},
+		{"logout from a form", "/api/auth/logout", "application/x-www-form-urlencoded", "", false, 403, "csrf"},
+		{"login as JSON with no token", "/api/auth/login", "application/json", login, false, 403, "csrf"},
+		{"a token but a text/plain body", "/api/auth/login", "text/plain", login, true, 415, "unsupported_media_type"},
+		{"a token but a form body", "/api/auth/login", "application/x-www-form-urlencoded", "username=attacker0", true, 415, "unsupported_media_type"},
+	} {
+		r := form(victim, tt.path, tt.contentType, tt.body, tt.withToken)
+		if r.Status != tt.status || r.code(t) != tt.code {
+			t.Errorf("%s: %d %s, want %d %s", tt.name, r.Status, r.Body, tt.status, tt.code)
+		}
+	}
+	if status, name := victim.me(); status != 200 || name != "victim_1" {
+		t.Errorf("after the cross-site forms the victim is %d %q, want still logged in as victim_1", status, name)
+	}
+	// The same login with the token and JSON is an ordinary login.
+	if r := form(victim, "/api/auth/login", "application/json; charset=utf-8", login, true); r.Status != 200 {
+		t.Errorf("a real login: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestRegistrationNeedsACaptchaAndIsLimitedPerAddress: a script cannot register for free.
+func TestRegistrationNeedsACaptchaAndIsLimitedPerAddress(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	b := newBrowser(t, s.URL)
+	r := b.call("POST", "/api/auth/register", map[string]string{"username": "no_captcha", "password": "long enough"})
+	if r.Status != 400 || r.code(t) != "bad_request" || !strings.HasPrefix(r.json(t)["message"].(string), "captcha_id") {
+		t.Errorf("registration without a captcha: %d %s, want 400 naming captcha_id", r.Status, r.Body)
+	}
+	body := b.registration("wrong_captcha", "long enough")
+	body["captcha_answer"] = "not the answer"
+	if r := b.call("POST", "/api/auth/register", body); r.Status != 400 || r.code(t) != "bad_captcha" {
+		t.Errorf("a wrong captcha: %d %s, want 400 bad_captcha", r.Status, r.Body)
+	}
+	// A bad field does not use the captcha up: the person fixes the field and sends it again.
+	body = b.registration("x", "long enough")
+	if r := b.call("POST", "/api/auth/register", body); r.Status != 400 || r.code(t) != "bad_request" {
+		t.Fatalf("a bad name: %d %s", r.Status, r.Body)
+	}
+	body["username"] = "fixed_name"
+	if r := b.call("POST", "/api/auth/register", body); r.Status != 201 {
+		t.Errorf("the same captcha after fixing the name: %d %s, want 201", r.Status, r.Body)
+	}
+	// From one address, the burst of 20 attempts a minute is all (the 60th in a minute is far past it).
+	limited := 0
+	for i := range 30 {
+		r := b.call("POST", "/api/auth/register", map[string]string{"username": "flood_" + strconv.Itoa(i), "password": "long enough"})
+		if r.Status == 429 {
+			limited++
+			if r.Header.Get("Retry-After") == "" {
+				t.Error("a refused registration has no Retry-After")
+			}
+		}
+	}
+	if limited < 8 {
+		t.Errorf("%d of 30 more registrations from one address were refused, want every one past the burst of 20 (at least 8)", limited)
+	}
+}
+
+// TestTakenNameIsCheckedBeforeHashing: with every hashing turn taken (a flood of logins), a taken name
+// is still answered at once, and a login waits its bounded moment and is told to come back.
+func TestTakenNameIsCheckedBeforeHashing(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	first := newBrowser(t, s.URL)
+	first.register("taken_name", "a good password")
+	release := holdPasswordTurns(t, s)
+	defer release()
+
+	b := newBrowser(t, s.URL)
+	start := time.Now()
+	r := b.call("POST", "/api/auth/register", b.registration("taken_name", "another password"))
+	if r.Status != 409 || r.code(t) != "username_taken" {
+		t.Errorf("a taken name while hashing is busy: %d %s, want 409 username_taken", r.Status, r.Body)
+	}
+	if waited := time.Since(start); waited > 2500*time.Millisecond {
+		t.Errorf("a taken name took %v: it waited for a hashing turn", waited)
+	}
+	r = b.call("POST", "/api/auth/login", map[string]string{"username": "taken_name", "password": "a good password"})
+	if r.Status != 429 || r.code(t) != "rate_limited" {
+		t.Errorf("a login with no hashing turn free: %d %s, want 429 rate_limited", r.Status, r.Body)
+	}
+}
+
+// holdPasswordTurns takes every turn of the server's password hasher until release is called.
+func holdPasswordTurns(t *testing.T, s *liveServer) (release func()) {
+	t.Helper()
+	hold, started := make(chan struct{}), make(chan struct{}, 64)
+	turns := max(runtime.NumCPU()/2, 1) // as NewServer sizes the hasher
+	for range turns {
+		go func() {
+			_ = s.Srv.Passwords.Turn(context.Background(), func() { started <- struct{}{}; <-hold })
+		}()
+	}
+	for range turns {
+		select {
+		case <-started:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the hashing turns were not all taken")
+		}
+	}
+	return func() { close(hold) }
+}
+
+// TestLongUsernamesMakeNoKeys: a login with a name that cannot be one is refused before it becomes a
+// rate-limit key in Redis.
+func TestLongUsernamesMakeNoKeys(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	b := newBrowser(t, s.URL)
+	long := strings.Repeat("a", 100_000)
+	if r := b.call("POST", "/api/auth/login", map[string]string{"username": long, "password": "whatever it is"}); r.Status != 401 || r.code(t) != "bad_credentials" {
+		t.Errorf("a 100 kB username: %d %.200s, want 401 bad_credentials", r.Status, r.Body)
+	}
+	keys, _ := s.Redis.Keys(context.Background(), "*aaaaaaaaaa*").Result()
+	if len(keys) > 0 {
+		t.Errorf("a 100 kB username became Redis keys: %d of them", len(keys))
+	}
+}
+
+// TestCanonicalIDsAndBoundedPageCache: only /items/2 names item 2, and an item that does not exist is
+// remembered as such for a second instead of asking the database on every request.
+func TestCanonicalIDsAndBoundedPageCache(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{noBackground: true})
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, 5, now.Add(time.Hour), now.Add(2*time.Hour))
+	id := strconv.FormatInt(item.ID, 10)
+	b := newBrowser(t, s.URL)
+	for _, p := range []string{"/items/" + id, "/api/items/" + id} {
+		if r := b.call("GET", p, nil); r.Status != 200 {
+			t.Errorf("GET %s: %d", p, r.Status)
+		}
+	}
+	for _, spelling := range []string{"0" + id, "00" + id, "+" + id, id + ".0", "%2B" + id, " " + id} {
+		for _, p := range []string{"/items/", "/api/items/", "/api/activities/"} {
+			if r := b.call("GET", p+spelling, nil); r.Status != 404 {
+				t.Errorf("GET %s%s: %d, want 404", p, spelling, r.Status)
+			}
+		}
+	}
+	queries := countQueries(t, s.DB)
+	for range 20 {
+		if r := b.call("GET", "/items/987654321", nil); r.Status != 404 {
+			t.Fatalf("an unknown item: %d", r.Status)
+		}
+	}
+	if n := queries.Load(); n > 4 {
+		t.Errorf("20 views of an unknown item within a second made %d queries, want those of one render", n)
+	}
+}
+
+// countQueries counts the queries made through db from now on.
+func countQueries(t *testing.T, db *gorm.DB) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	count := func(*gorm.DB) { n.Add(1) }
+	name := "count_" + strings.ReplaceAll(t.Name(), "/", "_")
+	if err := db.Callback().Query().After("gorm:query").Register(name, count); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Callback().Raw().After("gorm:raw").Register(name, count); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Callback().Row().After("gorm:row").Register(name, count); err != nil {
+		t.Fatal(err)
+	}
+	return &n
+}
+
+// TestJunkItemIDsMakeNoDashboardKeys: buys aimed at items that are not on sale are answered, but leave
+// no answer counts in Redis.
+func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{noBackground: true})
+	b := newBrowser(t, s.URL)
+	b.register("junk_buyer", "junk password")
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	if _, err := s.Srv.Ledger.PreheatFromDB(context.Background(), s.DB, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"987654", "987655", strconv.FormatInt(item.ID, 10)} {
+		b.call("POST", "/api/items/"+id+"/buy/0123456789abcdef0123456789abcdef", nil)
+		b.call("POST", "/api/items/"+id+"/buy/junk", nil)
+	}
+	if err := s.Srv.Answers.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []int64{987654, 987655} {
+		if keys, _ := s.Redis.Keys(ctx, "sk:{item:"+strconv.FormatInt(id, 10)+"}:*").Result(); len(keys) > 0 {
+			t.Errorf("buys of item %d, which is not on sale, left keys %v", id, keys)
+		}
+	}
+	series, err := s.Srv.Answers.Series(ctx, []int64{item.ID}, time.Now(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted int64
+	for _, p := range series {
+		for _, n := range p.Counts {
+			counted += n
+		}
+	}
+	if counted != 2 {
+		t.Errorf("the item on sale counted %d answers, want its 2", counted)
+	}
+}
+
+// TestSecurityHeaders: pages cannot be framed or sniffed, scripts come from this site only, and HSTS is
+// sent when the site is served over TLS.
+func TestSecurityHeaders(t *testing.T) {
+	for _, base := range []string{"http://shop.example", "https://shop.example"} {
+		s := startLiveOpts(t, liveOpts{noBackground: true, tune: func(c *Config) { c.BaseURL = base }})
+		for _, path := range []string{"/", "/api/activities", "/login"} {
+			a := do(t, s.Srv.Fiber, "GET", path, nil)
+			h := a.header
+			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'self'") {
+				t.Errorf("%s%s: Content-Security-Policy %q", base, path, csp)
+			}
+			if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") == "" {
+				t.Errorf("%s%s: nosniff %q, frame %q, referrer %q", base, path, h.Get("X-Content-Type-Options"), h.Get("X-Frame-Options"), h.Get("Referrer-Policy"))
+			}
+			if hsts := h.Get("Strict-Transport-Security"); (hsts != "") != strings.HasPrefix(base, "https") {
+				t.Errorf("%s%s: Strict-Transport-Security %q", base, path, hsts)
+			}
+		}
+	}
+}
+
+// TestMetricsListener: /metrics answers on the operators' listener, with the process's metrics.
+func TestMetricsListener(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{noBackground: true})
+	addr, stop, err := serveMetrics("127.0.0.1:0", s.Srv.Metrics, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := http.Get("http://" + addr.String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "go_goroutines") {
+		t.Errorf("the operators' /metrics: %d %.200s", resp.StatusCode, body)
+	}
+	if r, err := http.Get("http://" + addr.String() + "/"); err != nil || r.StatusCode != 404 {
+		t.Errorf("the operators' listener serves more than /metrics: %v %v", r, err)
+	}
+}
+
+// TestSandboxIsNotAPublicService: unmounted unless enabled; enabled, its API serves only the shop (with
+// its key), takes no callback address from a caller, caps its fields and limits the payer's presses.
+func TestSandboxIsNotAPublicService(t *testing.T) {
+	off := startLiveOpts(t, liveOpts{noBackground: true, tune: func(c *Config) {
+		c.PaySandbox, c.PayProviderURL = false, "http://127.0.0.1:1/provider"
+	}})
+	for _, p := range []string{"/sandbox/pay/sbx_0123456789abcdef01234567", "/sandbox/api/payments/sbx_0123456789abcdef01234567"} {
+		if a := do(t, off.Srv.Fiber, "GET", p, nil); a.status != 404 {
+			t.Errorf("with PAY_SANDBOX off, GET %s: %d, want 404", p, a.status)
+		}
+	}
+
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	var calledBack atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calledBack.Add(1) }))
+	defer elsewhere.Close()
+	create := func(key, body string) answer {
+		req := httptest.NewRequest("POST", "/sandbox/api/payments", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := s.Srv.Fiber.Test(req, 10_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, resp.Header, string(b)}
+	}
+	key := payment.APIKey(s.Cfg.CallbackSecret())
+	good := `{"order_no":"SK1","amount_cents":100,"notify_url":"` + elsewhere.URL + `"}`
+	if a := create("", good); a.status != 401 {
+		t.Errorf("an anonymous payment: %d %s, want 401", a.status, a.body)
+	}
+	if a := create("not the key", good); a.status != 401 {
+		t.Errorf("a payment with a wrong key: %d %s, want 401", a.status, a.body)
+	}
+	if a := create(key, `{"order_no":"`+strings.Repeat("9", 100_000)+`","amount_cents":100}`); a.status != 400 {
+		t.Errorf("a 100 kB order number: %d %.200s, want 400", a.status, a.body)
+	}
+	if a := create(key, `{"order_no":"SK1","amount_cents":100000000000}`); a.status != 400 {
+		t.Errorf("a huge amount: %d %.200s, want 400", a.status, a.body)
+	}
+	// The shop's own payment goes through; paying it calls back the shop, never the caller's address.
+	_, buy := newPaySale(t, s, 5)
+	b, o := buy("sandbox_payer")
+	p := pay(t, b, o.OrderNo)
+	r := create(key, good)
+	if r.status != 201 {
+		t.Fatalf("a payment with the key: %d %s", r.status, r.body)
+	}
+	for _, id := range []string{p["payment_id"].(string), jsonField(t, r.body, "payment_id")} {
+		if r := b.call("POST", "/sandbox/pay/"+id+"/confirm", nil); r.Status != 302 {
+			t.Fatalf("confirm %s: %d %s", id, r.Status, r.Body)
+		}
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+	if n := calledBack.Load(); n != 0 {
+		t.Errorf("the sandbox called a caller-chosen address %d times", n)
+	}
+	// The payer's presses are limited per address.
+	limited := false
+	for range 40 {
+		if r := b.call("POST", "/sandbox/pay/"+p["payment_id"].(string)+"/cancel", nil); r.Status == 429 {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Error("40 presses of Cancel from one address in a moment were all taken")
+	}
+}
+
+func jsonField(t *testing.T, body, field string) string {
+	t.Helper()
+	return reply{Body: []byte(body)}.json(t)[field].(string)
+}
+
+// TestSecondPaymentByCallbackIsFlaggedForRefund: money that arrives by callback for an order already
+// paid by another payment is flagged for a refund, as the poller flags it; the same callback twice is not.
+func TestSecondPaymentByCallbackIsFlaggedForRefund(t *testing.T) {
+	var logs bytes.Buffer
+	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}, log: slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))})
+	_, buy := newPaySale(t, s, 5)
+	b, o := buy("twice_payer")
+	first := pay(t, b, o.OrderNo)["payment_id"].(string)
+	if r := b.call("POST", "/sandbox/pay/"+first+"/confirm", nil); r.Status != 302 {
+		t.Fatalf("confirm: %d", r.Status)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+	// The same payment's callback again (a provider's retry) is no second payment.
+	p, err := models.PaymentByProviderID(context.Background(), s.DB, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notify(t, s, payment.Notification{PaymentID: first, OrderNo: o.OrderNo, AmountCents: o.PriceCents, Status: payment.StatusPaid, At: s.Clock.Now().Unix()})
+	if strings.Contains(logs.String(), "refund it") {
+		t.Fatalf("a repeated callback for the paying payment was flagged for a refund:\n%s", logs.String())
+	}
+	// A second payment of the same order, paid too (an older payment the payer still had open).
+	second := models.Payment{OrderID: p.OrderID, OrderNo: o.OrderNo, ProviderID: "sbx_" + strings.Repeat("b", 24), Status: models.PaymentOpen,
+		AmountCents: o.PriceCents, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := s.DB.Create(&second).Error; err != nil {
+		t.Fatal(err)
+	}
+	notify(t, s, payment.Notification{PaymentID: second.ProviderID, OrderNo: o.OrderNo, AmountCents: o.PriceCents, Status: payment.StatusPaid, At: s.Clock.Now().Unix()})
+	if !strings.Contains(logs.String(), "refund it") || !strings.Contains(logs.String(), second.ProviderID) {
+		t.Errorf("a second payment's money on a paid order was not flagged for a refund:\n%s", logs.String())
+	}
+}
+
+func notify(t *testing.T, s *liveServer, n payment.Notification) {
+	t.Helper()
+	body := []byte(`{"payment_id":"` + n.PaymentID + `","order_no":"` + n.OrderNo + `","amount_cents":` + strconv.FormatInt(n.AmountCents, 10) +
+		`,"status":"` + n.Status + `","at":` + strconv.FormatInt(n.At, 10) + `}`)
+	req, _ := http.NewRequest("POST", s.URL+handlers.NotifyPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(payment.SignatureHeader, payment.Sign(s.Cfg.CallbackSecret(), body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("notify: %d", resp.StatusCode)
+	}
+}
+
+// TestEveryErrorCodeHasAStatus walks the codes errs declares: none answers 500 by being forgotten.
+func TestEveryErrorCodeHasAStatus(t *testing.T) {
+	f, err := goparser.ParseFile(token.NewFileSet(), "../errs/errs.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := 0
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			for _, v := range spec.(*ast.ValueSpec).Values {
+				lit, ok := v.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				code, _ := strconv.Unquote(lit.Value)
+				codes++
+				if _, ok := statusOf[code]; !ok {
+					t.Errorf("errs code %q has no HTTP status in statusOf", code)
+				}
+			}
+		}
+	}
+	if codes < 20 {
+		t.Fatalf("found %d codes in errs.go: the walk is broken", codes)
+	}
+	if statusOf["timeout"] != 408 {
+		t.Errorf("timeout answers %d, want 408", statusOf["timeout"])
+	}
+}

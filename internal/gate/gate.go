@@ -1,0 +1,47 @@
+// Package gate bounds costly work that anyone can ask for (drawing captchas, hashing passwords) to a few
+// cores at once, so that a flood of it cannot starve the buy endpoint: a caller waits a moment for a turn,
+// then is told to come back (429).
+package gate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"seckill/errs"
+)
+
+// Gate lets at most n callers work at once; the others wait up to a bound.
+type Gate struct {
+	sem  *semaphore.Weighted
+	wait time.Duration
+}
+
+// New returns a gate for n callers at once (at least 1) that makes others wait at most wait.
+func New(n int, wait time.Duration) *Gate {
+	return &Gate{sem: semaphore.NewWeighted(int64(max(n, 1))), wait: wait}
+}
+
+// Do runs fn in a turn. It answers errs.RateLimited when no turn came within the wait, and ctx's error
+// when ctx ended first.
+func (g *Gate) Do(ctx context.Context, fn func()) error {
+	if !g.sem.TryAcquire(1) {
+		wctx, cancel := context.WithTimeout(ctx, g.wait)
+		err := g.sem.Acquire(wctx, 1)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return errs.Limited(time.Second)
+			}
+			return err
+		}
+	}
+	defer g.sem.Release(1)
+	fn()
+	return nil
+}
