@@ -3,11 +3,13 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"go/ast"
 	goparser "go/parser"
 	"go/token"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -16,7 +18,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/chromedp/chromedp"
 	"gorm.io/gorm"
 
 	"seckill/handlers"
@@ -500,5 +504,43 @@ func TestEveryErrorCodeHasAStatus(t *testing.T) {
 	}
 	if statusOf["timeout"] != 408 {
 		t.Errorf("timeout answers %d, want 408", statusOf["timeout"])
+	}
+}
+
+// TestLocalPathMirrorInThePageScript: the pages' localPath (assets/js/api.js) answers as the server's
+// handlers.LocalPath does, on the tricky targets and on a thousand random ones.
+func TestLocalPathMirrorInThePageScript(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{noBackground: true})
+	ctx := chrome(t)
+	targets := []string{"/", "/items/2", "", "items", "//evil.example", "/\\evil.example", "/\t/evil.example",
+		"/\r\nSet-Cookie: x=1", "/ /x", "/caf\u00e9", "/\x7f", "https://evil.example", "/a\\b", "/" + strings.Repeat("a", 2047),
+		"/" + strings.Repeat("a", 2048), "/?next=//x", "/%2F%2Fevil.example"}
+	rnd := rand.New(rand.NewPCG(14, 14))
+	alphabet := []byte("/\\\t\r\n :%?#.aZ09~\x00\x1f\x7f\x80")
+	for range 1000 {
+		b := make([]byte, rnd.IntN(8))
+		for i := range b {
+			b[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		targets = append(targets, string(b))
+	}
+	for i, tg := range targets { // JSON carries only valid UTF-8: compare those
+		if !utf8.ValidString(tg) {
+			targets[i] = strings.ToValidUTF8(tg, "?")
+		}
+	}
+	raw, _ := json.Marshal(targets)
+	var got []string
+	run(t, ctx, "localPath in the page",
+		chromedp.Navigate(s.URL+"/login"),
+		chromedp.WaitReady("body", chromedp.ByQuery),
+		chromedp.Evaluate(`JSON.parse(`+strconv.Quote(string(raw))+`).map(localPath)`, &got))
+	if len(got) != len(targets) {
+		t.Fatalf("the page answered %d targets of %d", len(got), len(targets))
+	}
+	for i, tg := range targets {
+		if want := handlers.LocalPath(tg); got[i] != want {
+			t.Errorf("localPath(%q) = %q in the page, %q on the server", tg, got[i], want)
+		}
 	}
 }
