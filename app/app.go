@@ -29,6 +29,7 @@ import (
 	"seckill/auth"
 	"seckill/captcha"
 	"seckill/handlers"
+	"seckill/internal/gate"
 	"seckill/jobs"
 	"seckill/models"
 	"seckill/payment"
@@ -48,20 +49,20 @@ type Deps struct {
 
 // Server is the application and the background work it needs while it serves.
 type Server struct {
-	Fiber     *fiber.App
-	Sessions  *auth.Sessions
-	Ledger    *stock.Ledger
-	Flags     *stock.Flags
-	Consumer  *jobs.OrderConsumer
-	Preheat   *jobs.Preheater
-	Answers   *stock.Answers
-	Poller    *jobs.PaymentPoller
-	Expirer   *jobs.UnpaidCanceller
-	Checker   *jobs.Reconciler
-	Runs      *jobs.Runs
-	Provider  *payment.Client
-	Passwords *auth.Passwords
-	Metrics   http.Handler // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
+	Fiber    *fiber.App
+	Sessions *auth.Sessions
+	Ledger   *stock.Ledger
+	Flags    *stock.Flags
+	Consumer *jobs.OrderConsumer
+	Preheat  *jobs.Preheater
+	Answers  *stock.Answers
+	Poller   *jobs.PaymentPoller
+	Expirer  *jobs.UnpaidCanceller
+	Checker  *jobs.Reconciler
+	Runs     *jobs.Runs
+	Provider *payment.Client
+	Costly   *gate.Gate   // the turns of work that costs a core (captchas, password hashes), shared by all of it
+	Metrics  http.Handler // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
 
 	buyLimit *ratelimit.Local
 	log      *slog.Logger
@@ -233,14 +234,16 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	s.Fiber.Use(recover.New())
 	s.Fiber.Use(securityHeaders(cfg))
 
-	// Captchas and password hashes cost a core each: half the cores at most, so buying keeps the rest.
-	costly := max(runtime.NumCPU()/2, 1)
-	if s.Passwords, err = auth.NewPasswords(cfg.BcryptCost, costly, 3*time.Second); err != nil {
+	// Captchas and password hashes cost a core each: half the cores at most, all of them together, so
+	// buying keeps the rest. A caller waits up to 3 s for a turn (a captcha 200 ms), then gets 429.
+	s.Costly = gate.New(max(runtime.NumCPU()/2, 1), 3*time.Second)
+	passwords, err := auth.NewPasswords(cfg.BcryptCost, s.Costly)
+	if err != nil {
 		return nil, err
 	}
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
-		Passwords: s.Passwords, Captchas: captcha.New(d.Redis, costly, 200*time.Millisecond),
+		Passwords: passwords, Captchas: captcha.New(d.Redis, s.Costly, 200*time.Millisecond),
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL,
 	}
 	s.Fiber.Use(accounts.LoadSession)
@@ -390,9 +393,11 @@ func NewSandboxApp(cfg Config, rdb redis.UniversalClient, log *slog.Logger, now 
 	if err != nil {
 		return nil, err
 	}
-	f := fiber.New(fiber.Config{AppName: "seckill-sandbox-pay", BodyLimit: cfg.BodyLimit, ErrorHandler: errorHandler(log, now),
+	fcfg := fiber.Config{AppName: "seckill-sandbox-pay", BodyLimit: cfg.BodyLimit, ErrorHandler: errorHandler(log, now),
 		Views: engine, DisableStartupMessage: true,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second})
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	trustProxies(&fcfg, cfg.Proxies()) // behind a proxy, the payer's limit counts the payer's address
+	f := fiber.New(fcfg)
 	f.Use(recover.New())
 	f.Use(securityHeaders(cfg))
 	static := &handlers.Static{Files: files}

@@ -76,11 +76,15 @@ func (c Config) CallbackSecret() string {
 // checkPayment checks what serving needs of the payment settings (seckill sandbox-pay and migrate do not).
 func (c Config) checkPayment() error {
 	var errs []error
-	if c.PaySandbox && c.PaySecret != "" {
+	switch {
+	case c.PaySandbox && c.PaySecret != "":
 		errs = append(errs, errors.New("PAY_SECRET is a real provider's secret: the built-in sandbox (PAY_SANDBOX=on) signs with one of its own; set one or the other"))
-	}
-	if !c.PaySandbox && c.PayProviderURL == "" {
+	case c.PaySandbox && c.PayProviderURL != "" && !strings.HasSuffix(c.PayProviderURL, "/sandbox"):
+		errs = append(errs, errors.New("PAY_PROVIDER_URL names a real provider, but PAY_SANDBOX=on mounts the sandbox: never both (with the sandbox, PAY_PROVIDER_URL may only name its address, ending in /sandbox)"))
+	case !c.PaySandbox && c.PayProviderURL == "":
 		errs = append(errs, errors.New("PAY_PROVIDER_URL is required outside demo mode: the payment provider's API (or PAY_SANDBOX=on to try the product with the built-in sandbox)"))
+	case !c.PaySandbox && c.PaySecret == "":
+		errs = append(errs, errors.New("PAY_SECRET is required with PAY_PROVIDER_URL: the provider's secret, which checks its callbacks"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("configuration: %w", errors.Join(errs...))

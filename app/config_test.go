@@ -109,6 +109,29 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				t.Errorf("serving with no payment provider and no sandbox: %v, want an error naming PAY_PROVIDER_URL", err)
 			}
 		}},
+		{"payment settings that cannot work are refused at serve", map[string]string{
+			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret,
+		}, func(t *testing.T, c Config) {
+			for _, tt := range []struct {
+				sandbox          bool
+				provider, secret string
+				want             string // "" for a good combination, else the variable the error names
+			}{
+				{true, "", "", ""},
+				{true, "http://10.0.0.5:8080/sandbox", "", ""},
+				{false, "https://pay.example/v1", "a real provider's secret", ""},
+				{true, "", "a real provider's secret", "PAY_SECRET"},
+				{true, "https://pay.example/v1", "", "PAY_PROVIDER_URL"},
+				{false, "https://pay.example/v1", "", "PAY_SECRET"},
+				{false, "", "", "PAY_PROVIDER_URL"},
+			} {
+				c.PaySandbox, c.PayProviderURL, c.PaySecret = tt.sandbox, tt.provider, tt.secret
+				err := c.checkPayment()
+				if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+					t.Errorf("sandbox %v, provider %q, secret %q: %v, want an error naming %q", tt.sandbox, tt.provider, tt.secret, err, tt.want)
+				}
+			}
+		}},
 		{"metrics off", map[string]string{"METRICS_LISTEN": "off"}, func(t *testing.T, c Config) {
 			if c.MetricsListen != "" {
 				t.Errorf("MetricsListen = %q, want none", c.MetricsListen)

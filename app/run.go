@@ -214,11 +214,16 @@ func runServe(ctx context.Context, env Env) error {
 		<-background
 	}()
 	if cfg.MetricsListen != "" {
-		_, stopMetrics, err := serveMetrics(cfg.MetricsListen, srv.Metrics, log)
-		if err != nil {
-			return err
+		// Metrics are for operators: a port taken (a second instance, a Prometheus on 9090) is said
+		// loudly, and the shop serves on without them.
+		if _, stopMetrics, err := serveMetrics(cfg.MetricsListen, srv.Metrics, log); err != nil {
+			log.Error("serving without /metrics", "err", err)
+		} else {
+			defer stopMetrics()
 		}
-		defer stopMetrics()
+	}
+	if cfg.PaySandbox && !cfg.Demo {
+		log.Warn("the payment sandbox is mounted (PAY_SANDBOX=on): anyone can pay any order by pressing Pay; for trying the product only")
 	}
 	ln, err := net.Listen("tcp", cfg.ListenAddr())
 	if err != nil {
@@ -291,6 +296,7 @@ func runSandbox(ctx context.Context, env Env) error {
 	if cfg.PayProviderURL == "" {
 		cfg.PayProviderURL = cfg.BaseURL + "/sandbox"
 	}
+	cfg.PaySandbox = false // alone, the sandbox signs with PAY_SECRET, which the shop shares
 	f, err := NewSandboxApp(cfg, rdb, log, time.Now)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"seckill/internal/testenv"
 	"seckill/models"
 	"seckill/payment"
+	"seckill/ratelimit"
 )
 
 // TestLanguageSwitchRedirectsOnlyToLocalPaths: the switch's back= can neither inject a header nor send
@@ -160,12 +162,13 @@ func TestTakenNameIsCheckedBeforeHashing(t *testing.T) {
 	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
 	first := newBrowser(t, s.URL)
 	first.register("taken_name", "a good password")
+	b := newBrowser(t, s.URL)
+	body := b.registration("taken_name", "another password")
 	release := holdPasswordTurns(t, s)
 	defer release()
 
-	b := newBrowser(t, s.URL)
 	start := time.Now()
-	r := b.call("POST", "/api/auth/register", b.registration("taken_name", "another password"))
+	r := b.call("POST", "/api/auth/register", body)
 	if r.Status != 409 || r.code(t) != "username_taken" {
 		t.Errorf("a taken name while hashing is busy: %d %s, want 409 username_taken", r.Status, r.Body)
 	}
@@ -176,16 +179,20 @@ func TestTakenNameIsCheckedBeforeHashing(t *testing.T) {
 	if r.Status != 429 || r.code(t) != "rate_limited" {
 		t.Errorf("a login with no hashing turn free: %d %s, want 429 rate_limited", r.Status, r.Body)
 	}
+	// Captchas share the same turns: together they keep to half the cores.
+	if r := b.call("GET", "/api/captcha", nil); r.Status != 429 {
+		t.Errorf("a captcha with every costly turn taken: %d, want 429", r.Status)
+	}
 }
 
-// holdPasswordTurns takes every turn of the server's password hasher until release is called.
+// holdPasswordTurns takes every turn of the server's costly work (hashes, captchas) until release is called.
 func holdPasswordTurns(t *testing.T, s *liveServer) (release func()) {
 	t.Helper()
 	hold, started := make(chan struct{}), make(chan struct{}, 64)
 	turns := max(runtime.NumCPU()/2, 1) // as NewServer sizes the hasher
 	for range turns {
 		go func() {
-			_ = s.Srv.Passwords.Turn(context.Background(), func() { started <- struct{}{}; <-hold })
+			_ = s.Srv.Costly.Do(context.Background(), func() { started <- struct{}{}; <-hold })
 		}()
 	}
 	for range turns {
@@ -385,7 +392,7 @@ func TestSandboxIsNotAPublicService(t *testing.T) {
 	if a := create(key, `{"order_no":"`+strings.Repeat("9", 100_000)+`","amount_cents":100}`); a.status != 400 {
 		t.Errorf("a 100 kB order number: %d %.200s, want 400", a.status, a.body)
 	}
-	if a := create(key, `{"order_no":"SK1","amount_cents":100000000000}`); a.status != 400 {
+	if a := create(key, `{"order_no":"SK1","amount_cents":100000000001}`); a.status != 400 {
 		t.Errorf("a huge amount: %d %.200s, want 400", a.status, a.body)
 	}
 	// The shop's own payment goes through; paying it calls back the shop, never the caller's address.
@@ -541,6 +548,45 @@ func TestLocalPathMirrorInThePageScript(t *testing.T) {
 	for i, tg := range targets {
 		if want := handlers.LocalPath(tg); got[i] != want {
 			t.Errorf("localPath(%q) = %q in the page, %q on the server", tg, got[i], want)
+		}
+	}
+}
+
+// TestLoginGuessesAtOnceAreCounted: guesses sent at once on one name pass no more than the limit's five.
+func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}, tune: func(c *Config) { c.RateLimitIP = false }})
+	newBrowser(t, s.URL).register("guessed", "the real password")
+	attacker := newBrowser(t, s.URL)
+	attacker.getCSRF()
+	var wrong, limited atomic.Int32
+	var wg sync.WaitGroup
+	for range 25 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch r := attacker.call("POST", "/api/auth/login", map[string]string{"username": "guessed", "password": "a guess"}); r.Status {
+			case 401:
+				wrong.Add(1)
+			case 429:
+				limited.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if wrong.Load() > 5 || wrong.Load()+limited.Load() != 25 {
+		t.Errorf("25 guesses at once: %d checked (401), %d refused (429); want at most 5 checked and the rest refused", wrong.Load(), limited.Load())
+	}
+	// A success forgets the count: the owner, once through, is not slowed by the guesses before.
+	owner := newBrowser(t, s.URL)
+	if err := ratelimit.NewShared(s.Redis).Reset(context.Background(), "login:user:guessed"); err != nil {
+		t.Fatal(err)
+	}
+	if r := owner.call("POST", "/api/auth/login", map[string]string{"username": "guessed", "password": "the real password"}); r.Status != 200 {
+		t.Fatalf("the owner's login: %d %s", r.Status, r.Body)
+	}
+	for i := range 5 {
+		if r := owner.call("POST", "/api/auth/login", map[string]string{"username": "guessed", "password": "the real password"}); r.Status != 200 {
+			t.Fatalf("the owner's login %d after a success: %d %s, want 200", i+2, r.Status, r.Body)
 		}
 	}
 }

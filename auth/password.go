@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -54,14 +53,14 @@ type Passwords struct {
 	dummyHash string // checked against when a username is unknown, so that a miss takes as long as a hit
 }
 
-// NewPasswords returns a hasher at cost that runs at most concurrency hashes at once and makes a caller
-// wait at most wait for a turn.
-func NewPasswords(cost, concurrency int, wait time.Duration) (*Passwords, error) {
+// NewPasswords returns a hasher at cost that hashes in the turns of costly, the gate it shares with other
+// work as costly (drawing captchas), so that all of it together keeps to its bound.
+func NewPasswords(cost int, costly *gate.Gate) (*Passwords, error) {
 	dummy, err := HashPassword("not a real password", cost)
 	if err != nil {
 		return nil, err
 	}
-	return &Passwords{cost: cost, gate: gate.New(concurrency, wait), dummyHash: dummy}, nil
+	return &Passwords{cost: cost, gate: costly, dummyHash: dummy}, nil
 }
 
 // Hash hashes a new password in a turn.
@@ -71,9 +70,6 @@ func (p *Passwords) Hash(ctx context.Context, password string) (hash string, err
 	}
 	return hash, err
 }
-
-// Turn runs fn in one of the hasher's turns: other work as costly as a hash shares the same bound.
-func (p *Passwords) Turn(ctx context.Context, fn func()) error { return p.gate.Do(ctx, fn) }
 
 // Check reports, in a turn, whether password matches hash; an empty hash (no such user) is checked
 // against a dummy, as slowly, and never matches.

@@ -29,15 +29,18 @@ type Captchas struct {
 	rdb    redis.UniversalClient
 	driver *base64Captcha.DriverDigit
 	gate   *gate.Gate // drawing is costly: a few at once, so a crowd cannot starve buying
+	wait   time.Duration
 }
 
-// New returns a captcha maker that draws at most concurrency images at once, and makes a request wait at
-// most wait for its turn before answering rate_limited.
-func New(rdb redis.UniversalClient, concurrency int, wait time.Duration) *Captchas {
+// New returns a captcha maker that draws in the turns of costly, the gate it shares with other work as
+// costly (password hashing), so that all of it together keeps to its bound; a draw waits at most wait
+// for a turn.
+func New(rdb redis.UniversalClient, costly *gate.Gate, wait time.Duration) *Captchas {
 	return &Captchas{
 		rdb:    rdb,
 		driver: base64Captcha.NewDriverDigit(80, 240, 5, 0.7, 80),
-		gate:   gate.New(concurrency, wait),
+		gate:   costly,
+		wait:   wait,
 	}
 }
 
@@ -45,7 +48,7 @@ func New(rdb redis.UniversalClient, concurrency int, wait time.Duration) *Captch
 func (c *Captchas) Draw(ctx context.Context) (id, image string, err error) {
 	var item base64Captcha.Item
 	var answer string
-	if gerr := c.gate.Do(ctx, func() {
+	if gerr := c.gate.DoWithin(ctx, c.wait, func() {
 		var question string
 		_, question, answer = c.driver.GenerateIdQuestionAnswer()
 		item, err = c.driver.DrawCaptcha(question)

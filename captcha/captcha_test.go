@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"seckill/errs"
+	"seckill/internal/gate"
 	"seckill/internal/testenv"
 )
 
 func TestCaptchaIsSingleUseRightOrWrong(t *testing.T) {
 	rdb := testenv.Redis(t)
-	c := New(rdb, 1, time.Second)
+	c := New(rdb, gate.New(1, time.Second), time.Second)
 	ctx := context.Background()
 
 	id, img, err := c.Draw(ctx)
@@ -51,7 +52,7 @@ func TestCaptchaIsSingleUseRightOrWrong(t *testing.T) {
 
 func TestDrawingIsBoundedUnderACrowd(t *testing.T) {
 	rdb := testenv.Redis(t)
-	c := New(rdb, 1, time.Nanosecond)
+	c := New(rdb, gate.New(1, time.Nanosecond), time.Nanosecond)
 	held, release, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { // one draw in progress takes the only turn
 		c.gate.Do(context.Background(), func() { close(held); <-release })
@@ -71,7 +72,7 @@ func TestDrawingIsBoundedUnderACrowd(t *testing.T) {
 
 // BenchmarkDraw measures how many captchas one core draws per second (run with -cpu 1).
 func BenchmarkDraw(b *testing.B) {
-	c := New(nil, 1, time.Second)
+	c := New(nil, gate.New(1, time.Second), time.Second)
 	for b.Loop() {
 		_, q, _ := c.driver.GenerateIdQuestionAnswer()
 		item, err := c.driver.DrawCaptcha(q)

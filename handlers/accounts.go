@@ -238,10 +238,12 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 	}
 	// A name that cannot be a username names no account: it is refused before it becomes a key.
 	if !auth.ValidUsername(in.Username) || len(in.Password) > maxLoginLength {
-		return h.failed(ctx, "", ipKey)
+		return h.failed(ctx, ipKey)
 	}
+	// Every attempt on a name counts before its password is checked, so that guesses sent at once cannot
+	// all pass a limit that only failures fill; a success forgets them.
 	userKey := "login:user:" + strings.ToLower(in.Username)
-	if err := h.Limits.Check(ctx, userKey, loginPerUser); err != nil {
+	if err := h.Limits.Allow(ctx, userKey, loginPerUser); err != nil {
 		return err
 	}
 	u, err := models.UserByUsername(ctx, h.DB, in.Username)
@@ -257,19 +259,18 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 		return err
 	}
 	if !ok || u == nil {
-		return h.failed(ctx, userKey, ipKey)
+		return h.failed(ctx, ipKey)
 	}
+	_ = h.Limits.Reset(ctx, userKey)
 	if err := h.StartSession(c, u); err != nil {
 		return err
 	}
 	return c.JSON(userJSON(u))
 }
 
-func (h *Accounts) failed(ctx context.Context, userKey, ipKey string) error {
-	// The answer is bad_credentials whatever the counters say: the next try is the one that is slowed.
-	if userKey != "" {
-		_ = h.Limits.Allow(ctx, userKey, loginPerUser)
-	}
+// failed counts a failure from the address: the answer is bad_credentials whatever the counter says, and
+// the next try is the one that is slowed.
+func (h *Accounts) failed(ctx context.Context, ipKey string) error {
 	if h.RateLimitIP {
 		_ = h.Limits.Allow(ctx, ipKey, loginPerIP)
 	}

@@ -157,7 +157,7 @@ func (h *Sandbox) Create(c *fiber.Ctx) error {
 		return err
 	}
 	if !payment.ValidRequest(r) {
-		return errs.Invalid("order_no", "must be 1 to 64 letters, digits, '-' or '_', with amount_cents from 1 to 100000000")
+		return errs.Invalid("order_no", "must be 1 to 64 letters, digits, '-' or '_', with amount_cents from 1 to 100000000000")
 	}
 	out, err := h.Pay.Create(c.UserContext(), r)
 	if err != nil {

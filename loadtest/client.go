@@ -189,8 +189,21 @@ func (c *Client) Register(ctx context.Context, rdb redis.UniversalClient, u *Use
 			return fmt.Errorf("register %s: the captcha stayed too busy", u.Name)
 		}
 		body["username"], body["password"] = u.Name, u.Password
+		a, err := c.Do(ctx, http.MethodPost, "/api/auth/register", body, u)
+		if err != nil {
+			return err
+		}
+		if a.Status == http.StatusTooManyRequests && try < 200 {
+			// Too many at once (hashing turns, or the address's limit): again, with a new captcha, since
+			// a refused registration may have used this one.
+			time.Sleep(time.Duration(50+min(try, 20)*10) * time.Millisecond)
+			continue
+		}
+		if a.Status != http.StatusCreated {
+			return fmt.Errorf("register %s: %d %s", u.Name, a.Status, a.Body)
+		}
 		var me struct{ ID int64 }
-		if err := c.JSON(ctx, http.MethodPost, "/api/auth/register", body, u, &me); err != nil {
+		if err := json.Unmarshal(a.Body, &me); err != nil {
 			return err
 		}
 		u.ID = me.ID

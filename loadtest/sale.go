@@ -129,7 +129,10 @@ func (c *Client) GetPaths(ctx context.Context, rdb redis.UniversalClient, users 
 			if err != nil {
 				return err
 			}
-			if retry && try < 200 {
+			if retry {
+				if try == 200 {
+					return fmt.Errorf("captcha for %s: still too many at once after 200 tries", users[i].Name)
+				}
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}

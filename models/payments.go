@@ -86,7 +86,7 @@ func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (Paid
 		if err := tx.Raw("SELECT status FROM orders WHERE id = ?", p.OrderID).Scan(&out.Status).Error; err != nil {
 			return err
 		}
-		out.Refund = pay.RowsAffected == 1 && !out.Paid && (out.Status == OrderCancelled || out.Status == OrderPaid)
+		out.Refund = pay.RowsAffected == 1 && !out.Paid // the order was no longer waiting: cancelled, or paid
 		return nil
 	})
 	if err != nil {

@@ -38,12 +38,12 @@ func NewSandbox(rdb redis.UniversalClient, baseURL, secret, notifyURL string, no
 // no flash sale reaches.
 const (
 	maxOrderNo     = 64
-	MaxAmountCents = 100_000_000 // ¥1,000,000
+	MaxAmountCents = 100_000_000_000 // ¥1,000,000,000
 	sandboxTTL     = 24 * time.Hour
 )
 
 // ErrBadRequest is a payment request outside the sandbox's limits.
-var ErrBadRequest = errors.New("sandbox: order_no must be 1 to 64 letters, digits, '-' or '_', and amount_cents from 1 to 100000000")
+var ErrBadRequest = errors.New("sandbox: order_no must be 1 to 64 letters, digits, '-' or '_', and amount_cents from 1 to 100000000000")
 
 // ValidRequest reports whether r is within the sandbox's limits.
 func ValidRequest(r Request) bool {

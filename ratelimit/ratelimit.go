@@ -36,6 +36,14 @@ func (s *Shared) Allow(ctx context.Context, key string, l Limit) error {
 	return nil
 }
 
+// Reset forgets what key has counted.
+func (s *Shared) Reset(ctx context.Context, key string) error {
+	if err := s.rl.Reset(ctx, key); err != nil {
+		return fmt.Errorf("rate limit %s: %w", key, err)
+	}
+	return nil
+}
+
 // Check answers errs.RateLimited when one more event for key would be over its limit, and counts nothing.
 func (s *Shared) Check(ctx context.Context, key string, l Limit) error {
 	res, err := s.rl.AllowN(ctx, key, l, 0)

@@ -24,11 +24,14 @@ func New(n int, wait time.Duration) *Gate {
 	return &Gate{sem: semaphore.NewWeighted(int64(max(n, 1))), wait: wait}
 }
 
-// Do runs fn in a turn. It answers errs.RateLimited when no turn came within the wait, and ctx's error
-// when ctx ended first.
-func (g *Gate) Do(ctx context.Context, fn func()) error {
+// Do runs fn in a turn. It answers errs.RateLimited when no turn came within the gate's wait, and ctx's
+// error when ctx ended first.
+func (g *Gate) Do(ctx context.Context, fn func()) error { return g.DoWithin(ctx, g.wait, fn) }
+
+// DoWithin is Do with a wait of its own, for work whose callers should give up sooner.
+func (g *Gate) DoWithin(ctx context.Context, wait time.Duration, fn func()) error {
 	if !g.sem.TryAcquire(1) {
-		wctx, cancel := context.WithTimeout(ctx, g.wait)
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		err := g.sem.Acquire(wctx, 1)
 		cancel()
 		if err != nil {
