@@ -150,9 +150,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		p.fail("LISTEN_HOST", fmt.Sprintf("must be an IP address such as 127.0.0.1 (empty: every interface), got %q", c.ListenHost))
 	}
 	c.BaseURL = strings.TrimRight(p.str("BASE_URL", fmt.Sprintf("http://localhost:%d", c.Port)), "/")
-	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.fail("BASE_URL", "must be an absolute http:// or https:// URL")
-	}
+	p.httpURL("BASE_URL", c.BaseURL)
 
 	switch {
 	case c.DatabaseURL == "" && c.RedisURL == "":
@@ -186,18 +184,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		p.fail("SESSION_SECRET", "must be at least 32 characters outside demo mode (for example: openssl rand -hex 32)")
 	}
 	if c.PayProviderURL != "" {
-		if u, err := url.Parse(c.PayProviderURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.fail("PAY_PROVIDER_URL", "must be an absolute http:// or https:// URL")
-		}
+		p.httpURL("PAY_PROVIDER_URL", c.PayProviderURL)
 	}
 	if c.PaySecret != "" && len(c.PaySecret) < 16 {
 		p.fail("PAY_SECRET", "must be at least 16 characters")
 	}
 	c.PaySandbox = p.oneOf("PAY_SANDBOX", map[bool]string{true: "on", false: "off"}[c.Demo], "on", "off") == "on"
 	if c.PayNotifyURL = strings.TrimSpace(getenv("PAY_NOTIFY_URL")); c.PayNotifyURL != "" {
-		if u, err := url.Parse(c.PayNotifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.fail("PAY_NOTIFY_URL", "must be an absolute http:// or https:// URL")
-		}
+		p.httpURL("PAY_NOTIFY_URL", c.PayNotifyURL)
 	}
 	if c.MetricsListen == "off" {
 		c.MetricsListen = ""
@@ -229,6 +223,15 @@ type parser struct {
 }
 
 func (p *parser) fail(name, why string) { p.errs = append(p.errs, fmt.Errorf("%s %s", name, why)) }
+
+// httpURL checks that v is an absolute http:// or https:// URL with nothing in it that is not part of
+// one (spaces, control characters).
+func (p *parser) httpURL(name, v string) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		p.fail(name, "must be an absolute http:// or https:// URL")
+	}
+}
 
 func (p *parser) str(name, def string) string {
 	if v := strings.TrimSpace(p.getenv(name)); v != "" {

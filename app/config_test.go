@@ -185,6 +185,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"rate limit neither on nor off", map[string]string{"RATE_LIMIT_IP": "maybe"}, "RATE_LIMIT_IP"},
 		{"node id too large", map[string]string{"NODE_ID": "1024"}, "NODE_ID"},
 		{"base url relative", map[string]string{"BASE_URL": "/shop"}, "BASE_URL"},
+		{"base url with a space", map[string]string{"BASE_URL": "https://shop.example/ /"}, "BASE_URL"}, // found by fuzzing
 		{"log level unknown", map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		{"provider url relative", map[string]string{"PAY_PROVIDER_URL": "pay.example"}, "PAY_PROVIDER_URL"},
 		{"short pay secret", map[string]string{"PAY_SECRET": "short"}, "PAY_SECRET"},

@@ -144,6 +144,12 @@ func TestMerchantValidation(t *testing.T) {
 			m["starts_at"] = now.Add(-2 * time.Hour).Format(time.RFC3339)
 			m["ends_at"] = now.Add(-time.Hour).Format(time.RFC3339)
 		})},
+		// Found by fuzzing: PostgreSQL refuses NUL, and a year past 9999 cannot be written back as JSON.
+		{"a NUL in the name", "name", act(func(m map[string]any) { m["name"] = "a\x00b" })},
+		{"a line break in the name", "name", act(func(m map[string]any) { m["name"] = "a\nb" })},
+		{"a NUL in the description", "description", act(func(m map[string]any) { m["description"] = "a\x00b" })},
+		{"an end past the year 9999", "ends_at", act(func(m map[string]any) { m["ends_at"] = "9999-12-31T23:10:00-00:50" })},
+		{"a start before the year 0", "starts_at", act(func(m map[string]any) { m["starts_at"] = "0000-01-01T00:00:00+00:01" })},
 	} {
 		r := merchant.call("POST", "/api/merchant/activities", tt.body)
 		if r.Status != 400 || !strings.HasPrefix(r.json(t)["message"].(string), tt.field) {
@@ -177,6 +183,9 @@ func TestMerchantValidation(t *testing.T) {
 		{"stock_shards", item("stock_shards", -1)},
 		{"stock_shards", item("stock_shards", 51)}, // more shards than units
 		{"image_url", item("image_url", "javascript:alert(1)")},
+		{"name", item("name", "a\x00b")},
+		{"title", item("title", "a\x00b")},
+		{"description", item("description", "a\x00b")},
 	} {
 		r := merchant.call("POST", "/api/merchant/activities/"+id+"/items", tt.body)
 		if r.Status != 400 || !strings.HasPrefix(r.json(t)["message"].(string), tt.field) {
@@ -187,6 +196,9 @@ func TestMerchantValidation(t *testing.T) {
 	s.DB.Model(&models.Item{}).Count(&n)
 	if n != 0 {
 		t.Errorf("bad items were stored: %d", n)
+	}
+	if r := merchant.call("GET", "/api/merchant/activities", nil); r.Status != 200 {
+		t.Errorf("the merchant's list after the refusals: %d %s", r.Status, r.Body)
 	}
 }
 

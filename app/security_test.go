@@ -451,6 +451,16 @@ func TestSecondPaymentByCallbackIsFlaggedForRefund(t *testing.T) {
 	if strings.Contains(logs.String(), "refund it") {
 		t.Fatalf("a repeated callback for the paying payment was flagged for a refund:\n%s", logs.String())
 	}
+	// A signed callback whose payment id cannot be one is refused, not a failure (found by fuzzing).
+	body := []byte(`{"payment_id":"sbx_\u0000","order_no":"` + o.OrderNo + `","amount_cents":1,"status":"paid","at":` + strconv.FormatInt(s.Clock.Now().Unix(), 10) + `}`)
+	req, _ := http.NewRequest("POST", s.URL+handlers.NotifyPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(payment.SignatureHeader, payment.Sign(s.Cfg.CallbackSecret(), body))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
+		t.Errorf("a callback with a NUL in its payment id: %v %v, want 400", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	// A second payment of the same order, paid too (an older payment the payer still had open).
 	second := models.Payment{OrderID: p.OrderID, OrderNo: o.OrderNo, ProviderID: "sbx_" + strings.Repeat("b", 24), Status: models.PaymentOpen,
 		AmountCents: o.PriceCents, CreatedAt: time.Now(), UpdatedAt: time.Now()}

@@ -38,7 +38,8 @@ func (c *CSRF) Valid(header, cookie string) bool {
 	if base64.RawURLEncoding.DecodedLen(len(header)) != len(raw) {
 		return false
 	}
-	if _, err := base64.RawURLEncoding.Decode(raw[:], []byte(header)); err != nil {
+	// Strict: the last character's spare bits must be zero, so that a token has one spelling.
+	if _, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(header)); err != nil {
 		return false
 	}
 	var mac [sha256.Size]byte

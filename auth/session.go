@@ -116,7 +116,8 @@ func (s *Sessions) Check(value string) (Session, bool) {
 		return Session{}, false
 	}
 	var raw [payloadLen + macLen]byte
-	if _, err := base64.RawURLEncoding.Decode(raw[:], []byte(value)); err != nil {
+	// Strict: the last character's spare bits must be zero, so that a cookie has one spelling.
+	if _, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(value)); err != nil {
 		return Session{}, false
 	}
 	var mac [macLen]byte

@@ -83,7 +83,7 @@ func (h *Payments) Notify(c *fiber.Ctx) error {
 		return errs.New(errs.BadRequest, "signature: does not match the body")
 	}
 	var n payment.Notification
-	if err := json.Unmarshal(body, &n); err != nil {
+	if err := json.Unmarshal(body, &n); err != nil || !payment.ValidProviderID(n.PaymentID) {
 		return errs.New(errs.BadRequest, "body: must be a payment notification")
 	}
 	if !n.Fresh(h.Now()) {

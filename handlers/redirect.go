@@ -11,6 +11,7 @@ const maxRedirect = 2048
 //     ("//evil.example" and "/\evil.example" do, in browsers);
 //   - every character is printable ASCII other than "\" (0x21 to 0x7e): no CR or LF to split the
 //     Location header, and no tab or space, which browsers drop or turn into a host ("/\t/evil.example");
+//   - every "%" starts an escape of two hex digits, so that the target parses as a URL;
 //   - it is at most 2,048 bytes.
 func LocalPath(target string) string {
 	if len(target) == 0 || len(target) > maxRedirect || target[0] != '/' {
@@ -20,12 +21,18 @@ func LocalPath(target string) string {
 		return "/"
 	}
 	for i := 0; i < len(target); i++ {
-		if b := target[i]; b < 0x21 || b > 0x7e || b == '\\' {
+		b := target[i]
+		if b < 0x21 || b > 0x7e || b == '\\' {
+			return "/"
+		}
+		if b == '%' && (i+2 >= len(target) || !isHex(target[i+1]) || !isHex(target[i+2])) {
 			return "/"
 		}
 	}
 	return target
 }
+
+func isHex(b byte) bool { return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F' }
 
 // redirectLocal redirects to target if it is a plain local path, else to the home page.
 func redirectLocal(c *fiber.Ctx, target string) error {

@@ -28,6 +28,10 @@ func TestLocalPath(t *testing.T) {
 		{"https://evil.example/", "/"},
 		{"javascript:alert(1)", "/"},
 		{"/" + strings.Repeat("a", 2047), "/" + strings.Repeat("a", 2047)},
+		{"/%", "/"}, // found by fuzzing: a broken escape does not parse as a URL
+		{"/%zz", "/"},
+		{"/a%2", "/"},
+		{"/a%2Fb%e9", "/a%2Fb%e9"},
 		{"/" + strings.Repeat("a", 2048), "/"},
 	} {
 		if got := LocalPath(tt.target); got != tt.want {

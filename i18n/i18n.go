@@ -73,6 +73,9 @@ func Pick(choice, acceptLanguage string) string {
 			tag = tag[:i]
 		}
 		base := strings.ToLower(strings.SplitN(tag, "-", 2)[0])
+		if q <= 0 {
+			continue // q=0: not acceptable
+		}
 		if _, ok := catalog[base]; ok && q > bestQ {
 			best, bestQ = base, q
 		}

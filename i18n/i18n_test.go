@@ -18,6 +18,7 @@ func TestPick(t *testing.T) {
 		{"en", "zh-CN", "en"},
 		{"zh", "en", "zh"},
 		{"xx", "zh", "zh"},
+		{"", "fr, zh;q=0", "en"}, // q=0: not acceptable (found by fuzzing)
 	}
 	for _, tt := range tests {
 		if got := Pick(tt.choice, tt.accept); got != tt.want {

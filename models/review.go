@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -103,6 +104,28 @@ type ActivityInput struct {
 	EndsAt      time.Time `json:"ends_at"`
 }
 
+// badText reports whether s cannot be stored and shown as text: not UTF-8, or holding control characters
+// (PostgreSQL refuses NUL outright); a multiline text may hold line breaks and tabs.
+func badText(s string, multiline bool) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if r < 0x20 && !(multiline && (r == '\n' || r == '\r' || r == '\t')) || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// Times outside these years cannot be written as RFC 3339 (JSON) and name no sale.
+var (
+	earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	latest   = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
+func badTime(t time.Time) bool { return t.Before(earliest) || t.After(latest) }
+
 // Validate checks the input against the contract's rules at now.
 func (in *ActivityInput) Validate(now time.Time) error {
 	in.Name, in.Description = strings.TrimSpace(in.Name), strings.TrimSpace(in.Description)
@@ -111,12 +134,20 @@ func (in *ActivityInput) Validate(now time.Time) error {
 		return errs.Invalid("name", "must not be empty")
 	case len(in.Name) > 200:
 		return errs.Invalid("name", "must be at most 200 bytes")
+	case badText(in.Name, false):
+		return errs.Invalid("name", "must be text without control characters")
 	case len(in.Description) > 5000:
 		return errs.Invalid("description", "must be at most 5000 bytes")
+	case badText(in.Description, true):
+		return errs.Invalid("description", "must be text without control characters")
 	case in.StartsAt.IsZero():
 		return errs.Invalid("starts_at", "is required (RFC 3339, for example 2026-11-11T10:00:00Z)")
 	case in.EndsAt.IsZero():
 		return errs.Invalid("ends_at", "is required (RFC 3339, for example 2026-11-11T12:00:00Z)")
+	case badTime(in.StartsAt):
+		return errs.Invalid("starts_at", "must be between the years 2000 and 9999")
+	case badTime(in.EndsAt):
+		return errs.Invalid("ends_at", "must be between the years 2000 and 9999")
 	case !in.EndsAt.After(in.StartsAt):
 		return errs.Invalid("ends_at", "must be after starts_at")
 	case !in.EndsAt.After(now):
@@ -148,10 +179,18 @@ func (in *ItemInput) Validate(time.Time) error {
 		return errs.Invalid("name", "must not be empty")
 	case len(in.Name) > 200:
 		return errs.Invalid("name", "must be at most 200 bytes")
+	case badText(in.Name, false):
+		return errs.Invalid("name", "must be text without control characters")
 	case len(in.Title) > 200:
 		return errs.Invalid("title", "must be at most 200 bytes")
+	case badText(in.Title, false):
+		return errs.Invalid("title", "must be text without control characters")
 	case len(in.Description) > 5000:
 		return errs.Invalid("description", "must be at most 5000 bytes")
+	case badText(in.Description, true):
+		return errs.Invalid("description", "must be text without control characters")
+	case badText(in.ImageURL, false):
+		return errs.Invalid("image_url", "must be an http(s) URL or a path on this site")
 	case len(in.ImageURL) > 500 || in.ImageURL != "" && !strings.HasPrefix(in.ImageURL, "https://") && !strings.HasPrefix(in.ImageURL, "http://") && !strings.HasPrefix(in.ImageURL, "/"):
 		return errs.Invalid("image_url", "must be an http(s) URL or a path on this site")
 	case in.OriginalPriceCents <= 0:
@@ -363,8 +402,13 @@ func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool,
 		action = ActApprove
 	}
 	reason = strings.TrimSpace(reason)
-	if !approve && reason == "" {
+	switch {
+	case !approve && reason == "":
 		return nil, errs.Invalid("reason", "must say why the activity is rejected")
+	case len(reason) > 2000:
+		return nil, errs.Invalid("reason", "must be at most 2000 bytes")
+	case badText(reason, true):
+		return nil, errs.Invalid("reason", "must be text without control characters")
 	}
 	return changeActivity(ctx, db, who, 0, id, action, now, func(tx *gorm.DB, a *Activity, next string) (any, any, error) {
 		before := auditOf(a)

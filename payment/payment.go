@@ -69,6 +69,20 @@ func Sign(secret string, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// ValidProviderID reports whether id can be a provider's payment id as the shop keeps it: 1 to 64
+// printable ASCII characters.
+func ValidProviderID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // RefundNeeded flags money that came in for an order that no longer needed it (cancelled, or paid by
 // another payment), wherever the shop learnt of it (its poller, or the provider's callback): an error in
 // the log, with what a person needs to refund it.

@@ -36,13 +36,15 @@
   window.api = api;
 
   // localPath is handlers.LocalPath for the pages: target when it is a plain path on this site, else "/".
-  // One "/" then not "/" or "\", printable ASCII only (no "\", no tab, space or line break), 2,048 at most.
+  // One "/" then not "/" or "\", printable ASCII only (no "\", no tab, space or line break), every "%"
+  // followed by two hex digits, 2,048 at most.
   function localPath(target) {
     if (typeof target !== "string" || target.length === 0 || target.length > 2048 || target.charAt(0) !== "/") return "/";
     if (target.charAt(1) === "/" || target.charAt(1) === "\\") return "/";
     for (var i = 0; i < target.length; i++) {
       var c = target.charCodeAt(i);
       if (c < 0x21 || c > 0x7e || c === 0x5c) return "/";
+      if (c === 0x25 && !/^[0-9A-Fa-f]{2}$/.test(target.substr(i + 1, 2))) return "/";
     }
     return target;
   }

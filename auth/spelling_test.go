@@ -1,0 +1,55 @@
+package auth
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/models"
+)
+
+// otherSpelling changes the spare low bits of a raw base64url value's last character: the same bytes,
+// spelt another way, which a lenient decoder accepts.
+func otherSpelling(t *testing.T, v string) string {
+	t.Helper()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	if len(v)*6%8 == 0 {
+		t.Fatalf("%d characters carry no spare bits", len(v))
+	}
+	i := strings.IndexByte(alphabet, v[len(v)-1])
+	alt := v[:len(v)-1] + string(alphabet[i^1])
+	lenient, _ := base64.RawURLEncoding.DecodeString(alt)
+	orig, _ := base64.RawURLEncoding.DecodeString(v)
+	if string(lenient) != string(orig) {
+		t.Fatal("the other spelling decodes to other bytes: not a spelling")
+	}
+	return alt
+}
+
+// Found by fuzzing: a token or cookie had four spellings; it has one.
+func TestTokensAndCookiesHaveOneSpelling(t *testing.T) {
+	c := NewCSRF("a secret of at least thirty-two characters")
+	tok, err := c.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Valid(tok, tok) {
+		t.Fatal("a real token is refused")
+	}
+	if alt := otherSpelling(t, tok); c.Valid(alt, alt) {
+		t.Errorf("the CSRF token %s is also accepted as %s", tok, alt)
+	}
+
+	s := NewSessions("a secret of at least thirty-two characters", time.Hour, nil, nil, time.Now, nil)
+	_, cookie, err := s.Issue(&models.User{ID: 7, SessionVersion: 1, Role: models.RoleShopper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Check(cookie); !ok {
+		t.Fatal("a real session cookie is refused")
+	}
+	if alt := otherSpelling(t, cookie); func() bool { _, ok := s.Check(alt); return ok }() {
+		t.Errorf("the session cookie %s is also accepted as %s", cookie, alt)
+	}
+}
