@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/seckill
 
-.PHONY: run build test services lint migrate bench bench-cluster bench-go screenshots cluster cluster-stop clean
+.PHONY: run build test fuzz services lint migrate bench bench-cluster bench-go screenshots cluster cluster-stop clean
 
 run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
 	$(GO) run .
@@ -15,6 +15,10 @@ services: ## start (or install) the local PostgreSQL and Redis the tests use
 
 test: services ## every test, with the race detector, against the real services
 	$(GO) test -race -count=1 ./...
+	FUZZTIME=3s ./scripts/fuzz.sh
+
+fuzz: services ## every fuzz target for FUZZTIME each, default 60s
+	FUZZTIME=$${FUZZTIME:-60s} ./scripts/fuzz.sh
 
 bench: ## the load tool's scenarios on a real server, with baselines and audits; writes docs/performance.md (SCALE=0.1 for a quick run)
 	./scripts/bench.sh

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs every Go fuzz target in the module (every func FuzzXxx(f *testing.F) in a _test.go file), one
+# after another, for FUZZTIME each (default 3s), and stops at the first that fails. A new failing input is
+# written by go test under the package's testdata/fuzz/FuzzXxx/, where `go test ./...` replays it from then
+# on; this script prints where it is and how to re-run it.
+#
+#   FUZZTIME=60s ./scripts/fuzz.sh        every target for a minute (make fuzz)
+#   FUZZ_KEEP_GOING=1 ./scripts/fuzz.sh   run every target even after a failure, and fail at the end
+#
+# The fuzz targets of ./app and ./auth use the real PostgreSQL and Redis (make services).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+GO="${GO:-go}"
+fuzztime="${FUZZTIME:-3s}"
+keep_going="${FUZZ_KEEP_GOING:-}"
+root="$PWD"
+
+# Packages with a fuzz target: a cheap grep picks the candidates, go test -list names the targets.
+mapfile -t dirs < <(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | xargs -r -n1 dirname | sort -u)
+if [ "${#dirs[@]}" -eq 0 ]; then
+	echo "fuzz: no fuzz targets found" >&2
+	exit 1
+fi
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+started=$SECONDS
+count=0
+failures=()
+for dir in "${dirs[@]}"; do
+	rel="${dir#./}"
+	mapfile -t names < <($GO test -list '^Fuzz' "./$rel" | grep -E '^Fuzz[A-Za-z0-9_]*$' || true)
+	for name in "${names[@]}"; do
+		count=$((count + 1))
+		t0=$SECONDS
+		ok=
+		for try in 1 2; do
+			if $GO test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "./$rel" >"$log" 2>&1; then
+				ok=1
+				break
+			fi
+			# Go's fuzzer can run out of its time before its first round over the corpus ends ("context
+			# deadline exceeded", no input written): that is no finding, so it gets one more go.
+			if grep -q 'Failing input written\|failure while testing seed corpus' "$log" || ! grep -q 'context deadline exceeded' "$log"; then
+				break
+			fi
+		done
+		if [ -n "$ok" ]; then
+			execs="$(grep -oE 'execs: [0-9]+' "$log" | tail -n 1 || true)"
+			printf 'ok    %-20s %-22s %4ds  %s\n' "./$rel" "$name" $((SECONDS - t0)) "$execs"
+			continue
+		fi
+		printf 'FAIL  %-20s %-22s %4ds\n' "./$rel" "$name" $((SECONDS - t0))
+		grep -vE '^fuzz: elapsed' "$log" | sed 's/^/      /' || true
+		crasher="$(sed -n 's/.*Failing input written to \(testdata\/fuzz\/[^ ]*\).*/\1/p' "$log" | tail -n 1)"
+		seed="$(sed -n 's/.*failure while testing seed corpus entry: \([^ ]*\).*/\1/p' "$log" | tail -n 1)"
+		if [ -n "$crasher" ]; then
+			echo "      new failing input: $rel/$crasher"
+			echo "      re-run it:         $GO test -run '^${name}/$(basename "$crasher")\$' ./$rel"
+		elif [ -n "$seed" ]; then
+			echo "      a seed fails: $seed (an f.Add seed, or $rel/testdata/fuzz/$seed)"
+			echo "      re-run it:    $GO test -run '^${seed}\$' ./$rel"
+		fi
+		failures+=("./$rel $name")
+		if [ -z "$keep_going" ]; then
+			echo "fuzz: $name failed after $((SECONDS - started))s (FUZZTIME=$fuzztime)" >&2
+			exit 1
+		fi
+	done
+done
+
+if [ "${#failures[@]}" -gt 0 ]; then
+	echo "fuzz: ${#failures[@]} of $count targets failed in $((SECONDS - started))s: ${failures[*]}" >&2
+	exit 1
+fi
+echo "fuzz: $count targets, ${fuzztime} each, all passed in $((SECONDS - started))s (from $root)"
