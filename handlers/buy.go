@@ -92,7 +92,7 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 		return err
 	}
 	if h.Flags.SoldOut(itemID) {
-		return errs.New(errs.SoldOut, "sold out")
+		return stock.ErrSoldOut
 	}
 	token, err := auth.RandomToken(16)
 	if err != nil {
@@ -151,10 +151,10 @@ func (h *Buy) notLoaded(c *fiber.Ctx, itemID int64) error {
 	}
 	now := h.Now()
 	if now.Before(act.StartsAt) {
-		return errs.New(errs.NotStarted, "the sale has not started yet")
+		return stock.ErrNotStarted
 	}
 	if !now.Before(act.EndsAt) {
-		return errs.New(errs.Ended, "the sale has ended")
+		return stock.ErrEnded
 	}
 	_, err = h.Ledger.PreheatFromDB(c.UserContext(), h.DB, itemID)
 	return err
@@ -177,7 +177,7 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { h.Answers.Add(itemID, answerOf(err), h.Now()) }()
+	defer func() { h.Answers.Add(itemID, stock.AnswerOf(err), h.Now()) }()
 	if h.RateLimitIP {
 		if err := h.BuyLimit.Allow(addressKey(c)); err != nil {
 			return err
@@ -185,10 +185,10 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	}
 	path := c.Params("path")
 	if !validPath(path) {
-		return errs.New(errs.InvalidPath, "this purchase link is not valid: get a new one")
+		return stock.ErrInvalidPath
 	}
 	if h.Flags.SoldOut(itemID) {
-		return errSoldOut
+		return stock.ErrSoldOut
 	}
 	ctx := c.UserContext()
 	soldOut, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
@@ -202,22 +202,7 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	return c.Status(fiber.StatusAccepted).Send(queued)
 }
 
-// answerOf names a buy's answer for the dashboard.
-func answerOf(err error) string {
-	if err == nil {
-		return "queued"
-	}
-	switch code := errs.Code(err); code {
-	case errs.SoldOut, errs.AlreadyBought, errs.InvalidPath, errs.RateLimited, errs.NotStarted, errs.Ended:
-		return code
-	}
-	return "other"
-}
-
-var (
-	queued     = []byte(`{"status":"queued"}`)
-	errSoldOut = errs.Static(errs.SoldOut, "sold out")
-)
+var queued = []byte(`{"status":"queued"}`)
 
 // Result answers the buyer's result for the item.
 func (h *Buy) Result(c *fiber.Ctx) error {

@@ -6,13 +6,14 @@ import (
 	"html"
 	"time"
 
+	"seckill/errs"
 	"seckill/stock"
 )
 
 // answerColors draws each answer of the buy endpoint in its own colour.
 var answerColors = map[string]string{
-	"queued": "#1a7f37", "sold_out": "#d4351c", "already_bought": "#8250df", "invalid_path": "#bf8700",
-	"rate_limited": "#0969da", "not_started": "#57606a", "ended": "#24292f", "other": "#cf222e",
+	stock.AnswerQueued: "#1a7f37", errs.SoldOut: "#d4351c", errs.AlreadyBought: "#8250df", errs.InvalidPath: "#bf8700",
+	errs.RateLimited: "#0969da", errs.NotStarted: "#57606a", errs.Ended: "#24292f", stock.AnswerOther: "#cf222e",
 }
 
 // ChartSVG draws the buy endpoint's answers per second as an SVG line chart, one line per answer seen.

@@ -9,10 +9,33 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/errs"
 )
 
-// AnswerKinds are the buy endpoint's answers that the live dashboard charts.
-var AnswerKinds = []string{"queued", "sold_out", "already_bought", "invalid_path", "rate_limited", "not_started", "ended", "other"}
+// AnswerKinds are the buy endpoint's answers that the live dashboard charts: queued, the refusals by
+// their contract code, and other for the rest. The one list of them; AnswerOf names an answer by it.
+var AnswerKinds = []string{AnswerQueued, errs.SoldOut, errs.AlreadyBought, errs.InvalidPath, errs.RateLimited, errs.NotStarted, errs.Ended, AnswerOther}
+
+// The answers that are not a refusal's code.
+const (
+	AnswerQueued = "queued"
+	AnswerOther  = "other"
+)
+
+// AnswerOf names a buy's answer (its error, nil for queued) as one of AnswerKinds.
+func AnswerOf(err error) string {
+	if err == nil {
+		return AnswerQueued
+	}
+	code := errs.Code(err)
+	for _, k := range AnswerKinds {
+		if k == code {
+			return k
+		}
+	}
+	return AnswerOther
+}
 
 // countAnswersLua adds one second's answers of an item whose sale (shard 0, in the same slot) is loaded.
 // KEYS[1] the sale, KEYS[2] the item's answers in that second; ARGV[1] the TTL in seconds, then answer

@@ -179,21 +179,32 @@ type Sale struct {
 	Buyers             map[int64]string // user → order number of everyone with a purchase of the item, cancelled or not: one per user holds for the sale
 }
 
+// The ledger's refusals, made once: the buy endpoint answers them thousands of times a second, and the
+// handlers that decide the same things without Redis answer with these too.
+var (
+	ErrInvalidPath   = errs.Static(errs.InvalidPath, "this purchase link is not valid: get a new one")
+	ErrNotStarted    = errs.Static(errs.NotStarted, "the sale has not started yet")
+	ErrEnded         = errs.Static(errs.Ended, "the sale has ended")
+	ErrSoldOut       = errs.Static(errs.SoldOut, "sold out")
+	ErrAlreadyBought = errs.Static(errs.AlreadyBought, "you have already bought this item")
+	ErrNotOnSale     = errs.Static(errs.NotFound, "this item is not on sale")
+)
+
 // reason turns a script's refusal into the contract's error.
 func reason(code string) error {
 	switch code {
 	case errs.InvalidPath:
-		return errs.New(errs.InvalidPath, "this purchase link is not valid: get a new one")
+		return ErrInvalidPath
 	case errs.NotStarted:
-		return errs.New(errs.NotStarted, "the sale has not started yet")
+		return ErrNotStarted
 	case errs.Ended:
-		return errs.New(errs.Ended, "the sale has ended")
+		return ErrEnded
 	case errs.SoldOut:
-		return errs.New(errs.SoldOut, "sold out")
+		return ErrSoldOut
 	case errs.AlreadyBought:
-		return errs.New(errs.AlreadyBought, "you have already bought this item")
+		return ErrAlreadyBought
 	case "not_found":
-		return errs.New(errs.NotFound, "this item is not on sale")
+		return ErrNotOnSale
 	}
 	return fmt.Errorf("stock: unexpected answer %q", code)
 }
