@@ -99,7 +99,7 @@ func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	srv, err := NewServer(cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now})
+	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,21 +53,50 @@ type Server struct {
 	Sessions *auth.Sessions
 	Ledger   *stock.Ledger
 	Flags    *stock.Flags
-	Consumer *jobs.OrderConsumer
-	Preheat  *jobs.Preheater
 	Answers  *stock.Answers
-	Poller   *jobs.PaymentPoller
-	Expirer  *jobs.UnpaidCanceller
-	Checker  *jobs.Reconciler
 	Runs     *jobs.Runs
 	Provider *payment.Client
 	Costly   *gate.Gate   // the turns of work that costs a core (captchas, password hashes), shared by all of it
 	Metrics  http.Handler // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
 
+	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
+	// its lock.
+	OrderConsumer *jobs.OrderConsumer
+	Preheat       *jobs.Preheat
+	PaymentPoll   *jobs.PaymentPoll
+	UnpaidTimeout *jobs.UnpaidTimeout
+	Reconcile     *jobs.Reconcile
+
+	site     site // the handlers the route table maps
 	buyLimit *ratelimit.Local
 	log      *slog.Logger
 	closers  []func() error
 }
+
+// site is every handler of the route table.
+type site struct {
+	health   *handlers.Health
+	static   *handlers.Static
+	pages    *handlers.Pages
+	accounts *handlers.Accounts
+	qr       *handlers.QRLogin
+	catalog  *handlers.Catalog
+	buy      *handlers.Buy
+	orders   *handlers.Orders
+	pay      *handlers.Payments
+	merchant *handlers.Merchant
+	admin    *handlers.Admin
+	consoles *handlers.Consoles
+	sandbox  *handlers.Sandbox // nil unless the sandbox is mounted (demo mode, PAY_SANDBOX=on)
+}
+
+// The workers Start runs beside the jobs, by name.
+const (
+	workerSessions     = "sessions"
+	workerSoldOutFlags = "sold_out_flags"
+	workerBuyLimiter   = "buy_limiter"
+	workerBuyAnswers   = "buy_answers"
+)
 
 // Close releases what NewServer opened (not the Deps, which belong to the caller).
 func (s *Server) Close() error {
@@ -114,8 +143,8 @@ func dedicatedClient(rdb redis.UniversalClient) redis.UniversalClient {
 }
 
 // New builds the Fiber application; tests that need no background work use it with app.Test.
-func New(cfg Config, d Deps) (*fiber.App, error) {
-	s, err := NewServer(cfg, d)
+func New(ctx context.Context, cfg Config, d Deps) (*fiber.App, error) {
+	s, err := NewServer(ctx, cfg, d)
 	if err != nil {
 		return nil, err
 	}
@@ -124,28 +153,33 @@ func New(cfg Config, d Deps) (*fiber.App, error) {
 
 // Start loads what must be in memory before the first request and starts the background work: session
 // changes, sold-out flags, the order consumer, preheating, the payment jobs. It all stops when ctx ends;
-// the returned channel closes once it has. Tests may name the only workers they want.
+// the returned channel closes once it has. Tests may name the only workers they want; a name that is
+// none of them is an error.
 func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, error) {
-	if err := s.Sessions.Load(ctx); err != nil {
-		return nil, err
-	}
 	workers := map[string]func(context.Context) error{
-		"sessions":       s.Sessions.Run,
-		"sold-out flags": s.Flags.Run,
-		"order consumer": s.Consumer.Run,
-		"preheat":        s.Preheat.Run,
-		"buy limiter":    s.buyLimit.Run,
-		"buy answers":    s.Answers.Run,
-		"payment poll":   s.Poller.Run,
-		"unpaid timeout": s.Expirer.Run,
-		"reconcile":      s.Checker.Run,
+		workerSessions:        s.Sessions.Run,
+		workerSoldOutFlags:    s.Flags.Run,
+		workerBuyLimiter:      s.buyLimit.Run,
+		workerBuyAnswers:      s.Answers.Run,
+		jobs.OrderConsumerJob: s.OrderConsumer.Run,
+		jobs.PreheatJob:       s.Preheat.Run,
+		jobs.PaymentPollJob:   s.PaymentPoll.Run,
+		jobs.UnpaidTimeoutJob: s.UnpaidTimeout.Run,
+		jobs.ReconcileJob:     s.Reconcile.Run,
 	}
 	if len(only) > 0 {
 		chosen := map[string]func(context.Context) error{}
 		for _, name := range only {
-			chosen[name] = workers[name]
+			run, ok := workers[name]
+			if !ok {
+				return nil, fmt.Errorf("start: no worker is named %q", name)
+			}
+			chosen[name] = run
 		}
 		workers = chosen
+	}
+	if err := s.Sessions.Load(ctx); err != nil {
+		return nil, err
 	}
 	var wg sync.WaitGroup
 	for name, run := range workers {
@@ -165,9 +199,9 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 	return done, nil
 }
 
-// NewServer builds the application: its domain parts, the Fiber app with its middleware, templates and
-// route table. A broken template fails here.
-func NewServer(cfg Config, d Deps) (*Server, error) {
+// NewServer builds the whole application: its domain parts, the jobs, the handlers, and the Fiber app with
+// its middleware, templates and route table. A broken template fails here. ctx bounds its start-up I/O.
+func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -181,7 +215,7 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodeID, err := leaseNode(context.Background(), cfg, d.Redis)
+	nodeID, err := leaseNode(ctx, cfg, d.Redis)
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +231,9 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 		Sessions: auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log),
 		Ledger:   ledger,
 		Flags:    flags,
-		Consumer: &jobs.OrderConsumer{DB: d.DB, Ledger: stock.NewLedger(consumerRedis, d.Now), Flags: flags,
+		OrderConsumer: &jobs.OrderConsumer{DB: d.DB, Ledger: stock.NewLedger(consumerRedis, d.Now), Flags: flags,
 			Name: consumerName(nodeID), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout, ClaimIdle: cfg.ClaimIdle},
-		Preheat:  &jobs.Preheater{DB: d.DB, Ledger: ledger, Window: cfg.PreheatWindow, Interval: 5 * time.Second, Now: d.Now, Log: d.Log},
+		Preheat:  &jobs.Preheat{DB: d.DB, Ledger: ledger, Window: cfg.PreheatWindow, Interval: 5 * time.Second, Now: d.Now, Log: d.Log},
 		Answers:  stock.NewAnswers(d.Redis),
 		buyLimit: ratelimit.NewLocal(20, 40),
 		log:      d.Log,
@@ -214,9 +248,17 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	s.Preheat.Runs = s.Runs
 	s.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s.Provider = payment.NewClient(cfg.ProviderURL(), payment.APIKey(cfg.CallbackSecret()), 3*time.Second)
-	s.Poller = &jobs.PaymentPoller{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
-	s.Expirer = &jobs.UnpaidCanceller{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
-	s.Checker = &jobs.Reconciler{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcilerGauge(reg)}
+	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
+	s.UnpaidTimeout = &jobs.UnpaidTimeout{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
+	s.Reconcile = &jobs.Reconcile{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcileGauge(reg)}
+
+	// Captchas and password hashes cost a core each: half the cores at most, all of them together, so
+	// buying keeps the rest. A caller waits up to 3 s for a turn (a captcha 200 ms), then gets 429.
+	s.Costly = gate.New(max(runtime.NumCPU()/2, 1), 3*time.Second)
+	if err := s.buildSite(cfg, d, files, engine, node); err != nil {
+		return nil, err
+	}
+
 	fcfg := fiber.Config{
 		AppName:               "seckill",
 		BodyLimit:             cfg.BodyLimit,
@@ -233,25 +275,48 @@ func NewServer(cfg Config, d Deps) (*Server, error) {
 	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
 	s.Fiber.Use(recover.New())
 	s.Fiber.Use(securityHeaders(cfg))
+	s.Fiber.Use(deadline(requestDeadline))
+	s.Fiber.Use(s.site.accounts.LoadSession)
+	// Whatever no route takes ends in the router's 404, which the error handler answers as the contract
+	// says: JSON under /api, a page elsewhere.
+	routes(s.Fiber, &s.site)
+	return s, nil
+}
 
-	// Captchas and password hashes cost a core each: half the cores at most, all of them together, so
-	// buying keeps the rest. A caller waits up to 3 s for a turn (a captcha 200 ms), then gets 429.
-	s.Costly = gate.New(max(runtime.NumCPU()/2, 1), 3*time.Second)
+// buildSite makes every handler of the route table from the server's parts.
+func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Views, node *snowflake.Node) error {
 	passwords, err := auth.NewPasswords(cfg.BcryptCost, s.Costly)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
 		Passwords: passwords, Captchas: captcha.New(d.Redis, s.Costly, 200*time.Millisecond),
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL,
 	}
-	s.Fiber.Use(accounts.LoadSession)
-
-	// Whatever no route takes ends in the router's 404, which the error handler answers as the contract
-	// says: JSON under /api, a page elsewhere.
-	s.routes(cfg, d, files, reg, accounts, node, engine)
-	return s, nil
+	left := stock.NewLeftCache(s.Ledger, time.Second)
+	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Answers: s.Answers, Now: d.Now}
+	s.site = site{
+		health:   &handlers.Health{DB: d.DB, Redis: d.Redis},
+		static:   &handlers.Static{Files: files},
+		pages:    &handlers.Pages{DB: d.DB, Left: left, Now: d.Now, Views: views},
+		accounts: accounts,
+		qr:       &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now},
+		catalog:  &handlers.Catalog{DB: d.DB, Left: left, Now: d.Now},
+		buy: &handlers.Buy{
+			DB: d.DB, Ledger: s.Ledger, Flags: s.Flags, Captchas: accounts.Captchas,
+			Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+		},
+		orders:   &handlers.Orders{DB: d.DB},
+		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
+		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
+		admin:    &handlers.Admin{DB: d.DB, Ledger: s.Ledger, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
+		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
+	}
+	if cfg.PaySandbox {
+		s.site.sandbox = newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now)
+	}
+	return nil
 }
 
 // trustProxies makes c.IP() (the per-address limits, the access log) the client's address that a trusted
@@ -274,24 +339,9 @@ func consumerName(node int64) string {
 }
 
 // routes is the one route table: it reads as a map of the site.
-func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.Registry, accounts *handlers.Accounts, node *snowflake.Node, views fiber.Views) {
-	f := s.Fiber
-	left := stock.NewLeftCache(s.Ledger, time.Second)
-	health := &handlers.Health{DB: d.DB, Redis: d.Redis}
-	catalog := &handlers.Catalog{DB: d.DB, Left: left, Now: d.Now}
-	pages := &handlers.Pages{DB: d.DB, Left: left, Now: d.Now, Views: views}
-	static := &handlers.Static{Files: files}
-	qr := &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now}
-	buy := &handlers.Buy{
-		DB: d.DB, Ledger: s.Ledger, Flags: s.Flags, Captchas: accounts.Captchas,
-		Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
-	}
-	orders := &handlers.Orders{DB: d.DB}
-	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Answers: s.Answers, Now: d.Now}
-	merchant := &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now}
-	admin := &handlers.Admin{DB: d.DB, Ledger: s.Ledger, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now}
-	consoles := &handlers.Consoles{DB: d.DB, Stats: stats, Runs: s.Runs, Checker: s.Checker, Now: d.Now}
-	pay := &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + "/api/payments/notify", Now: d.Now, Log: d.Log}
+func routes(f *fiber.App, h *site) {
+	health, static, pages, accounts, qr, catalog := h.health, h.static, h.pages, h.accounts, h.qr, h.catalog
+	buy, orders, pay, merchant, admin, consoles := h.buy, h.orders, h.pay, h.merchant, h.admin, h.consoles
 	user := handlers.RequireUser
 	merchantOnly := handlers.RequireRole(models.RoleMerchant)
 	adminOnly := handlers.RequireRole(models.RoleAdmin)
@@ -347,8 +397,8 @@ func (s *Server) routes(cfg Config, d Deps, files *assets.Set, reg *prometheus.R
 
 	// The built-in payment provider, as another site would serve it (seckill sandbox-pay serves it alone):
 	// in demo mode or with PAY_SANDBOX=on only, never beside a real provider.
-	if cfg.PaySandbox {
-		sandboxRoutes(f.Group("/sandbox"), newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now))
+	if h.sandbox != nil {
+		sandboxRoutes(f.Group("/sandbox"), h.sandbox)
 	}
 
 	m := api.Group("/merchant", merchantOnly)

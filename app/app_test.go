@@ -40,7 +40,7 @@ func newTestApp(t *testing.T) (*fiber.App, Deps) {
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:   func() time.Time { return testNow },
 	}
-	f, err := New(testConfig(), d)
+	f, err := New(context.Background(), testConfig(), d)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -136,7 +136,7 @@ func TestInternalErrorsShowNoInternals(t *testing.T) {
 func TestBodyLimit(t *testing.T) {
 	cfg := testConfig()
 	cfg.BodyLimit = 1024
-	f, err := New(cfg, Deps{DB: testenv.SQLite(t), Redis: testenv.Redis(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	f, err := New(context.Background(), cfg, Deps{DB: testenv.SQLite(t), Redis: testenv.Redis(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestHealthAndReadiness(t *testing.T) {
 	d.Redis = dead
 	cfg := testConfig()
 	cfg.NodeID = 1 // nothing to lease one from
-	f2, err := New(cfg, d)
+	f2, err := New(context.Background(), cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}

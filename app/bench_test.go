@@ -119,7 +119,7 @@ func benchServer(b *testing.B, stockTotal int64) (*Server, string, int64) {
 	cfg := testConfig()
 	cfg.RateLimitIP = false
 	cfg.LogLevel = "warn"
-	srv, err := NewServer(cfg, Deps{DB: db, Redis: rdb, Log: newLogger(cfg, discard{})})
+	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: newLogger(cfg, discard{})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func startFuzzServer(tb testing.TB, hooks ...redis.Hook) *fzServer {
 	s.Cfg.RateLimitIP = false
 	s.Cfg.BaseURL = "http://" + ln.Addr().String()
 	s.URL = s.Cfg.BaseURL
-	s.Srv, err = NewServer(s.Cfg, Deps{DB: s.DB, Redis: s.Redis, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
+	s.Srv, err = NewServer(context.Background(), s.Cfg, Deps{DB: s.DB, Redis: s.Redis, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
 	if err != nil {
 		tb.Fatal(err)
 	}

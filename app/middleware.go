@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -114,5 +115,19 @@ func securityHeaders(cfg Config) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000; includeSubDomains")
 		return h(c)
+	}
+}
+
+// requestDeadline bounds every request's database queries and Redis calls: none can hang past it.
+const requestDeadline = 15 * time.Second
+
+// deadline gives every request's context a deadline, so that no query or call made with
+// c.UserContext() waits forever on a server that stopped answering.
+func deadline(d time.Duration) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(c.UserContext(), d)
+		defer cancel()
+		c.SetUserContext(ctx)
+		return c.Next()
 	}
 }

@@ -89,7 +89,7 @@ func pay(t *testing.T, b *browser, no string) map[string]any {
 
 func TestPaidByPollingAlone(t *testing.T) {
 	// No callback: the provider is told to pay, and only the poller can learn it.
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer", "payment poll"}, tune: func(c *Config) { c.PayPollInterval = 100 * time.Millisecond }})
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer", "payment_poll"}, tune: func(c *Config) { c.PayPollInterval = 100 * time.Millisecond }})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("poll_payer")
 	p := pay(t, b, o.OrderNo)
@@ -103,7 +103,7 @@ func TestPaidByPollingAlone(t *testing.T) {
 }
 
 func TestPaidByCallbackAlone(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}}) // no poller
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}}) // no poller
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("callback_payer")
 	p := pay(t, b, o.OrderNo)
@@ -119,7 +119,7 @@ func TestPaidByCallbackAlone(t *testing.T) {
 }
 
 func TestUnpaidOrderIsCancelledAndItsStockSoldAgain(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, s, 1)
 	b, o := buy("slow_payer")
 	pay(t, b, o.OrderNo) // a payment opened and never paid
@@ -127,7 +127,7 @@ func TestUnpaidOrderIsCancelledAndItsStockSoldAgain(t *testing.T) {
 		t.Fatal("a second unit was sold from a stock of one")
 	}
 	s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
-	if err := s.Srv.Expirer.Once(context.Background()); err != nil {
+	if err := s.Srv.UnpaidTimeout.Once(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if st := orderStatus(t, s, o.OrderNo); st != models.OrderCancelled {
@@ -150,7 +150,7 @@ func TestUnpaidOrderIsCancelledAndItsStockSoldAgain(t *testing.T) {
 	// Redis failure): the job retries it, and Redis takes each order's unit back once.
 	s.DB.Exec("UPDATE stock_logs SET pending = ? WHERE item_id = ? AND kind = 'release'", true, item.ID)
 	leftBefore, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID)
-	if err := s.Srv.Expirer.Once(context.Background()); err != nil {
+	if err := s.Srv.UnpaidTimeout.Once(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if l, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID); l != leftBefore {
@@ -182,7 +182,7 @@ func issuePathOrSoldOut(t *testing.T, s *liveServer, itemID, userID int64) strin
 // TestPaidWhileCancelling: the payer pays at the very moment the deadline job closes the payment. The
 // order ends paid or cancelled, never both, and the stock is right either way.
 func TestPaidWhileCancelling(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, s, 20)
 	type outcome struct{ paid, cancelled int }
 	var got outcome
@@ -197,9 +197,9 @@ func TestPaidWhileCancelling(t *testing.T) {
 			time.Sleep(time.Duration(i%4) * 2 * time.Millisecond) // vary who comes first
 			b.call("POST", "/sandbox/pay/"+p["payment_id"].(string)+"/confirm", nil)
 		}()
-		go func() { defer wg.Done(); _ = s.Srv.Expirer.Once(context.Background()) }()
+		go func() { defer wg.Done(); _ = s.Srv.UnpaidTimeout.Once(context.Background()) }()
 		wg.Wait()
-		_ = s.Srv.Expirer.Once(context.Background()) // a round that lost the lock to nobody
+		_ = s.Srv.UnpaidTimeout.Once(context.Background()) // a round that lost the lock to nobody
 		switch st := orderStatus(t, s, o.OrderNo); st {
 		case models.OrderPaid:
 			got.paid++
@@ -234,7 +234,7 @@ func TestProviderDown(t *testing.T) {
 		http.Error(w, "down", http.StatusBadGateway)
 	}))
 	defer down.Close()
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}, tune: func(c *Config) { c.PayProviderURL = down.URL }})
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}, tune: func(c *Config) { c.PayProviderURL = down.URL }})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("unlucky")
 	for i := 0; i < 4; i++ {
@@ -259,20 +259,20 @@ func TestProviderDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
-	if err := s.Srv.Expirer.Once(context.Background()); err == nil {
+	if err := s.Srv.UnpaidTimeout.Once(context.Background()); err == nil {
 		t.Error("the deadline round with the provider down reported no error")
 	}
 	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPendingPayment {
 		t.Errorf("the order was %s because of the provider's failure alone", st)
 	}
-	if err := s.Srv.Poller.Once(context.Background()); err == nil {
+	if err := s.Srv.PaymentPoll.Once(context.Background()); err == nil {
 		t.Error("the polling round with the provider down reported no error (it backs off on it)")
 	}
 }
 
 func TestTwoInstancesCancelEachOrderOnce(t *testing.T) {
-	a := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
-	b := startLiveOpts(t, liveOpts{db: a.DB, rdb: a.Redis, only: []string{"order consumer"}})
+	a := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
+	b := startLiveOpts(t, liveOpts{db: a.DB, rdb: a.Redis, only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, a, 10)
 	var nos []string
 	for i := 0; i < 6; i++ {
@@ -284,10 +284,10 @@ func TestTwoInstancesCancelEachOrderOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, srv := range []*liveServer{a, b, a, b} {
 		wg.Add(1)
-		go func() { defer wg.Done(); _ = srv.Srv.Expirer.Once(context.Background()) }()
+		go func() { defer wg.Done(); _ = srv.Srv.UnpaidTimeout.Once(context.Background()) }()
 	}
 	wg.Wait()
-	_ = a.Srv.Expirer.Once(context.Background())
+	_ = a.Srv.UnpaidTimeout.Once(context.Background())
 	for _, no := range nos {
 		if st := orderStatus(t, a, no); st != models.OrderCancelled {
 			t.Errorf("order %s is %s", no, st)
@@ -303,7 +303,7 @@ func TestTwoInstancesCancelEachOrderOnce(t *testing.T) {
 }
 
 func TestForgedAndReplayedCallbacks(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("target_payer")
 	p := pay(t, b, o.OrderNo)
@@ -370,7 +370,7 @@ func TestSandboxRunsAlone(t *testing.T) {
 	}
 	serveOn(t, f, ln)
 
-	s := startLiveOpts(t, liveOpts{rdb: nil, only: []string{"order consumer", "payment poll"}, tune: func(c *Config) {
+	s := startLiveOpts(t, liveOpts{rdb: nil, only: []string{"order_consumer", "payment_poll"}, tune: func(c *Config) {
 		c.PayProviderURL, c.PaySecret, c.PayPollInterval = cfg.PayProviderURL, cfg.PaySecret, 100*time.Millisecond
 	}})
 	_, buy := newPaySale(t, s, 3)
@@ -390,7 +390,7 @@ func TestSandboxRunsAlone(t *testing.T) {
 // TestDoubleClickOnPay: two Pay requests at once make one payment, and the deadline closes every open
 // payment of the order, so none can be paid after it is cancelled.
 func TestDoubleClickOnPay(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("double_clicker")
 	ids := make(chan string, 10)
@@ -424,7 +424,7 @@ func TestDoubleClickOnPay(t *testing.T) {
 	}
 	s.DB.Exec("UPDATE payments SET provider_id = ? WHERE provider_id = ?", extra.ID, "sbx_second")
 	s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
-	if err := s.Srv.Expirer.Once(context.Background()); err != nil {
+	if err := s.Srv.UnpaidTimeout.Once(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if st := orderStatus(t, s, o.OrderNo); st != models.OrderCancelled {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -38,7 +39,7 @@ func TestTrustedProxiesSetTheClientAddress(t *testing.T) {
 			cfg.BcryptCost, cfg.SessionSecret = 4, goodSecret
 			var logs bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))
-			srv, err := NewServer(cfg, Deps{DB: testenv.Postgres(t), Redis: testenv.Redis(t), Log: log, Now: time.Now})
+			srv, err := NewServer(context.Background(), cfg, Deps{DB: testenv.Postgres(t), Redis: testenv.Redis(t), Log: log, Now: time.Now})
 			if err != nil {
 				t.Fatal(err)
 			}

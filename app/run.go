@@ -198,7 +198,7 @@ func runServe(ctx context.Context, env Env) error {
 		defer d.Redis.Close()
 	}
 
-	srv, err := NewServer(cfg, d)
+	srv, err := NewServer(ctx, cfg, d)
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,13 @@ func Serve(ctx context.Context, f *fiber.App, ln net.Listener, timeout time.Dura
 	if err := f.ShutdownWithContext(sctx); err != nil {
 		return fmt.Errorf("graceful stop: %w", err)
 	}
-	return <-errc
+	// A stop that comes before the server has begun to serve finds nothing to shut down, and the
+	// server would then serve on: closing the listener ends it either way.
+	_ = ln.Close()
+	if err := <-errc; err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 func runSandbox(ctx context.Context, env Env) error {

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
+	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
 	"seckill/handlers"
@@ -363,7 +364,7 @@ func TestSandboxIsNotAPublicService(t *testing.T) {
 		}
 	}
 
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}})
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
 	var calledBack atomic.Int32
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calledBack.Add(1) }))
 	defer elsewhere.Close()
@@ -434,7 +435,7 @@ func jsonField(t *testing.T, body, field string) string {
 // paid by another payment is flagged for a refund, as the poller flags it; the same callback twice is not.
 func TestSecondPaymentByCallbackIsFlaggedForRefund(t *testing.T) {
 	var logs bytes.Buffer
-	s := startLiveOpts(t, liveOpts{only: []string{"order consumer"}, log: slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))})
+	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}, log: slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("twice_payer")
 	first := pay(t, b, o.OrderNo)["payment_id"].(string)
@@ -598,5 +599,29 @@ func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
 		if r := owner.call("POST", "/api/auth/login", map[string]string{"username": "guessed", "password": "the real password"}); r.Status != 200 {
 			t.Fatalf("the owner's login %d after a success: %d %s, want 200", i+2, r.Status, r.Body)
 		}
+	}
+}
+
+// TestStartRefusesAnUnknownWorker: a misspelt job name is an error, not a worker that never runs.
+func TestStartRefusesAnUnknownWorker(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{noBackground: true})
+	if _, err := s.Srv.Start(context.Background(), "order consumer"); err == nil || !strings.Contains(err.Error(), "order consumer") {
+		t.Errorf("starting a worker by an unknown name: %v, want an error naming it", err)
+	}
+}
+
+// TestEveryRequestHasADeadline: no query or Redis call made with a request's context can wait forever.
+func TestEveryRequestHasADeadline(t *testing.T) {
+	s := startLiveOpts(t, liveOpts{noBackground: true, setup: func(srv *Server) {
+		srv.Fiber.Get("/test/deadline", func(c *fiber.Ctx) error {
+			d, ok := c.UserContext().Deadline()
+			if !ok {
+				return c.SendString("none")
+			}
+			return c.SendString(time.Until(d).Round(time.Second).String())
+		})
+	}})
+	if a := do(t, s.Srv.Fiber, "GET", "/test/deadline", nil); a.body != requestDeadline.String() {
+		t.Errorf("a request's context deadline: %q from now, want %v", a.body, requestDeadline)
 	}
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -10,18 +11,28 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/auth"
-	"seckill/jobs"
+	"seckill/internal/jobreport"
 	"seckill/models"
 )
 
 // Consoles renders the merchant console and the admin pages. The data changes they make go through the
 // JSON API; these pages only show.
 type Consoles struct {
-	DB      *gorm.DB
-	Stats   *Stats
-	Runs    *jobs.Runs
-	Checker *jobs.Reconciler
-	Now     func() time.Time
+	DB    *gorm.DB
+	Stats *Stats
+	Jobs  JobRuns
+	Books BooksCheck
+	Now   func() time.Time
+}
+
+// JobRuns answers every background job's last round (the jobs' Runs).
+type JobRuns interface {
+	All(ctx context.Context) ([]jobreport.Run, error)
+}
+
+// BooksCheck answers the items whose books did not add up in the reconciler's last round.
+type BooksCheck interface {
+	Mismatches() []jobreport.Mismatch
 }
 
 // pageRole lets a page through for the roles listed: without a session it sends to log in and back,
@@ -186,13 +197,13 @@ func (h *Consoles) AdminHome(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	runs, err := h.Runs.All(ctx)
+	runs, err := h.Jobs.All(ctx)
 	if err != nil {
 		return err
 	}
 	noStore(c)
 	return c.Render("admin", PageData(c, h.Now(), "nav.admin", "Reviews", reviews, "Approved", approved, "Merchants", merchants,
-		"Runs", runs, "Mismatches", h.Checker.Mismatches()), Layout)
+		"Runs", runs, "Mismatches", h.Books.Mismatches()), Layout)
 }
 
 // AdminUsers lists users with a role switch each.

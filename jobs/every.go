@@ -7,6 +7,16 @@ import (
 	"time"
 )
 
+// Each job's one name: its worker in the server's Start, its rounds in Runs (the admin page, the metrics)
+// and its lock.
+const (
+	OrderConsumerJob = "order_consumer"
+	PreheatJob       = "preheat"
+	PaymentPollJob   = "payment_poll"
+	UnpaidTimeoutJob = "unpaid_timeout"
+	ReconcileJob     = "reconcile"
+)
+
 // Every calls fn at once and then every interval, until ctx ends; it then returns ctx's error. An error
 // from fn goes to onErr (which may be nil) and the loop carries on: one failed round must not stop a job.
 func Every(ctx context.Context, interval time.Duration, fn func(context.Context) error, onErr func(error)) error {

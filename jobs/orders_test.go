@@ -457,7 +457,7 @@ func TestRedisEmptiedAfterTheSaleStarted(t *testing.T) {
 
 	ctx := context.Background()
 	r.rdb.FlushDB(ctx) // Redis restarts with nothing
-	p := &Preheater{DB: r.db, Ledger: r.ledger, Window: 10 * time.Minute, Now: time.Now, Log: quiet}
+	p := &Preheat{DB: r.db, Ledger: r.ledger, Window: 10 * time.Minute, Now: time.Now, Log: quiet}
 	if n, err := p.Once(ctx); err != nil || n != 1 {
 		t.Fatalf("preheat after the flush: %d items, %v", n, err)
 	}
@@ -590,11 +590,11 @@ func TestReconcilerFindsBooksThatDoNotAddUp(t *testing.T) {
 		t.Fatalf("books that add up were reported: %+v", m)
 	}
 	r.rdb.HIncrBy(ctx, stock.KeysOf(r.item.ID).Sale, "left", -1) // a unit goes missing in Redis
-	_ = rec.Runs.Once(ctx, "reconcile", false, 0, rec.round)
+	_ = rec.Runs.Once(ctx, ReconcileJob, false, 0, rec.round)
 	if m := rec.Mismatches(); len(m) != 0 {
 		t.Fatalf("a difference seen once was reported (it may be a moment between two writes): %+v", m)
 	}
-	_ = rec.Runs.Once(ctx, "reconcile", false, 0, rec.round)
+	_ = rec.Runs.Once(ctx, ReconcileJob, false, 0, rec.round)
 	m := rec.Mismatches()
 	if len(m) != 1 || m[0].ItemID != r.item.ID || m[0].Difference != 1 || m[0].RedisLeft != 5 || m[0].LiveOrders != 4 {
 		t.Fatalf("mismatches %+v, want item %d one unit short", m, r.item.ID)
@@ -605,12 +605,12 @@ func TestReconcilerFindsBooksThatDoNotAddUp(t *testing.T) {
 	}
 }
 
-func (r *rig) reconciler() *Reconciler {
-	return &Reconciler{DB: r.db, Ledger: r.ledger, Runs: NewRuns(r.rdb, prometheus.NewRegistry(), time.Now), Now: time.Now, Log: quiet}
+func (r *rig) reconciler() *Reconcile {
+	return &Reconcile{DB: r.db, Ledger: r.ledger, Runs: NewRuns(r.rdb, prometheus.NewRegistry(), time.Now), Now: time.Now, Log: quiet}
 }
 
 // rounds runs n reconciliation rounds.
-func (r *Reconciler) rounds(t *testing.T, n int) {
+func (r *Reconcile) rounds(t *testing.T, n int) {
 	t.Helper()
 	for range n {
 		if err := r.Runs.Once(context.Background(), "reconcile", false, 0, r.round); err != nil {
@@ -654,7 +654,7 @@ func TestRoundsGoOnPastAFailingItem(t *testing.T) {
 	ok := stock.KeysOf(other.ID)
 	r.rdb.Del(ctx, ok.Sale, ok.Buyers) // the other item's shard is lost: the round must rebuild it
 
-	pre := &Preheater{DB: r.db, Ledger: r.ledger, Window: time.Hour, Interval: time.Second, Now: time.Now, Log: quiet}
+	pre := &Preheat{DB: r.db, Ledger: r.ledger, Window: time.Hour, Interval: time.Second, Now: time.Now, Log: quiet}
 	n, err := pre.Once(ctx)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("item %d", r.item.ID)) {
 		t.Errorf("the round's error: %v, want one naming item %d", err, r.item.ID)
@@ -666,7 +666,7 @@ func TestRoundsGoOnPastAFailingItem(t *testing.T) {
 	rec := r.reconciler()
 	r.rdb.HIncrBy(ctx, ok.Sale, "left", -1) // a unit of the other item goes missing in Redis
 	for range 2 {
-		if err := rec.Runs.Once(ctx, "reconcile", false, 0, rec.round); err == nil {
+		if err := rec.Runs.Once(ctx, ReconcileJob, false, 0, rec.round); err == nil {
 			t.Error("a round that could not read an item reported no error")
 		}
 	}

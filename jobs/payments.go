@@ -13,10 +13,10 @@ import (
 	"seckill/stock"
 )
 
-// PaymentPoller asks the provider about every open payment, so that a paid order becomes paid even when
+// PaymentPoll asks the provider about every open payment, so that a paid order becomes paid even when
 // the provider's callback never comes. While the provider is unavailable it waits longer between rounds,
 // up to a minute.
-type PaymentPoller struct {
+type PaymentPoll struct {
 	DB       *gorm.DB
 	Provider payment.Provider
 	Runs     *Runs
@@ -26,7 +26,7 @@ type PaymentPoller struct {
 }
 
 // Run polls until ctx ends.
-func (p *PaymentPoller) Run(ctx context.Context) error {
+func (p *PaymentPoll) Run(ctx context.Context) error {
 	wait := p.Interval
 	for {
 		err := p.Once(ctx)
@@ -48,11 +48,11 @@ func (p *PaymentPoller) Run(ctx context.Context) error {
 }
 
 // Once runs one round now (under the job's lock).
-func (p *PaymentPoller) Once(ctx context.Context) error {
-	return p.Runs.Once(ctx, "payment_poll", true, max(p.Interval*3, 10*time.Second), p.round)
+func (p *PaymentPoll) Once(ctx context.Context) error {
+	return p.Runs.Once(ctx, PaymentPollJob, true, max(p.Interval*3, 10*time.Second), p.round)
 }
 
-func (p *PaymentPoller) round(ctx context.Context, counts map[string]int64) error {
+func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error {
 	ps, err := models.PaymentsToPoll(ctx, p.DB, 200)
 	if err != nil {
 		return err
@@ -103,11 +103,11 @@ func settlePaid(ctx context.Context, db *gorm.DB, log *slog.Logger, p *models.Pa
 	return nil
 }
 
-// UnpaidCanceller cancels the orders not paid by their deadline and puts their units back on sale. It
+// UnpaidTimeout cancels the orders not paid by their deadline and puts their units back on sale. It
 // closes an open payment at the provider first: if the money came in after all, the order is paid; if
 // the provider cannot be asked, the order waits for the next round — nothing is cancelled because of the
 // provider's failure alone.
-type UnpaidCanceller struct {
+type UnpaidTimeout struct {
 	DB       *gorm.DB
 	Provider payment.Provider
 	Ledger   *stock.Ledger
@@ -119,16 +119,16 @@ type UnpaidCanceller struct {
 }
 
 // Run cancels until ctx ends.
-func (u *UnpaidCanceller) Run(ctx context.Context) error {
+func (u *UnpaidTimeout) Run(ctx context.Context) error {
 	return Every(ctx, u.Interval, u.Once, func(err error) { u.Log.Warn("unpaid timeout failed", "err", err) })
 }
 
 // Once runs one round now (under the job's lock).
-func (u *UnpaidCanceller) Once(ctx context.Context) error {
-	return u.Runs.Once(ctx, "unpaid_timeout", true, max(u.Interval*3, 10*time.Second), u.round)
+func (u *UnpaidTimeout) Once(ctx context.Context) error {
+	return u.Runs.Once(ctx, UnpaidTimeoutJob, true, max(u.Interval*3, 10*time.Second), u.round)
 }
 
-func (u *UnpaidCanceller) round(ctx context.Context, counts map[string]int64) error {
+func (u *UnpaidTimeout) round(ctx context.Context, counts map[string]int64) error {
 	var firstErr error
 	keep := func(err error) {
 		if firstErr == nil {
@@ -163,7 +163,7 @@ func (u *UnpaidCanceller) round(ctx context.Context, counts map[string]int64) er
 
 // expire settles one order past its deadline: every open payment is closed at the provider first (if
 // one was paid after all, the order is paid); if the provider cannot say, nothing is cancelled.
-func (u *UnpaidCanceller) expire(ctx context.Context, o *models.Order, counts map[string]int64) error {
+func (u *UnpaidTimeout) expire(ctx context.Context, o *models.Order, counts map[string]int64) error {
 	ps, err := models.OpenPayments(ctx, u.DB, o.ID)
 	if err != nil {
 		return err
@@ -203,7 +203,7 @@ func (u *UnpaidCanceller) expire(ctx context.Context, o *models.Order, counts ma
 
 // restock puts a cancelled order's unit back on sale in Redis (once per order) and records it done; on
 // failure the release stays pending and the next round tries again.
-func (u *UnpaidCanceller) restock(ctx context.Context, releaseID, itemID int64, orderNo string) error {
+func (u *UnpaidTimeout) restock(ctx context.Context, releaseID, itemID int64, orderNo string) error {
 	if _, err := u.Ledger.Restock(ctx, itemID, orderNo); err != nil {
 		return err
 	}

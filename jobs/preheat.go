@@ -12,10 +12,10 @@ import (
 	"seckill/stock"
 )
 
-// Preheater keeps every approved sale that starts within the window, or is running, loaded in Redis.
+// Preheat keeps every approved sale that starts within the window, or is running, loaded in Redis.
 // It is idempotent, so every instance may run it: a loaded sale keeps its count, and a sale Redis lost is
 // rebuilt from the database.
-type Preheater struct {
+type Preheat struct {
 	DB       *gorm.DB
 	Ledger   *stock.Ledger
 	Window   time.Duration
@@ -26,13 +26,13 @@ type Preheater struct {
 }
 
 // Run preheats every Interval until ctx ends.
-func (p *Preheater) Run(ctx context.Context) error {
+func (p *Preheat) Run(ctx context.Context) error {
 	return Every(ctx, p.Interval, func(ctx context.Context) error {
 		if p.Runs == nil {
 			_, err := p.Once(ctx)
 			return err
 		}
-		return p.Runs.Once(ctx, "preheat", false, 0, func(ctx context.Context, counts map[string]int64) error {
+		return p.Runs.Once(ctx, PreheatJob, false, 0, func(ctx context.Context, counts map[string]int64) error {
 			n, err := p.Once(ctx)
 			counts["items"] += int64(n)
 			return err
@@ -42,7 +42,7 @@ func (p *Preheater) Run(ctx context.Context) error {
 
 // Once preheats what is due now and answers how many items it loaded or refreshed. An item that fails
 // (its shard's master is away) does not hold up the others; the round's error names every one.
-func (p *Preheater) Once(ctx context.Context) (int, error) {
+func (p *Preheat) Once(ctx context.Context) (int, error) {
 	now := p.Now()
 	acts, err := models.ActivitiesToPreheat(ctx, p.DB, now, now.Add(p.Window))
 	if err != nil {

@@ -12,17 +12,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
+	"seckill/internal/jobreport"
 	"seckill/models"
 	"seckill/stock"
 )
 
-// Reconciler checks every loaded sale's books: Redis stock left + orders queued in the streams + units
+// Reconcile checks every loaded sale's books: Redis stock left + orders queued in the streams + units
 // lent between stock shards and not yet received + orders in PostgreSQL that are not cancelled must
 // equal stock_total. A difference is logged, counted in a
 // metric and shown to admins once it lasts two rounds in a row (between an order's commit and its
 // acknowledgement, or a cancellation's commit and its unit's return to Redis, the books are a unit off
 // for a moment).
-type Reconciler struct {
+type Reconcile struct {
 	DB       *gorm.DB
 	Ledger   *stock.Ledger
 	Runs     *Runs
@@ -36,19 +37,11 @@ type Reconciler struct {
 	prev  map[int64]int64 // last round's differences: a mismatch counts once it lasts two rounds
 }
 
-// Mismatch is an item whose books do not add up.
-type Mismatch struct {
-	ItemID     int64 `json:"item_id"`
-	StockTotal int64 `json:"stock_total"`
-	RedisLeft  int64 `json:"redis_left"`
-	Queued     int64 `json:"queued"`
-	InTransit  int64 `json:"in_transit"`
-	LiveOrders int64 `json:"live_orders"`
-	Difference int64 `json:"difference"` // stock_total − (left + queued + in transit + live orders): > 0 units lost to sale, < 0 oversold
-}
+// Mismatch is an item whose books do not add up (defined where the consoles read it).
+type Mismatch = jobreport.Mismatch
 
-// NewReconcilerGauge makes and registers the mismatch gauge.
-func NewReconcilerGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
+// NewReconcileGauge makes and registers the mismatch gauge.
+func NewReconcileGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_stock_mismatch",
 		Help: "stock_total minus (Redis stock left + queued + live orders), per item; 0 when the books agree."}, []string{"item"})
 	reg.MustRegister(g)
@@ -56,20 +49,20 @@ func NewReconcilerGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 }
 
 // Run reconciles until ctx ends.
-func (r *Reconciler) Run(ctx context.Context) error {
+func (r *Reconcile) Run(ctx context.Context) error {
 	return Every(ctx, r.Interval, func(ctx context.Context) error {
-		return r.Runs.Once(ctx, "reconcile", false, 0, r.round)
+		return r.Runs.Once(ctx, ReconcileJob, false, 0, r.round)
 	}, func(err error) { r.Log.Warn("reconciliation failed", "err", err) })
 }
 
 // Mismatches answers what the last round found.
-func (r *Reconciler) Mismatches() []Mismatch {
+func (r *Reconcile) Mismatches() []Mismatch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Mismatch(nil), r.found...)
 }
 
-func (r *Reconciler) round(ctx context.Context, counts map[string]int64) error {
+func (r *Reconcile) round(ctx context.Context, counts map[string]int64) error {
 	ids, err := r.Ledger.Streams(ctx)
 	if err != nil {
 		return err
@@ -109,7 +102,7 @@ func (r *Reconciler) round(ctx context.Context, counts map[string]int64) error {
 
 // check reads one item's books, and false when there is nothing to compare: a shard is not loaded (a
 // rebuild is due), or the item is gone from the database (the consumer refuses its orders).
-func (r *Reconciler) check(ctx context.Context, id int64) (Mismatch, bool, error) {
+func (r *Reconcile) check(ctx context.Context, id int64) (Mismatch, bool, error) {
 	left, complete, err := r.Ledger.Left(ctx, id)
 	if err != nil || !complete {
 		return Mismatch{}, false, err

@@ -12,21 +12,14 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/jobreport"
 )
 
 const runsKey = "sk:jobs"
 
-// Run is what one round of a job did.
-type Run struct {
-	Job       string           `json:"job"`
-	Instance  string           `json:"instance"`
-	At        time.Time        `json:"at"`
-	Duration  time.Duration    `json:"duration"`
-	Counts    map[string]int64 `json:"counts"`
-	Error     string           `json:"error,omitempty"`
-	LastError string           `json:"last_error,omitempty"` // the latest error, kept after good rounds
-	ErrorAt   *time.Time       `json:"error_at,omitempty"`
-}
+// Run is what one round of a job did (defined where the consoles read it).
+type Run = jobreport.Run
 
 // Runs records every job's last round in Redis (so the admin pages see every instance's) and as
 // Prometheus metrics, and keeps jobs that must run once at a time to one instance by a Redis lock.
