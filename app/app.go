@@ -56,7 +56,8 @@ type Server struct {
 	Answers  *stock.Answers
 	Runs     *jobs.Runs
 	Provider *payment.Client
-	Costly   *gate.Gate   // the turns of work that costs a core (captchas, password hashes), shared by all of it
+	Hashing  *gate.Gate   // the turns of password hashing (a quarter of the cores)
+	Drawing  *gate.Gate   // the turns of captcha drawing (half of the cores)
 	Metrics  http.Handler // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
@@ -252,9 +253,13 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.UnpaidTimeout = &jobs.UnpaidTimeout{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
 	s.Reconcile = &jobs.Reconcile{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcileGauge(reg)}
 
-	// Captchas and password hashes cost a core each: half the cores at most, all of them together, so
-	// buying keeps the rest. A caller waits up to 3 s for a turn (a captcha 200 ms), then gets 429.
-	s.Costly = gate.New(max(runtime.NumCPU()/2, 1), 3*time.Second)
+	// Password hashes (a quarter of a core-second each) and captchas (about 1.5 ms) cost a core while
+	// they run: each kind has turns of its own, a quarter and a half of the cores (at least one each), so
+	// that a flood of either leaves buying cores, and a flood of logins cannot stop captchas (the way to
+	// a purchase path) by holding every turn. A caller waits up to 3 s for a hash, 200 ms for a captcha,
+	// then gets 429.
+	s.Hashing = gate.New(max(runtime.NumCPU()/4, 1), 3*time.Second)
+	s.Drawing = gate.New(max(runtime.NumCPU()/2, 1), 200*time.Millisecond)
 	if err := s.buildSite(cfg, d, files, engine, node); err != nil {
 		return nil, err
 	}
@@ -285,13 +290,13 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 
 // buildSite makes every handler of the route table from the server's parts.
 func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Views, node *snowflake.Node) error {
-	passwords, err := auth.NewPasswords(cfg.BcryptCost, s.Costly)
+	passwords, err := auth.NewPasswords(cfg.BcryptCost, s.Hashing)
 	if err != nil {
 		return err
 	}
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
-		Passwords: passwords, Captchas: captcha.New(d.Redis, s.Costly, 200*time.Millisecond),
+		Passwords: passwords, Captchas: captcha.New(d.Redis, s.Drawing, 200*time.Millisecond),
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)

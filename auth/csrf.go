@@ -38,8 +38,9 @@ func (c *CSRF) Valid(header, cookie string) bool {
 	if base64.RawURLEncoding.DecodedLen(len(header)) != len(raw) {
 		return false
 	}
-	// Strict: the last character's spare bits must be zero, so that a token has one spelling.
-	if _, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(header)); err != nil {
+	// One spelling per token: Strict refuses spare bits in the last character, and the length refuses
+	// the line breaks a decoder skips.
+	if n, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(header)); err != nil || n != len(raw) {
 		return false
 	}
 	var mac [sha256.Size]byte

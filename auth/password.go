@@ -53,8 +53,7 @@ type Passwords struct {
 	dummyHash string // checked against when a username is unknown, so that a miss takes as long as a hit
 }
 
-// NewPasswords returns a hasher at cost that hashes in the turns of costly, the gate it shares with other
-// work as costly (drawing captchas), so that all of it together keeps to its bound.
+// NewPasswords returns a hasher at cost that hashes in the turns of costly.
 func NewPasswords(cost int, costly *gate.Gate) (*Passwords, error) {
 	dummy, err := HashPassword("not a real password", cost)
 	if err != nil {
@@ -72,14 +71,22 @@ func (p *Passwords) Hash(ctx context.Context, password string) (hash string, err
 }
 
 // Check reports, in a turn, whether password matches hash; an empty hash (no such user) is checked
-// against a dummy, as slowly, and never matches.
-func (p *Passwords) Check(ctx context.Context, hash, password string) (ok bool, err error) {
+// against a dummy, as slowly, and never matches. first runs in the turn before the check (the attempt's
+// count, say): an attempt that got no turn is not counted, and one that first refuses is not checked.
+func (p *Passwords) Check(ctx context.Context, hash, password string, first func() error) (ok bool, err error) {
+	var firstErr error
 	err = p.gate.Do(ctx, func() {
+		if firstErr = first(); firstErr != nil {
+			return
+		}
 		if hash == "" {
 			CheckPassword(p.dummyHash, password)
 			return
 		}
 		ok = CheckPassword(hash, password)
 	})
+	if err == nil {
+		err = firstErr
+	}
 	return ok, err
 }

@@ -116,8 +116,9 @@ func (s *Sessions) Check(value string) (Session, bool) {
 		return Session{}, false
 	}
 	var raw [payloadLen + macLen]byte
-	// Strict: the last character's spare bits must be zero, so that a cookie has one spelling.
-	if _, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(value)); err != nil {
+	// One spelling per cookie: Strict refuses spare bits in the last character, and the length refuses
+	// the line breaks a decoder skips.
+	if n, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(value)); err != nil || n != len(raw) {
 		return Session{}, false
 	}
 	var mac [macLen]byte

@@ -32,9 +32,7 @@ type Captchas struct {
 	wait   time.Duration
 }
 
-// New returns a captcha maker that draws in the turns of costly, the gate it shares with other work as
-// costly (password hashing), so that all of it together keeps to its bound; a draw waits at most wait
-// for a turn.
+// New returns a captcha maker that draws in the turns of costly; a draw waits at most wait for a turn.
 func New(rdb redis.UniversalClient, costly *gate.Gate, wait time.Duration) *Captchas {
 	return &Captchas{
 		rdb:    rdb,

@@ -240,10 +240,12 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 	if !auth.ValidUsername(in.Username) || len(in.Password) > maxLoginLength {
 		return h.failed(ctx, ipKey)
 	}
-	// Every attempt on a name counts before its password is checked, so that guesses sent at once cannot
-	// all pass a limit that only failures fill; a success forgets them.
+	// Every attempt on a name counts when its password is about to be checked (in its hashing turn), so
+	// that guesses sent at once cannot all pass a limit that only failures fill, and an attempt told that
+	// the server is busy costs its owner nothing; a success forgets them. A name already over its limit
+	// does not wait for a turn.
 	userKey := "login:user:" + strings.ToLower(in.Username)
-	if err := h.Limits.Allow(ctx, userKey, loginPerUser); err != nil {
+	if err := h.Limits.Check(ctx, userKey, loginPerUser); err != nil {
 		return err
 	}
 	u, err := models.UserByUsername(ctx, h.DB, in.Username)
@@ -254,7 +256,8 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 	if u != nil {
 		hash = u.PasswordHash
 	}
-	ok, err := h.Passwords.Check(ctx, hash, in.Password) // an unknown name is checked as slowly
+	// An unknown name is checked as slowly.
+	ok, err := h.Passwords.Check(ctx, hash, in.Password, func() error { return h.Limits.Allow(ctx, userKey, loginPerUser) })
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,11 @@ func (h *Orders) List(c *fiber.Ctx) error {
 // Get answers one of the caller's orders; another user's answers 404.
 func (h *Orders) Get(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
-	o, err := models.OrderOfUser(c.UserContext(), h.DB, s.UserID, c.Params("order_no"))
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	o, err := models.OrderOfUser(c.UserContext(), h.DB, s.UserID, no)
 	if err != nil {
 		return err
 	}

@@ -176,7 +176,11 @@ func (h *Pages) Order(c *fiber.Ctx) error {
 	if !ok {
 		return redirectLocal(c, "/login?next="+url.QueryEscape("/orders/"+c.Params("order_no")))
 	}
-	o, err := models.OrderOfUser(c.UserContext(), h.DB, s.UserID, c.Params("order_no"))
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	o, err := models.OrderOfUser(c.UserContext(), h.DB, s.UserID, no)
 	if err != nil {
 		return err
 	}

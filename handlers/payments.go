@@ -41,7 +41,11 @@ func (h *Payments) Pay(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	ctx, cancel := context.WithTimeout(c.UserContext(), payTime)
 	defer cancel()
-	o, err := models.OrderOfUser(ctx, h.DB, s.UserID, c.Params("order_no"))
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	o, err := models.OrderOfUser(ctx, h.DB, s.UserID, no)
 	if err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func badText(s string, multiline bool) bool {
 // Times outside these years cannot be written as RFC 3339 (JSON) and name no sale.
 var (
 	earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	latest   = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	latest   = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
 func badTime(t time.Time) bool { return t.Before(earliest) || t.After(latest) }
