@@ -17,6 +17,7 @@ import (
 	"seckill/auth"
 	"seckill/handlers"
 	"seckill/internal/testenv"
+	"seckill/jobs"
 	"seckill/models"
 )
 
@@ -124,7 +125,7 @@ func benchServer(b *testing.B, stockTotal int64) (*Server, string, int64) {
 		b.Fatal(err)
 	}
 	_, item := testenv.Sale(b, db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
-	if _, err := srv.Ledger.PreheatFromDB(context.Background(), db, item.ID); err != nil {
+	if _, err := srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
 		b.Fatal(err)
 	}
 	return srv, listen(b, srv.Fiber), item.ID

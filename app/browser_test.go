@@ -14,6 +14,7 @@ import (
 
 	"seckill/captcha"
 	"seckill/internal/testenv"
+	"seckill/jobs"
 )
 
 // chrome starts Debian's Chromium, headless, with a fresh profile. It never downloads a browser: a
@@ -205,7 +206,7 @@ func TestSoldOutItemInABrowser(t *testing.T) {
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1, now.Add(-time.Minute), now.Add(time.Hour))
 	first := makeShoppers(t, s, "first", 1)[0]
-	if _, err := s.Srv.Ledger.PreheatFromDB(context.Background(), s.DB, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, first.id, issuePath(t, s, item.ID, first.id), "SKfirst"); err != nil {

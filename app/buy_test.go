@@ -14,6 +14,7 @@ import (
 	"seckill/auth"
 	"seckill/handlers"
 	"seckill/internal/testenv"
+	"seckill/jobs"
 	"seckill/models"
 	"seckill/stock"
 )
@@ -98,7 +99,7 @@ func TestRush(t *testing.T) {
 	s := startLiveWith(t, nil, nil, func(c *Config) { c.RateLimitIP = false }, nil)
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 100, now.Add(-time.Minute), now.Add(time.Hour))
-	if _, err := s.Srv.Ledger.PreheatFromDB(context.Background(), s.DB, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	buyers := makeShoppers(t, s, "rush", 5000)
@@ -306,7 +307,7 @@ func TestSoldOutIsAnsweredFromMemory(t *testing.T) {
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1, now.Add(-time.Minute), now.Add(time.Hour))
 	buyers := makeShoppers(t, s, "so", 3)
-	if _, err := s.Srv.Ledger.PreheatFromDB(context.Background(), s.DB, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	client := &http.Client{Timeout: 10 * time.Second}

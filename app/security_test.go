@@ -31,6 +31,7 @@ import (
 
 	"seckill/handlers"
 	"seckill/internal/testenv"
+	"seckill/jobs"
 	"seckill/models"
 	"seckill/payment"
 	"seckill/ratelimit"
@@ -290,7 +291,7 @@ func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
 	b.register("junk_buyer", "junk password")
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
-	if _, err := s.Srv.Ledger.PreheatFromDB(context.Background(), s.DB, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"987654", "987655", strconv.FormatInt(item.ID, 10)} {

@@ -14,6 +14,7 @@ import (
 type Admin struct {
 	DB            *gorm.DB
 	Ledger        *stock.Ledger
+	Books         stock.Books // the sales as the database has them, to load an approved one at once
 	Stats         *Stats
 	PreheatWindow time.Duration
 	Now           func() time.Time
@@ -82,7 +83,7 @@ func (h *Admin) review(c *fiber.Ctx, approve bool, reason string) error {
 	}
 	if approve && a.StartsAt.Before(now.Add(h.PreheatWindow)) {
 		for _, it := range a.Items {
-			if _, err := h.Ledger.PreheatFromDB(c.UserContext(), h.DB, it.ID); err != nil {
+			if _, err := h.Ledger.Preheat(c.UserContext(), h.Books, it.ID); err != nil {
 				return err // the approval stands; the preheat job loads it within seconds
 			}
 		}

@@ -31,6 +31,7 @@ var (
 type Buy struct {
 	DB          *gorm.DB
 	Ledger      *stock.Ledger
+	Books       stock.Books // the sales as the database has them, to load one Redis does not hold
 	Flags       *stock.Flags
 	Captchas    *captcha.Captchas
 	Limits      *ratelimit.Shared
@@ -156,7 +157,7 @@ func (h *Buy) notLoaded(c *fiber.Ctx, itemID int64) error {
 	if !now.Before(act.EndsAt) {
 		return stock.ErrEnded
 	}
-	_, err = h.Ledger.PreheatFromDB(c.UserContext(), h.DB, itemID)
+	_, err = h.Ledger.Preheat(c.UserContext(), h.Books, itemID)
 	return err
 }
 

@@ -50,7 +50,7 @@ func newShardedRig(t *testing.T, stockTotal int64, n, shards int) *rig {
 			t.Fatal(err)
 		}
 	}
-	if _, err := r.ledger.PreheatFromDB(context.Background(), r.db, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(context.Background(), Books{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	r.users = testenv.Users(t, r.db, "buyer", n)
@@ -645,7 +645,7 @@ func TestRoundsGoOnPastAFailingItem(t *testing.T) {
 	r := newRig(t, 10, 0)
 	ctx := context.Background()
 	_, other := testenv.Sale(t, r.db, 6, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
-	if _, err := r.ledger.PreheatFromDB(ctx, r.db, other.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, Books{DB: r.db}, other.ID); err != nil {
 		t.Fatal(err)
 	}
 	broken := stock.KeysOf(r.item.ID).Sale

@@ -52,7 +52,7 @@ func (p *Preheat) Once(ctx context.Context) (int, error) {
 	var failed []error
 	for _, a := range acts {
 		for _, it := range a.Items {
-			if _, err := p.Ledger.PreheatFromDB(ctx, p.DB, it.ID); err != nil {
+			if _, err := p.Ledger.Preheat(ctx, Books{DB: p.DB}, it.ID); err != nil {
 				failed = append(failed, err)
 				continue
 			}
@@ -60,4 +60,34 @@ func (p *Preheat) Once(ctx context.Context) (int, error) {
 		}
 	}
 	return n, errors.Join(failed...)
+}
+
+// Books reads a sale from PostgreSQL for the ledger, which speaks Redis only (stock.Books).
+type Books struct{ DB *gorm.DB }
+
+var _ stock.Books = Books{}
+
+// Sale is the item's sale as the database has it.
+func (b Books) Sale(ctx context.Context, itemID int64) (stock.Sale, error) {
+	it, act, err := models.ItemAndActivity(ctx, b.DB, itemID)
+	if err != nil {
+		return stock.Sale{}, err
+	}
+	return stock.Sale{
+		ItemID: itemID, ActivityID: act.ID, StartsAt: act.StartsAt, EndsAt: act.EndsAt, Shards: max(it.StockShards, 1),
+		PriceCents: it.SeckillPriceCents, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
+	}, nil
+}
+
+// Buyers maps the item's buyers to their order numbers.
+func (b Books) Buyers(ctx context.Context, itemID int64) (map[int64]string, error) {
+	ps, err := models.Buyers(ctx, b.DB, itemID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]string, len(ps))
+	for _, p := range ps {
+		out[p.UserID] = p.OrderNo
+	}
+	return out, nil
 }

@@ -19,6 +19,18 @@ import (
 	"seckill/errs"
 )
 
+// Ledger is an item's stock in Redis.
+type Ledger struct {
+	rdb    redis.UniversalClient
+	now    func() time.Time
+	shards sync.Map // item id → its shard count, fixed once its sale is loaded
+}
+
+// NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).
+func NewLedger(rdb redis.UniversalClient, now func() time.Time) *Ledger {
+	return &Ledger{rdb: rdb, now: now}
+}
+
 // Results a buyer can have for an item.
 const (
 	ResultNone    = "none"
@@ -106,18 +118,6 @@ func (l *Ledger) Restock(ctx context.Context, itemID int64, orderNo string) (int
 		return 0, fmt.Errorf("restock item %d: %w", itemID, err)
 	}
 	return left, nil
-}
-
-// Ledger is an item's stock in Redis.
-type Ledger struct {
-	rdb    redis.UniversalClient
-	now    func() time.Time
-	shards sync.Map // item id → its shard count, fixed once its sale is loaded
-}
-
-// NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).
-func NewLedger(rdb redis.UniversalClient, now func() time.Time) *Ledger {
-	return &Ledger{rdb: rdb, now: now}
 }
 
 // shardsKey maps each item whose sale was loaded to its shard count, in a key of its own: the count

@@ -4,29 +4,30 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
-
-	"seckill/models"
 )
 
-// PreheatFromDB loads an item's sale from what the database knows: stock left is stock_total minus
-// stock_sold (the count the order consumer moves under the optimistic lock), and every user with a
-// purchase is a buyer already. A sale that is loaded only has its window refreshed and its count capped;
+// Books is what the database knows of a sale, as loading it into Redis needs it. The ledger speaks Redis
+// only: jobs.Books reads these from PostgreSQL.
+type Books interface {
+	// Sale is the item's sale as it stands, without its buyers: StockLeft is stock_total minus stock_sold
+	// (the count the order consumer moves under the optimistic lock). An unknown item is errs.NotFound.
+	Sale(ctx context.Context, itemID int64) (Sale, error)
+	// Buyers maps every user with a purchase of the item, cancelled or not, to its order number.
+	Buyers(ctx context.Context, itemID int64) (map[int64]string, error)
+}
+
+// Preheat loads an item's sale from what the books say: stock left as they count it, and every user with
+// a purchase a buyer already. A sale that is loaded only has its window refreshed and its count capped;
 // after Redis lost its data, this rebuilds everything, and the item can never be sold beyond its stock.
 // It answers the stock left in Redis.
-func (l *Ledger) PreheatFromDB(ctx context.Context, db *gorm.DB, itemID int64) (int64, error) {
-	it, act, err := models.ItemAndActivity(ctx, db, itemID)
+func (l *Ledger) Preheat(ctx context.Context, books Books, itemID int64) (int64, error) {
+	sale, err := books.Sale(ctx, itemID)
 	if err != nil {
 		return 0, err
 	}
-	sale := Sale{
-		ItemID: itemID, ActivityID: act.ID, StartsAt: act.StartsAt, EndsAt: act.EndsAt, Shards: max(it.StockShards, 1),
-		PriceCents: it.SeckillPriceCents, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
-	}
+	sale.Shards = max(sale.Shards, 1)
 	l.Remember(itemID, sale.Shards) // the database's word: Redis may have lost its own
 	// Every round, and before any shard is loaded: the consumers follow the item's order streams, and
 	// know its shard count, even after the master holding these two keys restarted empty while the
@@ -71,18 +72,14 @@ func (l *Ledger) PreheatFromDB(ctx context.Context, db *gorm.DB, itemID int64) (
 		if err != nil {
 			return 0, err
 		}
-		if it, _, err = models.ItemAndActivity(ctx, db, itemID); err != nil {
+		now, err := books.Sale(ctx, itemID)
+		if err != nil {
 			return 0, err
 		}
-		avail = max(it.StockTotal-it.StockSold-held, 0)
+		avail = max(now.StockLeft-held, 0)
 	}
-	buyers, err := models.Buyers(ctx, db, itemID)
-	if err != nil {
+	if sale.Buyers, err = books.Buyers(ctx, itemID); err != nil {
 		return 0, err
-	}
-	sale.Buyers = make(map[int64]string, len(buyers))
-	for _, p := range buyers {
-		sale.Buyers[p.UserID] = p.OrderNo
 	}
 	loaded, err := l.load(ctx, sale, missing, avail)
 	return total + loaded, err
@@ -154,38 +151,4 @@ func (l *Ledger) runPreheat(ctx context.Context, s Sale, i int, limit int64, ref
 	}
 	left, _ := strconv.ParseInt(res[1], 10, 64)
 	return left, res[0] == "kept", nil
-}
-
-// LeftCache answers the stock left of items from Redis, at most one read per item per ttl: pages and the
-// catalog show stock that may lag by up to ttl.
-type LeftCache struct {
-	ledger *Ledger
-	m      *expirable.LRU[int64, cachedLeft]
-}
-
-type cachedLeft struct {
-	left   int64
-	loaded bool
-}
-
-// maxLeftCached bounds the items whose stock left is kept: far more than are on sale at once.
-const maxLeftCached = 16384
-
-// NewLeftCache returns a cache that reads Redis at most once per item per ttl.
-func NewLeftCache(ledger *Ledger, ttl time.Duration) *LeftCache {
-	return &LeftCache{ledger: ledger, m: expirable.NewLRU[int64, cachedLeft](maxLeftCached, nil, ttl)}
-}
-
-// Left answers the item's stock left in Redis, and false when its sale is not loaded (or Redis failed:
-// the caller then shows what the database knows).
-func (c *LeftCache) Left(ctx context.Context, itemID int64) (int64, bool) {
-	if e, ok := c.m.Get(itemID); ok {
-		return e.left, e.loaded
-	}
-	left, loaded, err := c.ledger.Left(ctx, itemID)
-	if err != nil {
-		return 0, false
-	}
-	c.m.Add(itemID, cachedLeft{left: left, loaded: loaded})
-	return left, loaded
 }
