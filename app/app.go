@@ -209,6 +209,10 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
+	// One clock: the timestamps GORM writes (created_at, updated_at) follow the injected clock, like every
+	// other business time.
+	now := d.Now
+	d.DB = d.DB.Session(&gorm.Session{NowFunc: func() time.Time { return now().UTC() }})
 	if cfg.SessionSecret == "" {
 		return nil, fmt.Errorf("SESSION_SECRET is empty")
 	}
@@ -297,7 +301,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
 		Passwords: passwords, Captchas: captcha.New(d.Redis, s.Drawing, 200*time.Millisecond),
-		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL,
+		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
 	books := jobs.Books{DB: d.DB}

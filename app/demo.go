@@ -76,7 +76,7 @@ func openDemo(ctx context.Context, cfg *Config, log *slog.Logger) (*demoRuntime,
 	// purchase paths and QR codes would never expire.
 	cctx, stop := context.WithCancel(context.Background())
 	d := &demoRuntime{db: db, redis: rdb, mr: mr, stop: stop, done: make(chan struct{})}
-	last := time.Now()
+	last := time.Now() // miniredis follows the wall clock, as a real Redis does
 	go func() {
 		defer close(d.done)
 		_ = jobs.Every(cctx, 250*time.Millisecond, func(context.Context) error {

@@ -66,7 +66,7 @@ func methodLabel(m string) string {
 // status it sets is the one counted and logged), then counts, times and logs the request.
 func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		start := time.Now()
+		start := time.Now() // latency, by the wall clock
 		route := ""
 		if err := c.Next(); err != nil {
 			if routerMiss(err) {

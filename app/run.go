@@ -174,7 +174,7 @@ func runServe(ctx context.Context, env Env) error {
 		if err := models.Migrate(ctx, d.DB); err != nil {
 			return err
 		}
-		seeded, err := SeedDemo(ctx, d.DB, time.Now(), cfg.BcryptCost)
+		seeded, err := SeedDemo(ctx, d.DB, d.Now(), cfg.BcryptCost)
 		if err != nil {
 			return err
 		}

@@ -44,6 +44,7 @@ type Accounts struct {
 	SecureCookies bool
 	RateLimitIP   bool
 	SessionTTL    time.Duration
+	Now           func() time.Time
 }
 
 // UserJSON is a user as the API shows it.
@@ -140,7 +141,7 @@ func (h *Accounts) CSRFToken(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	h.setCookie(c, CSRFCookie, tok, time.Now().Add(365*24*time.Hour))
+	h.setCookie(c, CSRFCookie, tok, h.Now().Add(365*24*time.Hour))
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(fiber.Map{"token": tok})
 }

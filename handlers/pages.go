@@ -147,7 +147,7 @@ func (h *Pages) SetLang(c *fiber.Ctx) error {
 	if lang != "en" && lang != "zh" {
 		return errs.New(errs.NotFound, "no such language")
 	}
-	c.Cookie(&fiber.Cookie{Name: LangCookie, Value: lang, Path: "/", Expires: time.Now().Add(365 * 24 * time.Hour), SameSite: fiber.CookieSameSiteLaxMode})
+	c.Cookie(&fiber.Cookie{Name: LangCookie, Value: lang, Path: "/", Expires: h.Now().Add(365 * 24 * time.Hour), SameSite: fiber.CookieSameSiteLaxMode})
 	// Back to the page the switch was clicked on: a local path only, never another site.
 	return redirectLocal(c, c.Query("back"))
 }

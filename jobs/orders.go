@@ -126,7 +126,7 @@ func (c *OrderConsumer) knowShards(ctx context.Context, itemID int64) error {
 func (c *OrderConsumer) consume(ctx context.Context, st stock.Stream) {
 	backoff := newBackoff()
 	pending, needGroup := true, true
-	lastClaim, lastCheck := time.Time{}, time.Now()
+	lastClaim, lastCheck := time.Time{}, time.Now() // intervals of the loop itself, by the wall clock
 	for ctx.Err() == nil {
 		if needGroup {
 			if err := c.Ledger.EnsureGroup(ctx, st); err != nil {

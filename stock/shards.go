@@ -173,7 +173,7 @@ func (l *Ledger) InTransit(ctx context.Context, itemID int64) (int64, error) {
 // between two shards meanwhile is counted once or twice, never not at all: a rebuild may load too little,
 // never too much.
 func (l *Ledger) held(ctx context.Context, itemID int64, n int, missing []int) (int64, error) {
-	started := time.Now()
+	started := time.Now() // elapsed time, by the wall clock
 	lost := map[int]bool{}
 	for _, i := range missing {
 		lost[i] = true
