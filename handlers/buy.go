@@ -146,7 +146,7 @@ func checkCaptcha(ctx context.Context, captchas *captcha.Captchas, id, answer st
 // notLoaded answers for an item whose sale is not in Redis: 404 unless it is in an approved activity,
 // the window's error outside it, and inside it loads the sale at once.
 func (h *Buy) notLoaded(c *fiber.Ctx, itemID int64) error {
-	_, act, err := models.ItemWithActivity(c.UserContext(), h.DB, itemID)
+	_, act, err := models.ApprovedItem(c.UserContext(), h.DB, itemID)
 	if err != nil {
 		return err
 	}

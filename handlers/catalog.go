@@ -126,7 +126,7 @@ func (h *Catalog) Item(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	it, a, err := models.ItemWithActivity(c.UserContext(), h.DB, id)
+	it, a, err := models.ApprovedItem(c.UserContext(), h.DB, id)
 	if err != nil {
 		return err
 	}

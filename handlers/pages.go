@@ -130,7 +130,7 @@ func (h *Pages) Item(c *fiber.Ctx) error {
 		return err
 	}
 	return h.shared(c, "item:"+strconv.FormatInt(id, 10), func() (int, string, fiber.Map, error) {
-		it, act, err := models.ItemWithActivity(c.UserContext(), h.DB, id)
+		it, act, err := models.ApprovedItem(c.UserContext(), h.DB, id)
 		if err != nil {
 			return 0, "", nil, err
 		}

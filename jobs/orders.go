@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"seckill/errs"
 	"seckill/models"
 	"seckill/stock"
 )
@@ -109,8 +110,8 @@ func (c *OrderConsumer) knowShards(ctx context.Context, itemID int64) error {
 	if _, known, err := c.Ledger.ShardsKnown(ctx, itemID); err != nil || known {
 		return err
 	}
-	it, _, err := models.ItemAndActivity(ctx, c.DB, itemID)
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	it, _, err := models.ItemInAnyState(ctx, c.DB, itemID)
+	if errs.Is(err, errs.NotFound) {
 		return nil // an item gone from the database: its orders are refused
 	}
 	if err != nil {

@@ -69,7 +69,7 @@ var _ stock.Books = Books{}
 
 // Sale is the item's sale as the database has it.
 func (b Books) Sale(ctx context.Context, itemID int64) (stock.Sale, error) {
-	it, act, err := models.ItemAndActivity(ctx, b.DB, itemID)
+	it, act, err := models.ItemInAnyState(ctx, b.DB, itemID)
 	if err != nil {
 		return stock.Sale{}, err
 	}

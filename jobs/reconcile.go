@@ -107,7 +107,7 @@ func (r *Reconcile) check(ctx context.Context, id int64) (Mismatch, bool, error)
 	if err != nil || !complete {
 		return Mismatch{}, false, err
 	}
-	it, _, err := models.ItemAndActivity(ctx, r.DB, id)
+	it, _, err := models.ItemInAnyState(ctx, r.DB, id)
 	if err != nil {
 		return Mismatch{}, false, nil
 	}

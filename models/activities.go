@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -41,8 +43,28 @@ func ApprovedActivity(ctx context.Context, db *gorm.DB, id int64) (*Activity, er
 	return &a, nil
 }
 
-// ItemWithActivity returns an item of an approved activity, with that activity; any other answers errs.NotFound.
-func ItemWithActivity(ctx context.Context, db *gorm.DB, id int64) (*Item, *Activity, error) {
+// ItemInAnyState returns an item and its activity, whatever the activity's state (the jobs' view);
+// an item that does not exist answers errs.NotFound.
+func ItemInAnyState(ctx context.Context, db *gorm.DB, itemID int64) (*Item, *Activity, error) {
+	var it Item
+	var act Activity
+	db = db.WithContext(ctx)
+	err := db.Take(&it, "id = ?", itemID).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil, errs.New(errs.NotFound, "no such item")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("item %d: %w", itemID, err)
+	}
+	if err := db.Take(&act, "id = ?", it.ActivityID).Error; err != nil {
+		return nil, nil, fmt.Errorf("activity of item %d: %w", itemID, err)
+	}
+	return &it, &act, nil
+}
+
+// ApprovedItem returns an item of an approved activity, with that activity (the shoppers' view); an item
+// of an activity in any other state answers errs.NotFound, as one that does not exist.
+func ApprovedItem(ctx context.Context, db *gorm.DB, id int64) (*Item, *Activity, error) {
 	var it Item
 	err := db.WithContext(ctx).Take(&it, "id = ?", id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -74,4 +96,130 @@ func MerchantActivities(ctx context.Context, db *gorm.DB, merchantID int64) ([]A
 		return nil, fmt.Errorf("activities of merchant %d: %w", merchantID, err)
 	}
 	return acts, nil
+}
+
+// ActivityInput is what a merchant gives for an activity.
+type ActivityInput struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	StartsAt    time.Time `json:"starts_at"`
+	EndsAt      time.Time `json:"ends_at"`
+}
+
+// badText reports whether s cannot be stored and shown as text: not UTF-8, or holding control characters
+// (PostgreSQL refuses NUL outright); a multiline text may hold line breaks and tabs.
+func badText(s string, multiline bool) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if r < 0x20 && !(multiline && (r == '\n' || r == '\r' || r == '\t')) || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// Times outside these years cannot be written as RFC 3339 (JSON) and name no sale.
+var (
+	earliest = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	latest   = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+func badTime(t time.Time) bool { return t.Before(earliest) || t.After(latest) }
+
+// MerchantActivity loads one of the merchant's activities with its items; another's answers not found.
+func MerchantActivity(ctx context.Context, db *gorm.DB, merchantID, id int64) (*Activity, error) {
+	var a Activity
+	err := db.WithContext(ctx).Preload("Items", func(db *gorm.DB) *gorm.DB { return db.Order("id") }).
+		Where("id = ? AND merchant_id = ?", id, merchantID).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errs.New(errs.NotFound, "no such activity")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("activity %d: %w", id, err)
+	}
+	return &a, nil
+}
+
+// ActivityByID loads any activity with its items.
+func ActivityByID(ctx context.Context, db *gorm.DB, id int64) (*Activity, error) {
+	var a Activity
+	err := db.WithContext(ctx).Preload("Items", func(db *gorm.DB) *gorm.DB { return db.Order("id") }).Take(&a, "id = ?", id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errs.New(errs.NotFound, "no such activity")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("activity %d: %w", id, err)
+	}
+	return &a, nil
+}
+
+// CreateActivity makes a draft activity for a merchant.
+func CreateActivity(ctx context.Context, db *gorm.DB, who Actor, in ActivityInput, now time.Time) (*Activity, error) {
+	a := Activity{MerchantID: who.ID, Name: in.Name, Description: in.Description, StartsAt: in.StartsAt.UTC(), EndsAt: in.EndsAt.UTC(),
+		State: ActivityDraft, CreatedAt: now, UpdatedAt: now, Items: []Item{}}
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Omit("Items").Create(&a).Error; err != nil {
+			return err
+		}
+		return Audit(tx, who, "activity.create", fmt.Sprintf("activity:%d", a.ID), nil, auditOf(&a), now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create activity: %w", err)
+	}
+	return &a, nil
+}
+
+// UpdateActivity changes a draft or rejected activity of the merchant.
+func UpdateActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, in ActivityInput, now time.Time) (*Activity, error) {
+	return changeActivity(ctx, db, who, who.ID, id, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
+		before := auditOf(a)
+		a.Name, a.Description, a.StartsAt, a.EndsAt, a.UpdatedAt = in.Name, in.Description, in.StartsAt.UTC(), in.EndsAt.UTC(), now
+		err := tx.Model(&Activity{}).Where("id = ?", a.ID).
+			Updates(map[string]any{"name": a.Name, "description": a.Description, "starts_at": a.StartsAt, "ends_at": a.EndsAt, "updated_at": now}).Error
+		return before, auditOf(a), err
+	})
+}
+
+// ActivitiesToPreheat lists the approved activities that start before horizon and have not ended at now.
+func ActivitiesToPreheat(ctx context.Context, db *gorm.DB, now, horizon time.Time) ([]Activity, error) {
+	var acts []Activity
+	err := db.WithContext(ctx).Preload("Items").
+		Where("state = ? AND starts_at <= ? AND ends_at > ?", ActivityApproved, horizon, now).
+		Find(&acts).Error
+	if err != nil {
+		return nil, fmt.Errorf("activities to preheat: %w", err)
+	}
+	return acts, nil
+}
+
+// Validate checks the input against the contract's rules at now.
+func (in *ActivityInput) Validate(now time.Time) error {
+	in.Name, in.Description = strings.TrimSpace(in.Name), strings.TrimSpace(in.Description)
+	switch {
+	case in.Name == "":
+		return errs.Invalid("name", "must not be empty")
+	case len(in.Name) > 200:
+		return errs.Invalid("name", "must be at most 200 bytes")
+	case badText(in.Name, false):
+		return errs.Invalid("name", "must be text without control characters")
+	case len(in.Description) > 5000:
+		return errs.Invalid("description", "must be at most 5000 bytes")
+	case badText(in.Description, true):
+		return errs.Invalid("description", "must be text without control characters")
+	case in.StartsAt.IsZero():
+		return errs.Invalid("starts_at", "is required (RFC 3339, for example 2026-11-11T10:00:00Z)")
+	case in.EndsAt.IsZero():
+		return errs.Invalid("ends_at", "is required (RFC 3339, for example 2026-11-11T12:00:00Z)")
+	case badTime(in.StartsAt):
+		return errs.Invalid("starts_at", "must be between the years 2000 and 9999")
+	case badTime(in.EndsAt):
+		return errs.Invalid("ends_at", "must be between the years 2000 and 9999")
+	case !in.EndsAt.After(in.StartsAt):
+		return errs.Invalid("ends_at", "must be after starts_at")
+	case !in.EndsAt.After(now):
+		return errs.Invalid("ends_at", "must be in the future")
+	}
+	return nil
 }

@@ -138,20 +138,6 @@ func PlaceOrders(ctx context.Context, db *gorm.DB, itemID int64, orders []NewOrd
 	return out, nil
 }
 
-// ItemAndActivity reads an item and its activity, whatever the activity's state.
-func ItemAndActivity(ctx context.Context, db *gorm.DB, itemID int64) (*Item, *Activity, error) {
-	var it Item
-	var act Activity
-	db = db.WithContext(ctx)
-	if err := db.Take(&it, "id = ?", itemID).Error; err != nil {
-		return nil, nil, fmt.Errorf("item %d: %w", itemID, err)
-	}
-	if err := db.Take(&act, "id = ?", it.ActivityID).Error; err != nil {
-		return nil, nil, fmt.Errorf("activity of item %d: %w", itemID, err)
-	}
-	return &it, &act, nil
-}
-
 // Buyers lists every purchase of an item: one per user, cancelled orders included.
 func Buyers(ctx context.Context, db *gorm.DB, itemID int64) ([]Purchase, error) {
 	var out []Purchase
@@ -161,18 +147,6 @@ func Buyers(ctx context.Context, db *gorm.DB, itemID int64) ([]Purchase, error) 
 	return out, nil
 }
 
-// ActivitiesToPreheat lists the approved activities that start before horizon and have not ended at now.
-func ActivitiesToPreheat(ctx context.Context, db *gorm.DB, now, horizon time.Time) ([]Activity, error) {
-	var acts []Activity
-	err := db.WithContext(ctx).Preload("Items").
-		Where("state = ? AND starts_at <= ? AND ends_at > ?", ActivityApproved, horizon, now).
-		Find(&acts).Error
-	if err != nil {
-		return nil, fmt.Errorf("activities to preheat: %w", err)
-	}
-	return acts, nil
-}
-
 // OrdersOfUser lists a user's orders, newest first.
 func OrdersOfUser(ctx context.Context, db *gorm.DB, userID int64) ([]Order, error) {
 	var orders []Order
@@ -180,22 +154,6 @@ func OrdersOfUser(ctx context.Context, db *gorm.DB, userID int64) ([]Order, erro
 		return nil, fmt.Errorf("orders of user %d: %w", userID, err)
 	}
 	return orders, nil
-}
-
-// ItemNames maps item ids to their names.
-func ItemNames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string, error) {
-	out := map[int64]string{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	var items []Item
-	if err := db.WithContext(ctx).Select("id", "name").Where("id IN ?", ids).Find(&items).Error; err != nil {
-		return nil, fmt.Errorf("item names: %w", err)
-	}
-	for _, it := range items {
-		out[it.ID] = it.Name
-	}
-	return out, nil
 }
 
 // OrderOfUser finds one of a user's orders; another user's, or none, answers errs.NotFound.
@@ -209,4 +167,26 @@ func OrderOfUser(ctx context.Context, db *gorm.DB, userID int64, orderNo string)
 		return nil, fmt.Errorf("order %s: %w", orderNo, err)
 	}
 	return &o, nil
+}
+
+// OrderCounts counts an activity's orders per item and status.
+func OrderCounts(ctx context.Context, db *gorm.DB, activityID int64) (map[int64]map[string]int64, error) {
+	var rows []struct {
+		ItemID int64
+		Status string
+		N      int64
+	}
+	err := db.WithContext(ctx).Raw("SELECT item_id, status, count(*) AS n FROM orders WHERE activity_id = ? GROUP BY item_id, status", activityID).
+		Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("order counts: %w", err)
+	}
+	out := map[int64]map[string]int64{}
+	for _, r := range rows {
+		if out[r.ItemID] == nil {
+			out[r.ItemID] = map[string]int64{}
+		}
+		out[r.ItemID][r.Status] = r.N
+	}
+	return out, nil
 }

@@ -105,3 +105,28 @@ func UsersAuthChangedSince(ctx context.Context, db *gorm.DB, since time.Time) ([
 	}
 	return users, nil
 }
+
+// Usernames maps user ids to names.
+func Usernames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string, error) {
+	out := map[int64]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var users []User
+	if err := db.WithContext(ctx).Select("id", "username").Where("id IN ?", ids).Find(&users).Error; err != nil {
+		return nil, fmt.Errorf("usernames: %w", err)
+	}
+	for _, u := range users {
+		out[u.ID] = u.Username
+	}
+	return out, nil
+}
+
+// ListUsers lists users by id, at most limit.
+func ListUsers(ctx context.Context, db *gorm.DB, limit int) ([]User, error) {
+	var users []User
+	if err := db.WithContext(ctx).Order("id").Limit(limit).Find(&users).Error; err != nil {
+		return nil, fmt.Errorf("users: %w", err)
+	}
+	return users, nil
+}

@@ -1,0 +1,79 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// AuditLog records one merchant or admin action: who, what, on what, the state before and after, when.
+type AuditLog struct {
+	ID        int64     `gorm:"primaryKey"`
+	ActorID   int64     `gorm:"not null;index"`
+	Actor     string    `gorm:"size:32;not null"`
+	Action    string    `gorm:"size:40;not null"`
+	Target    string    `gorm:"size:60;not null;index"`
+	Before    string    `gorm:"type:text;not null;default:''"`
+	After     string    `gorm:"type:text;not null;default:''"`
+	CreatedAt time.Time `gorm:"not null;index"`
+}
+
+// Actor is who does an action.
+type Actor struct {
+	ID       int64
+	Username string
+}
+
+// Audit writes an audit row in tx; before and after are stored as JSON (nil stays empty).
+func Audit(tx *gorm.DB, who Actor, action, target string, before, after any, now time.Time) error {
+	enc := func(v any) string {
+		if v == nil {
+			return ""
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	row := AuditLog{ActorID: who.ID, Actor: who.Username, Action: action, Target: target, Before: enc(before), After: enc(after), CreatedAt: now}
+	if err := tx.Create(&row).Error; err != nil {
+		return fmt.Errorf("audit %s: %w", action, err)
+	}
+	return nil
+}
+
+// AuditTrail lists the newest audit rows, at most limit.
+func AuditTrail(ctx context.Context, db *gorm.DB, limit int) ([]AuditLog, error) {
+	var rows []AuditLog
+	if err := db.WithContext(ctx).Order("id DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("audit trail: %w", err)
+	}
+	return rows, nil
+}
+
+type activityAudit struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	StartsAt    time.Time `json:"starts_at"`
+	EndsAt      time.Time `json:"ends_at"`
+	State       string    `json:"state"`
+	Reason      string    `json:"reason,omitempty"`
+}
+
+func auditOf(a *Activity) activityAudit {
+	return activityAudit{a.Name, a.Description, a.StartsAt.UTC(), a.EndsAt.UTC(), a.State, a.ReviewReason}
+}
+
+type itemAudit struct {
+	Name               string `json:"name"`
+	Title              string `json:"title"`
+	OriginalPriceCents int64  `json:"original_price_cents"`
+	SeckillPriceCents  int64  `json:"seckill_price_cents"`
+	Stock              int64  `json:"stock"`
+	StockShards        int    `json:"stock_shards"`
+}
+
+func itemAuditOf(it *Item) itemAudit {
+	return itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal, it.StockShards}
+}

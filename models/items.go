@@ -1,0 +1,135 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"seckill/errs"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ItemInput is what a merchant gives for an item.
+type ItemInput struct {
+	Name               string `json:"name"`
+	Title              string `json:"title"`
+	Description        string `json:"description"`
+	ImageURL           string `json:"image_url"`
+	OriginalPriceCents int64  `json:"original_price_cents"`
+	SeckillPriceCents  int64  `json:"seckill_price_cents"`
+	Stock              int64  `json:"stock"`
+	StockShards        int    `json:"stock_shards"` // optional: 1 (the default) to MaxStockShards
+}
+
+// MaxStockShards is the most stock shards an item can be split over.
+const MaxStockShards = 64
+
+// AddItem adds an item to a draft or rejected activity of the merchant.
+func AddItem(ctx context.Context, db *gorm.DB, who Actor, activityID int64, in ItemInput, now time.Time) (*Item, error) {
+	var it Item
+	_, err := changeActivity(ctx, db, who, who.ID, activityID, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
+		it = Item{ActivityID: a.ID, Name: in.Name, Title: in.Title, Description: in.Description, ImageURL: in.ImageURL,
+			OriginalPriceCents: in.OriginalPriceCents, SeckillPriceCents: in.SeckillPriceCents, StockTotal: in.Stock, StockShards: in.StockShards, CreatedAt: now, UpdatedAt: now}
+		err := tx.Create(&it).Error
+		return nil, itemAuditOf(&it), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// UpdateItem changes an item of a draft or rejected activity of the merchant.
+func UpdateItem(ctx context.Context, db *gorm.DB, who Actor, activityID, itemID int64, in ItemInput, now time.Time) (*Item, error) {
+	var it Item
+	_, err := changeActivity(ctx, db, who, who.ID, activityID, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
+		if err := tx.Take(&it, "id = ? AND activity_id = ?", itemID, a.ID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, nil, errs.New(errs.NotFound, "no such item")
+		} else if err != nil {
+			return nil, nil, err
+		}
+		before := itemAuditOf(&it)
+		it.Name, it.Title, it.Description, it.ImageURL = in.Name, in.Title, in.Description, in.ImageURL
+		it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal, it.UpdatedAt = in.OriginalPriceCents, in.SeckillPriceCents, in.Stock, now
+		it.StockShards = in.StockShards
+		err := tx.Save(&it).Error
+		return before, itemAuditOf(&it), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// DeleteItem removes an item from a draft or rejected activity of the merchant.
+func DeleteItem(ctx context.Context, db *gorm.DB, who Actor, activityID, itemID int64, now time.Time) error {
+	_, err := changeActivity(ctx, db, who, who.ID, activityID, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
+		var it Item
+		if err := tx.Take(&it, "id = ? AND activity_id = ?", itemID, a.ID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, nil, errs.New(errs.NotFound, "no such item")
+		} else if err != nil {
+			return nil, nil, err
+		}
+		return itemAuditOf(&it), nil, tx.Delete(&it).Error
+	})
+	return err
+}
+
+// ItemNames maps item ids to their names.
+func ItemNames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string, error) {
+	out := map[int64]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var items []Item
+	if err := db.WithContext(ctx).Select("id", "name").Where("id IN ?", ids).Find(&items).Error; err != nil {
+		return nil, fmt.Errorf("item names: %w", err)
+	}
+	for _, it := range items {
+		out[it.ID] = it.Name
+	}
+	return out, nil
+}
+
+// Validate checks the input against the contract's rules (an item's rules do not depend on the time).
+func (in *ItemInput) Validate(time.Time) error {
+	in.Name, in.Title, in.ImageURL = strings.TrimSpace(in.Name), strings.TrimSpace(in.Title), strings.TrimSpace(in.ImageURL)
+	switch {
+	case in.Name == "":
+		return errs.Invalid("name", "must not be empty")
+	case len(in.Name) > 200:
+		return errs.Invalid("name", "must be at most 200 bytes")
+	case badText(in.Name, false):
+		return errs.Invalid("name", "must be text without control characters")
+	case len(in.Title) > 200:
+		return errs.Invalid("title", "must be at most 200 bytes")
+	case badText(in.Title, false):
+		return errs.Invalid("title", "must be text without control characters")
+	case len(in.Description) > 5000:
+		return errs.Invalid("description", "must be at most 5000 bytes")
+	case badText(in.Description, true):
+		return errs.Invalid("description", "must be text without control characters")
+	case badText(in.ImageURL, false):
+		return errs.Invalid("image_url", "must be an http(s) URL or a path on this site")
+	case len(in.ImageURL) > 500 || in.ImageURL != "" && !strings.HasPrefix(in.ImageURL, "https://") && !strings.HasPrefix(in.ImageURL, "http://") && !strings.HasPrefix(in.ImageURL, "/"):
+		return errs.Invalid("image_url", "must be an http(s) URL or a path on this site")
+	case in.OriginalPriceCents <= 0:
+		return errs.Invalid("original_price_cents", "must be positive")
+	case in.SeckillPriceCents <= 0:
+		return errs.Invalid("seckill_price_cents", "must be positive")
+	case in.SeckillPriceCents > in.OriginalPriceCents:
+		return errs.Invalid("seckill_price_cents", "must not be above original_price_cents")
+	case in.Stock < 1 || in.Stock > 1_000_000:
+		return errs.Invalid("stock", "must be between 1 and 1,000,000")
+	case in.StockShards < 0 || in.StockShards > MaxStockShards:
+		return errs.Invalid("stock_shards", fmt.Sprintf("must be between 1 and %d", MaxStockShards))
+	case int64(in.StockShards) > in.Stock:
+		return errs.Invalid("stock_shards", "must not be above stock")
+	}
+	if in.StockShards == 0 {
+		in.StockShards = 1
+	}
+	return nil
+}
