@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -56,12 +55,6 @@ type UserJSON struct {
 
 func userJSON(u *models.User) UserJSON { return UserJSON{ID: u.ID, Username: u.Username, Role: u.Role} }
 
-// SessionOf returns the request's session, if it carries a valid one.
-func SessionOf(c *fiber.Ctx) (auth.Session, bool) {
-	s, ok := c.Locals(sessionLocal).(auth.Session)
-	return s, ok
-}
-
 // LoadSession reads the session cookie, in memory only, and keeps the session for the handlers.
 func (h *Accounts) LoadSession(c *fiber.Ctx) error {
 	if v := c.Cookies(SessionCookie); v != "" {
@@ -108,30 +101,6 @@ func isJSON(contentType string) bool {
 	return strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON)
 }
 
-// RequireUser answers 401 without a session.
-func RequireUser(c *fiber.Ctx) error {
-	if _, ok := SessionOf(c); !ok {
-		return errNeedLogin
-	}
-	return c.Next()
-}
-
-// RequireRole answers 401 without a session and 403 with a role not listed.
-func RequireRole(roles ...string) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		s, ok := SessionOf(c)
-		if !ok {
-			return errs.New(errs.Unauthenticated, "log in first")
-		}
-		for _, r := range roles {
-			if s.Role == r {
-				return c.Next()
-			}
-		}
-		return errs.Newf(errs.Forbidden, "this needs the role %s", strings.Join(roles, " or "))
-	}
-}
-
 // CSRFToken answers a CSRF token and sets it as a cookie; a browser that has a good one keeps it.
 func (h *Accounts) CSRFToken(c *fiber.Ctx) error {
 	tok := c.Cookies(CSRFCookie)
@@ -167,14 +136,6 @@ func (h *Accounts) StartSession(c *fiber.Ctx, u *models.User) error {
 type credentials struct {
 	Username string `json:"username"`
 	Password string `json:"password"`
-}
-
-// ParseJSON decodes the request body into v, answering bad_request for a body that is not that JSON.
-func ParseJSON(c *fiber.Ctx, v any) error {
-	if err := json.Unmarshal(c.Body(), v); err != nil {
-		return errBadBody
-	}
-	return nil
 }
 
 // Register makes a shopper account and logs it in. The cheap checks come first and the costly last: the

@@ -2,13 +2,11 @@ package handlers
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
-	"seckill/errs"
 	"seckill/models"
 	"seckill/stock"
 )
@@ -131,34 +129,4 @@ func (h *Catalog) Item(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(itemJSON(it, a, StockLeft(c.UserContext(), h.Left, it), h.Now()))
-}
-
-var errNoSuchOrder = errs.Static(errs.NotFound, "no such order")
-
-// pathOrderNo reads an order number from the path: 1 to 32 letters, digits, "_" or "-" (the shop makes
-// "SK" and a snowflake id). Anything else names no order and never reaches the database (a byte that is
-// not UTF-8 would make PostgreSQL fail).
-func pathOrderNo(c *fiber.Ctx) (string, error) {
-	no := c.Params("order_no")
-	if len(no) == 0 || len(no) > 32 {
-		return "", errNoSuchOrder
-	}
-	for i := 0; i < len(no); i++ {
-		if b := no[i]; !('0' <= b && b <= '9' || 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || b == '_' || b == '-') {
-			return "", errNoSuchOrder
-		}
-	}
-	return no, nil
-}
-
-// pathID reads a positive integer id from the path. A malformed id cannot name anything: 404.
-func pathID(c *fiber.Ctx, param, what string) (int64, error) {
-	raw := c.Params(param)
-	id, err := strconv.ParseInt(raw, 10, 64)
-	// Only the canonical form names an item: "02", "+2" and "2.0" are 404, so that no cache or key is
-	// made per spelling of one id.
-	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != raw {
-		return 0, errs.New(errs.NotFound, "no such "+what)
-	}
-	return id, nil
 }

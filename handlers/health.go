@@ -1,5 +1,3 @@
-// Package handlers holds the HTTP handlers by area. Each area is a struct of its dependencies; app/ builds
-// them and owns the one route table.
 package handlers
 
 import (

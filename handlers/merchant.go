@@ -7,7 +7,6 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/models"
-	"seckill/stock"
 )
 
 // Merchant serves the merchant console's API: a merchant's own activities and their items.
@@ -35,15 +34,6 @@ func managedJSON(a *models.Activity, merchant string, now time.Time) ManagedActi
 	}
 	return ManagedActivityJSON{ActivityJSON: activityJSON(a, left, now), MerchantID: a.MerchantID, Merchant: merchant,
 		ReviewReason: a.ReviewReason, ReviewedAt: a.ReviewedAt, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
-}
-
-func actor(c *fiber.Ctx, db *gorm.DB) (models.Actor, error) {
-	s, _ := SessionOf(c)
-	u, err := models.UserByID(c.UserContext(), db, s.UserID)
-	if err != nil {
-		return models.Actor{}, err
-	}
-	return models.Actor{ID: u.ID, Username: u.Username}, nil
 }
 
 // Activities answers the merchant's own activities, in every state.
@@ -223,78 +213,4 @@ func (h *Merchant) ActivityStats(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(st)
-}
-
-// Stats computes an activity's live figures: stock and orders per item from Redis and PostgreSQL, and
-// the buy's answers per second over the last minutes.
-type Stats struct {
-	DB      *gorm.DB
-	Ledger  *stock.Ledger
-	Answers *stock.Answers
-	Now     func() time.Time
-	Window  time.Duration // how far back the answers go (default 5 minutes)
-}
-
-// ItemStats are an item's figures, and (summed) an activity's.
-type ItemStats struct {
-	ID              int64  `json:"id,omitempty"`
-	Name            string `json:"name,omitempty"`
-	StockTotal      int64  `json:"stock_total"`
-	StockLeft       int64  `json:"stock_left"`
-	Queued          int64  `json:"queued"`
-	OrdersPending   int64  `json:"orders_pending"`
-	OrdersPaid      int64  `json:"orders_paid"`
-	OrdersCancelled int64  `json:"orders_cancelled"`
-}
-
-// ActivityStats is the contract's stats with the items' and the answers per second added.
-type ActivityStats struct {
-	ItemStats
-	Items   []ItemStats   `json:"items"`
-	Answers []stock.Point `json:"answers"`
-}
-
-// Of computes an activity's figures.
-func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
-	ctx := c.UserContext()
-	// What is queued is read before the orders: an order written in between is then counted twice for a
-	// moment (queued and written) rather than not at all, so "nothing queued" always comes with every
-	// order counted.
-	queued := map[int64]int64{}
-	for _, it := range a.Items {
-		if n, err := h.Ledger.Backlog(ctx, it.ID); err == nil {
-			queued[it.ID] = n
-		}
-	}
-	counts, err := models.OrderCounts(ctx, h.DB, a.ID)
-	if err != nil {
-		return nil, err
-	}
-	out := &ActivityStats{Items: []ItemStats{}}
-	ids := make([]int64, 0, len(a.Items))
-	for _, it := range a.Items {
-		ids = append(ids, it.ID)
-		st := ItemStats{ID: it.ID, Name: it.Name, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
-			OrdersPending: counts[it.ID][models.OrderPendingPayment], OrdersPaid: counts[it.ID][models.OrderPaid],
-			OrdersCancelled: counts[it.ID][models.OrderCancelled]}
-		if left, loaded, err := h.Ledger.Left(ctx, it.ID); err == nil && loaded {
-			st.StockLeft = max(left, 0)
-		}
-		st.Queued = queued[it.ID]
-		out.Items = append(out.Items, st)
-		out.StockTotal += st.StockTotal
-		out.StockLeft += st.StockLeft
-		out.Queued += st.Queued
-		out.OrdersPending += st.OrdersPending
-		out.OrdersPaid += st.OrdersPaid
-		out.OrdersCancelled += st.OrdersCancelled
-	}
-	window := h.Window
-	if window <= 0 {
-		window = 5 * time.Minute
-	}
-	if out.Answers, err = h.Answers.Series(ctx, ids, h.Now(), window); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"seckill/errs"
 	"strings"
 	"time"
 
 	"gorm.io/gorm"
+
+	"seckill/errs"
 )
 
 // ItemInput is what a merchant gives for an item.
