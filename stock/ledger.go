@@ -287,6 +287,43 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 	return false, reason(res[0])
 }
 
+// take runs the take script on the buyer's home shard h, with the loan to credit first (” for none).
+func (l *Ledger) take(ctx context.Context, itemID int64, h int, userID int64, path, orderNo, loan string) ([]string, error) {
+	k := ShardKeys(itemID, h)
+	res, err := takeScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Path(userID), k.Stream, k.Received},
+		userID, path, l.now().UnixMilli(), orderNo, loan).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("take: %w", err)
+	}
+	return res, nil
+}
+
+// borrow tries the shards after h in turn for one unit lent to h, and answers the loan's id, or "" when
+// every other shard is empty. A shard that fails (its master is away) or is not loaded (lost with its
+// master, not rebuilt yet) is passed over; if no other shard lends, the item is not known to be sold
+// out, and borrow fails with errStockUnknown.
+func (l *Ledger) borrow(ctx context.Context, itemID int64, n, h int, orderNo string, try int) (string, error) {
+	var unknown error
+	id := orderNo + ":" + strconv.Itoa(try)
+	for step := 1; step < n; step++ {
+		s := (h + step) % n
+		k := ShardKeys(itemID, s)
+		got, err := lendScript.Run(ctx, l.rdb, []string{k.Sale, k.Loans}, id, h, l.now().UnixMilli()).Int64()
+		switch {
+		case err != nil:
+			unknown = fmt.Errorf("shard %d: %w", s, err)
+		case got == 1:
+			return id, nil
+		case got < 0:
+			unknown = fmt.Errorf("shard %d is not loaded", s)
+		}
+	}
+	if unknown != nil {
+		return "", fmt.Errorf("%w (borrow: %v)", errStockUnknown, unknown)
+	}
+	return "", nil
+}
+
 // Settlement is what to do with an order message that will not become a new order.
 type Settlement struct {
 	GiveBack bool   // the unit goes back on sale
