@@ -159,6 +159,9 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 	if err := auth.ValidateCredentials(in.Username, in.Password); err != nil {
 		return err
 	}
+	if err := requireCaptcha(in.CaptchaID, in.CaptchaAnswer); err != nil {
+		return err
+	}
 	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
 		return err
 	}
@@ -258,7 +261,7 @@ func (h *Accounts) Me(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	u, err := models.UserByID(c.UserContext(), h.DB, s.UserID)
 	if errs.Is(err, errs.NotFound) {
-		return errs.New(errs.Unauthenticated, "log in first")
+		return errNeedLogin
 	}
 	if err != nil {
 		return err

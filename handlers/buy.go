@@ -128,11 +128,9 @@ func requireCaptcha(id, answer string) error {
 	return nil
 }
 
-// checkCaptcha uses up the captcha and answers bad_captcha unless answer was right.
+// checkCaptcha uses up the captcha and answers bad_captcha unless answer was right (requireCaptcha has
+// checked that both fields are there).
 func checkCaptcha(ctx context.Context, captchas *captcha.Captchas, id, answer string) error {
-	if err := requireCaptcha(id, answer); err != nil {
-		return err
-	}
 	ok, err := captchas.Check(ctx, id, answer)
 	if err != nil {
 		return err

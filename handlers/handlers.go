@@ -37,7 +37,7 @@ func RequireRole(roles ...string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		s, ok := SessionOf(c)
 		if !ok {
-			return errs.New(errs.Unauthenticated, "log in first")
+			return errNeedLogin
 		}
 		for _, r := range roles {
 			if s.Role == r {
