@@ -26,9 +26,9 @@ func BenchmarkConsumerDrain(b *testing.B) {
 	for i := 0; i < b.N; i += 1000 {
 		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for j := i; j < min(i+1000, b.N); j++ {
-				p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream, Values: map[string]any{
-					"order_no": fmt.Sprintf("SKB%d", j), "user_id": 1_000_000 + j, "price": 990, "activity_id": item.ActivityID,
-					"at": time.Now().UnixMilli()}})
+				m := stock.OrderMessage{OrderNo: fmt.Sprintf("SKB%d", j), UserID: int64(1_000_000 + j), PriceCents: 990,
+					ActivityID: item.ActivityID, At: time.Now()}
+				p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream, Values: m.Fields()})
 			}
 			return nil
 		})

@@ -496,8 +496,8 @@ func TestOneBadMessageDoesNotHoldUpTheQueue(t *testing.T) {
 	for i, no := range []string{"SKsame", "SKsame", "SKother"} {
 		r.rdb.HIncrBy(ctx, k.Sale, "left", -1)
 		r.rdb.SAdd(ctx, k.Buyers, r.users[i].ID)
-		r.rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream, Values: map[string]any{
-			"order_no": no, "user_id": r.users[i].ID, "price": 990, "activity_id": r.item.ActivityID, "at": time.Now().UnixMilli()}})
+		m := stock.OrderMessage{OrderNo: no, UserID: r.users[i].ID, PriceCents: 990, ActivityID: r.item.ActivityID, At: time.Now()}
+		r.rdb.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream, Values: m.Fields()})
 	}
 	stop := run(r.consumer(r.db, "c"))
 	r.waitDrained(t, 20*time.Second)

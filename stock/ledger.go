@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,15 +29,6 @@ type Ledger struct {
 func NewLedger(rdb redis.UniversalClient, now func() time.Time) *Ledger {
 	return &Ledger{rdb: rdb, now: now}
 }
-
-// Results a buyer can have for an item.
-const (
-	ResultNone    = "none"
-	ResultQueued  = "queued"
-	ResultSuccess = "success"
-	ResultSoldOut = "sold_out"
-	ResultFailed  = "failed"
-)
 
 // PathTTL is how long a purchase path is valid.
 const PathTTL = 60 * time.Second
@@ -93,13 +83,13 @@ var (
 	//go:embed credit.lua
 	creditLua string
 
-	takeScript    = redis.NewScript(takeLua)
-	pathScript    = redis.NewScript(pathLua)
-	preheatScript = redis.NewScript(preheatLua)
-	settleScript  = redis.NewScript(settleLua)
-	restockScript = redis.NewScript(restockLua)
-	lendScript    = redis.NewScript(lendLua)
-	creditScript  = redis.NewScript(creditLua)
+	takeScript    = lua(takeLua)
+	pathScript    = lua(pathLua)
+	preheatScript = lua(preheatLua)
+	settleScript  = lua(settleLua)
+	restockScript = lua(restockLua)
+	lendScript    = lua(lendLua)
+	creditScript  = lua(creditLua)
 )
 
 // Restock gives the unit of a cancelled order back on sale, once per order, and answers the stock left
@@ -395,20 +385,6 @@ func (l *Ledger) eachShard(ctx context.Context, itemID int64, field string) ([]*
 	return cmds, nil
 }
 
-// Result is a buyer's result for an item.
-type Result struct {
-	Status  string `json:"status"`
-	OrderNo string `json:"order_no,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// Encoded results as the results hash keeps them.
-// SuccessValue is the result of a buyer who holds an order.
-func SuccessValue(orderNo string) string { return "success:" + orderNo }
-
-// FailedValue is the result of a buyer whose order could not be made.
-func FailedValue(message string) string { return "failed:" + message }
-
 // ResultOf reads a buyer's result: a marked buyer whose order is not settled yet is queued, and a buyer
 // with none sees sold_out once the item is sold out.
 func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, error) {
@@ -429,14 +405,14 @@ func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, er
 		return Result{}, fmt.Errorf("result: %w", err)
 	}
 	// A failed buyer is no longer marked; marked again, it is a new attempt, queued.
-	v, _ := resCmd.Result()
+	settled := decodeResult(resCmd.Val())
 	switch {
-	case strings.HasPrefix(v, "success:"):
-		return Result{Status: ResultSuccess, OrderNo: strings.TrimPrefix(v, "success:")}, nil
+	case settled.Status == ResultSuccess:
+		return settled, nil
 	case buyerCmd.Val():
 		return Result{Status: ResultQueued}, nil
-	case strings.HasPrefix(v, "failed:"):
-		return Result{Status: ResultFailed, Message: strings.TrimPrefix(v, "failed:")}, nil
+	case settled.Status == ResultFailed:
+		return settled, nil
 	}
 	if left, complete, err := l.Left(ctx, itemID); err == nil && complete && left <= 0 {
 		return Result{Status: ResultSoldOut}, nil

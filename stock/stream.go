@@ -11,9 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Group is the consumer group every instance's order consumer joins.
-const Group = "orders"
-
 // Stream names one order stream: an item's shard's.
 type Stream struct {
 	ItemID int64
@@ -33,19 +30,6 @@ func (l *Ledger) StreamsOf(ctx context.Context, itemID int64) ([]Stream, error) 
 		out[i] = Stream{ItemID: itemID, Shard: i}
 	}
 	return out, nil
-}
-
-// OrderMessage is one queued order, as the take script wrote it.
-type OrderMessage struct {
-	ID         string // the stream entry id
-	ItemID     int64
-	Shard      int // the stream's shard: the buyer's home shard
-	OrderNo    string
-	UserID     int64
-	ActivityID int64
-	PriceCents int64
-	At         time.Time
-	Bad        error // set when the entry cannot be read as an order: it can never succeed
 }
 
 // Streams lists the items that have order streams.
@@ -142,27 +126,6 @@ func (l *Ledger) Claim(ctx context.Context, st Stream, consumer string, minIdle 
 		out = append(out, parseOrder(st, m))
 	}
 	return out, nil
-}
-
-func parseOrder(st Stream, m redis.XMessage) OrderMessage {
-	o := OrderMessage{ID: m.ID, ItemID: st.ItemID, Shard: st.Shard}
-	str := func(k string) string { s, _ := m.Values[k].(string); return s }
-	num := func(k string) int64 {
-		n, err := strconv.ParseInt(str(k), 10, 64)
-		if err != nil && o.Bad == nil {
-			o.Bad = fmt.Errorf("field %s: %q is not a number", k, str(k))
-		}
-		return n
-	}
-	o.OrderNo = str("order_no")
-	o.UserID = num("user_id")
-	o.ActivityID = num("activity_id")
-	o.PriceCents = num("price")
-	o.At = time.UnixMilli(num("at")).UTC()
-	if o.Bad == nil && (o.OrderNo == "" || o.UserID <= 0) {
-		o.Bad = errors.New("no order number or user")
-	}
-	return o
 }
 
 // Placed is an order the database holds for a message.

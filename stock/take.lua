@@ -54,5 +54,7 @@ end
 redis.call('DEL', KEYS[3])
 redis.call('HINCRBY', KEYS[1], 'left', -1)
 redis.call('SADD', KEYS[2], uid)
-redis.call('XADD', KEYS[4], '*', 'order_no', ARGV[4], 'user_id', uid, 'price', s[4], 'activity_id', s[5], 'at', ARGV[3])
+-- The message's field names are filled in from message.go when the script loads.
+redis.call('XADD', KEYS[4], '*', '{{.OrderNo}}', ARGV[4], '{{.UserID}}', uid, '{{.Price}}', s[4],
+  '{{.ActivityID}}', s[5], '{{.At}}', ARGV[3])
 return {'queued', tostring(left - 1)}
