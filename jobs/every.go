@@ -5,6 +5,8 @@ package jobs
 import (
 	"context"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
 // Each job's one name: its worker in the server's Start, its rounds in Runs (the admin page, the metrics)
@@ -32,4 +34,12 @@ func Every(ctx context.Context, interval time.Duration, fn func(context.Context)
 		case <-t.C:
 		}
 	}
+}
+
+// retryWait is how a job waits between tries of something that failed: doubling from first to most,
+// with some jitter so that instances that failed together do not retry together. Reset it after a success.
+func retryWait(first, most time.Duration) *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{InitialInterval: first, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: most}
+	b.Reset()
+	return b
 }

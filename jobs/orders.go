@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"gorm.io/gorm"
 
 	"seckill/errs"
@@ -125,13 +126,13 @@ func (c *OrderConsumer) knowShards(ctx context.Context, itemID int64) error {
 // error), then new messages, and now and then what dead consumers left behind. It returns when ctx ends
 // or when the sale is over and nothing is left to drain.
 func (c *OrderConsumer) consume(ctx context.Context, st stock.Stream) {
-	backoff := newBackoff()
+	wait := retryWait(100*time.Millisecond, 5*time.Second)
 	pending, needGroup := true, true
 	lastClaim, lastCheck := time.Time{}, time.Now() // intervals of the loop itself, by the wall clock
 	for ctx.Err() == nil {
 		if needGroup {
 			if err := c.Ledger.EnsureGroup(ctx, st); err != nil {
-				c.fail(ctx, st, err, backoff)
+				c.fail(ctx, st, err, wait)
 				continue
 			}
 			needGroup = false
@@ -157,10 +158,10 @@ func (c *OrderConsumer) consume(ctx context.Context, st stock.Stream) {
 		if err != nil {
 			pending = true // what was read and not acknowledged is read again from our pending list
 			needGroup = stock.IsNoGroup(err)
-			c.fail(ctx, st, err, backoff)
+			c.fail(ctx, st, err, wait)
 			continue
 		}
-		backoff.reset()
+		wait.Reset()
 		if len(msgs) == 0 && time.Since(lastCheck) > c.Discover {
 			lastCheck = time.Now()
 			if c.finished(ctx, st.ItemID) {
@@ -186,11 +187,11 @@ func (c *OrderConsumer) finished(ctx context.Context, itemID int64) bool {
 	return true
 }
 
-func (c *OrderConsumer) fail(ctx context.Context, st stock.Stream, err error, b *backoff) {
+func (c *OrderConsumer) fail(ctx context.Context, st stock.Stream, err error, wait *backoff.ExponentialBackOff) {
 	if ctx.Err() != nil {
 		return
 	}
-	d := b.next()
+	d := wait.NextBackOff()
 	c.Log.Warn("order consumer: retrying", "item_id", st.ItemID, "shard", st.Shard, "in", d, "err", err)
 	select {
 	case <-ctx.Done():
@@ -212,38 +213,41 @@ func (c *OrderConsumer) process(ctx context.Context, st stock.Stream, msgs []sto
 		}
 		good = append(good, m)
 	}
-	if len(good) == 0 {
-		return nil
+	if len(good) > 1 {
+		err := c.place(ctx, st, good)
+		if err == nil || !c.refusedByLiveDB(ctx, err) {
+			return err
+		}
+		c.Log.Warn("order consumer: batch refused, placing its orders one by one", "item_id", st.ItemID, "shard", st.Shard, "size", len(good), "err", err)
 	}
-	err := c.place(ctx, st, good)
-	if err == nil || errors.Is(err, context.Canceled) || len(good) == 1 || !c.dbAnswers(ctx) {
-		return c.alone(ctx, st, good, err)
-	}
-	c.Log.Warn("order consumer: batch refused, placing its orders one by one", "item_id", st.ItemID, "shard", st.Shard, "size", len(good), "err", err)
 	for _, m := range good {
-		if err := c.alone(ctx, st, []stock.OrderMessage{m}, c.place(ctx, st, []stock.OrderMessage{m})); err != nil {
+		if err := c.placeAlone(ctx, st, m); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// alone settles the outcome of placing msgs: a single message the answering database keeps refusing is
-// refused for good, with its unit given back.
-func (c *OrderConsumer) alone(ctx context.Context, st stock.Stream, msgs []stock.OrderMessage, err error) error {
-	if err == nil || len(msgs) != 1 || errors.Is(err, context.Canceled) || !c.dbAnswers(ctx) {
-		return err
+// placeAlone places one message, trying again twice when the database refuses it (a deadlock or a lost
+// race deserves another go). A message the answering database keeps refusing is refused for good, with
+// its unit given back.
+func (c *OrderConsumer) placeAlone(ctx context.Context, st stock.Stream, m stock.OrderMessage) error {
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = c.place(ctx, st, []stock.OrderMessage{m}); err == nil || !c.refusedByLiveDB(ctx, err) {
+			return err
+		}
 	}
-	for try := 1; try < 3 && err != nil; try++ { // a deadlock or a lost race deserves another go
-		err = c.place(ctx, st, msgs)
-	}
-	if err == nil || !c.dbAnswers(ctx) {
-		return err
-	}
-	return c.refuse(ctx, msgs[0], err, "your order could not be made; your stock was given back")
+	return c.refuse(ctx, m, err, "your order could not be made; your stock was given back")
 }
 
-// dbAnswers reports whether PostgreSQL answers at all: if not, an error says nothing about the messages.
+// refusedByLiveDB reports whether err is the database's refusal: not our own shutdown, and PostgreSQL
+// answers at all (if not, an error says nothing about the messages).
+func (c *OrderConsumer) refusedByLiveDB(ctx context.Context, err error) bool {
+	return !errors.Is(err, context.Canceled) && c.dbAnswers(ctx)
+}
+
+// dbAnswers reports whether PostgreSQL answers at all.
 func (c *OrderConsumer) dbAnswers(ctx context.Context) bool {
 	sqlDB, err := c.DB.DB()
 	if err != nil {
@@ -323,19 +327,3 @@ func (c *OrderConsumer) refuse(ctx context.Context, m stock.OrderMessage, cause 
 	}
 	return nil
 }
-
-// backoff doubles from 100 ms to 5 s.
-type backoff struct{ d time.Duration }
-
-func newBackoff() *backoff { return &backoff{} }
-
-func (b *backoff) next() time.Duration {
-	if b.d == 0 {
-		b.d = 100 * time.Millisecond
-	} else {
-		b.d = min(2*b.d, 5*time.Second)
-	}
-	return b.d
-}
-
-func (b *backoff) reset() { b.d = 0 }

@@ -27,17 +27,18 @@ type PaymentPoll struct {
 
 // Run polls until ctx ends.
 func (p *PaymentPoll) Run(ctx context.Context) error {
-	wait := p.Interval
+	unavailable := retryWait(2*p.Interval, time.Minute)
 	for {
 		err := p.Once(ctx)
+		wait := p.Interval
 		switch {
 		case errors.Is(err, payment.ErrUnavailable):
-			wait = min(2*wait, time.Minute)
+			wait = unavailable.NextBackOff()
 		case err != nil && ctx.Err() == nil:
 			p.Log.Warn("payment poll failed", "err", err)
-			wait = p.Interval
+			unavailable.Reset()
 		default:
-			wait = p.Interval
+			unavailable.Reset()
 		}
 		select {
 		case <-ctx.Done():

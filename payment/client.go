@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -62,28 +63,28 @@ func (c *Client) call(ctx context.Context, method, path string, body any, tries 
 	if body != nil {
 		payload, _ = json.Marshal(body)
 	}
-	var last error
-	for try := 0; try < tries; try++ {
-		if try > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
-			}
-		}
+	// Retried with waits of about 200 ms, 400 ms, ... between tries.
+	wait := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 2 * time.Second}
+	out, err := backoff.Retry(ctx, func() ([]byte, error) {
 		out, err := c.breaker.Execute(func() ([]byte, error) { return c.once(ctx, method, path, payload) })
-		if err == nil || errors.Is(err, ErrNotFound) {
-			return out, err
+		switch {
+		case err == nil, errors.Is(err, ErrNotFound):
+			return out, backoff.Permanent(err)
+		case errors.Is(err, errRefused), ctx.Err() != nil:
+			// No retry: the same request gets the same answer.
+			return nil, backoff.Permanent(fmt.Errorf("%w: %v", ErrUnavailable, err))
+		case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
+			return nil, backoff.Permanent(fmt.Errorf("%w: circuit open", ErrUnavailable))
 		}
-		if errors.Is(err, errRefused) || ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err) // no retry: the same request gets the same answer
-		}
-		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			return nil, fmt.Errorf("%w: circuit open", ErrUnavailable)
-		}
-		last = err
+		return nil, err
+	}, backoff.WithBackOff(wait), backoff.WithMaxTries(uint(max(tries, 1))))
+	switch {
+	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrUnavailable):
+		return out, err
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	}
-	return nil, fmt.Errorf("%w: %v", ErrUnavailable, last)
+	return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
 func (c *Client) once(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
