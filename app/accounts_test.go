@@ -4,17 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"image"
 	_ "image/png"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,247 +15,17 @@ import (
 	"github.com/makiuchi-d/gozxing"
 	gozxingqr "github.com/makiuchi-d/gozxing/qrcode"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
 
 	"seckill/auth"
-	"seckill/captcha"
 	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/models"
 )
 
-// clock is a server clock that tests move forward instead of sleeping.
-type clock struct{ offset atomic.Int64 }
-
-func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
-
-// Set moves the clock to t, from where it runs on: a step of a test that takes a while (a bcrypt, a
-// captcha under -race) cannot carry a later moment past the one the test means.
-func (c *clock) Set(t time.Time) { c.offset.Store(int64(time.Until(t))) }
-
-type liveServer struct {
-	URL   string
-	Srv   *Server
-	DB    *gorm.DB
-	Redis *redis.Client
-	Clock *clock
-	Cfg   Config
-}
-
-// startLive serves a real app on a free port with its background work running, on the given services
-// (fresh ones when nil), with a movable clock.
-func startLive(t *testing.T, db *gorm.DB, rdb *redis.Client) *liveServer {
-	t.Helper()
-	return startLiveWith(t, db, rdb, nil, nil)
-}
-
-// startLiveWith is startLive with a chance to change the configuration and to add test routes before
-// the server starts.
-func startLiveWith(t *testing.T, db *gorm.DB, rdb *redis.Client, tune func(*Config), setup func(*Server)) *liveServer {
-	t.Helper()
-	return startLiveOpts(t, liveOpts{db: db, rdb: rdb, tune: tune, setup: setup})
-}
-
-type liveOpts struct {
-	db           *gorm.DB
-	rdb          *redis.Client
-	tune         func(*Config)
-	setup        func(*Server)
-	noBackground bool // for tests that count Redis commands: no worker sends any of its own
-	log          *slog.Logger
-	only         []string // the background workers to run (all when empty)
-}
-
-func startLiveOpts(t *testing.T, o liveOpts) *liveServer {
-	t.Helper()
-	db, rdb, tune, setup := o.db, o.rdb, o.tune, o.setup
-	if db == nil {
-		db = testenv.Postgres(t)
-	}
-	if rdb == nil {
-		rdb = testenv.Redis(t)
-	}
-	clk := &clock{}
-	cfg := testConfig()
-	// Listen first: the payment provider is this server's own sandbox, reached over HTTP at BASE_URL.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.BaseURL = "http://" + ln.Addr().String()
-	if tune != nil {
-		tune(&cfg)
-	}
-	log := o.log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	if !o.noBackground {
-		ctx, cancel := context.WithCancel(context.Background())
-		bg, err := srv.Start(ctx, o.only...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cancel(); <-bg })
-	}
-	if setup != nil {
-		setup(srv)
-	}
-	serveOn(t, srv.Fiber, ln)
-	liveRedis.Store(cfg.BaseURL, rdb)
-	t.Cleanup(func() { liveRedis.Delete(cfg.BaseURL) })
-	return &liveServer{URL: cfg.BaseURL, Srv: srv, DB: db, Redis: rdb, Clock: clk, Cfg: cfg}
-}
-
-// browser is one cookie jar: a PC, a phone, an attacker.
-type browser struct {
-	t    *testing.T
-	base string
-	c    *http.Client
-	csrf string
-
-	noAutoCSRF bool // send unsafe requests without fetching a token first (to test the refusal)
-}
-
-func newBrowser(t *testing.T, base string) *browser {
-	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-}
-
-type reply struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-func (r reply) json(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.Body, &m); err != nil {
-		t.Fatalf("body %q: %v", r.Body, err)
-	}
-	return m
-}
-
-func (r reply) code(t *testing.T) string {
-	t.Helper()
-	c, _ := r.json(t)["error"].(string)
-	return c
-}
-
-// call sends a request as this browser; state-changing ones carry its CSRF token, fetched first if it
-// has none (as the pages' api.js does).
-func (b *browser) call(method, path string, body any) reply {
-	b.t.Helper()
-	if method != "GET" && b.csrf == "" && !b.noAutoCSRF {
-		b.getCSRF()
-	}
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, b.base+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	if b.csrf != "" && method != "GET" {
-		req.Header.Set(handlers.CSRFHeader, b.csrf)
-	}
-	resp, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, raw}
-}
-
-func (b *browser) getCSRF() {
-	b.t.Helper()
-	r := b.call("GET", "/api/csrf", nil)
-	if r.Status != 200 {
-		b.t.Fatalf("GET /api/csrf: %d", r.Status)
-	}
-	b.csrf = r.json(b.t)["token"].(string)
-}
-
-func (b *browser) cookie(name string) string {
-	u, _ := url.Parse(b.base)
-	for _, c := range b.c.Jar.Cookies(u) {
-		if c.Name == name {
-			return c.Value
-		}
-	}
-	return ""
-}
-
-func (b *browser) setCookie(name, value string) {
-	u, _ := url.Parse(b.base)
-	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: name, Value: value, Path: "/"}})
-}
-
-// liveRedis finds a live server's Redis by its URL, so that a browser can read a captcha's answer as the
-// operator's load tool does (the contract keeps it at captcha:{id}).
-var liveRedis sync.Map // base URL → *redis.Client
-
-// captcha draws a captcha and reads its answer.
-func (b *browser) captcha() (id, answer string) {
-	b.t.Helper()
-	r := b.call("GET", "/api/captcha", nil)
-	if r.Status != 200 {
-		b.t.Fatalf("GET /api/captcha: %d %s", r.Status, r.Body)
-	}
-	j := r.json(b.t)
-	id = j["captcha_id"].(string)
-	if !strings.HasPrefix(j["image"].(string), "data:image/png;base64,") {
-		b.t.Errorf("captcha image is not a PNG data URL")
-	}
-	rdb, ok := liveRedis.Load(b.base)
-	if !ok {
-		b.t.Fatalf("no Redis known for %s", b.base)
-	}
-	answer, err := rdb.(*redis.Client).Get(context.Background(), captcha.Key(id)).Result()
-	if err != nil {
-		b.t.Fatalf("the answer of captcha %s: %v", id, err)
-	}
-	return id, answer
-}
-
-// registration is a registration's body with a freshly solved captcha.
-func (b *browser) registration(username, password string) map[string]string {
-	b.t.Helper()
-	id, answer := b.captcha()
-	return map[string]string{"username": username, "password": password, "captcha_id": id, "captcha_answer": answer}
-}
-
-// register makes an account in this browser and logs it in.
-func (b *browser) register(username, password string) int64 {
-	b.t.Helper()
-	b.getCSRF()
-	r := b.call("POST", "/api/auth/register", b.registration(username, password))
-	if r.Status != 201 {
-		b.t.Fatalf("register %s: %d %s", username, r.Status, r.Body)
-	}
-	return int64(r.json(b.t)["id"].(float64))
-}
-
-func (b *browser) me() (int, string) {
-	b.t.Helper()
-	r := b.call("GET", "/api/me", nil)
-	if r.Status != 200 {
-		return r.Status, ""
-	}
-	return r.Status, r.json(b.t)["username"].(string)
-}
+// base URL → *redis.Client
 
 func TestRegister(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	b := newBrowser(t, s.URL)
 	b.getCSRF()
 	tests := []struct {
@@ -313,7 +75,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestLoginLogoutAndSessions(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	pc := newBrowser(t, s.URL)
 	pc.register("lin", "lin's password")
 	first := pc.cookie(handlers.SessionCookie)
@@ -374,8 +136,8 @@ func TestLoginLogoutAndSessions(t *testing.T) {
 // TestLogoutReachesEveryInstance runs two instances on one database and Redis: a logout on one ends the
 // session on the other, which checks sessions from memory.
 func TestLogoutReachesEveryInstance(t *testing.T) {
-	a := startLive(t, nil, nil)
-	b := startLive(t, a.DB, a.Redis)
+	a := startLive(t, liveOpts{})
+	b := startLive(t, liveOpts{db: a.DB, rdb: a.Redis})
 	onA := newBrowser(t, a.URL)
 	onA.register("wei", "wei's password")
 	onB := newBrowser(t, b.URL)
@@ -408,7 +170,7 @@ func checkUntilEnded(s *auth.Sessions, cookie string, within time.Duration) (aut
 }
 
 func TestCSRF(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	b := newBrowser(t, s.URL)
 	b.register("chen", "chen's password")
 	good := b.csrf
@@ -444,7 +206,7 @@ func TestCSRF(t *testing.T) {
 }
 
 func TestRoles(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	shopper := newBrowser(t, s.URL)
 	shopperID := shopper.register("shopper1", "shopper password")
 	admin := newBrowser(t, s.URL)
@@ -492,7 +254,7 @@ func TestRoles(t *testing.T) {
 }
 
 func TestLoginFailuresAreSlowed(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	newBrowser(t, s.URL).register("target", "the real password")
 	attacker := newBrowser(t, s.URL)
 	for i := 1; i <= 5; i++ {
@@ -567,7 +329,7 @@ func newQR(t *testing.T, s *liveServer, pc *browser) string {
 }
 
 func TestQRLoginFlow(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	phone := newBrowser(t, s.URL)
 	phoneUser := phone.register("phone_owner", "phone password")
 
@@ -614,7 +376,7 @@ func TestQRLoginFlow(t *testing.T) {
 }
 
 func TestQRLoginRefusals(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	phone := newBrowser(t, s.URL)
 	phone.register("owner", "owner password")
 	otherPhone := newBrowser(t, s.URL)
@@ -705,7 +467,7 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // only; a state-changing request behind them reaches its handler without a Redis command.
 func TestSessionCheckMakesNoRedisCall(t *testing.T) {
 	var seen atomic.Int64
-	s := startLiveOpts(t, liveOpts{noBackground: true, setup: func(srv *Server) {
+	s := startLive(t, liveOpts{noBackground: true, setup: func(srv *Server) {
 		srv.Fiber.Post("/api/test/guarded", handlers.RequireUser, func(c *fiber.Ctx) error {
 			sess, _ := handlers.SessionOf(c)
 			seen.Store(sess.UserID)

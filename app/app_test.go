@@ -11,71 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"seckill/internal/testenv"
 	"seckill/models"
 )
-
-// testNow is the clock of the app tests: sale windows are set around it.
-var testNow = time.Date(2026, 11, 11, 10, 0, 0, 0, time.UTC)
-
-func testConfig() Config {
-	cfg, err := LoadConfig(func(string) string { return "" })
-	if err != nil {
-		panic(err)
-	}
-	cfg.BcryptCost = 4
-	cfg.SessionSecret = goodSecret
-	return cfg
-}
-
-func newTestApp(t *testing.T) (*fiber.App, Deps) {
-	t.Helper()
-	d := Deps{
-		DB:    testenv.Postgres(t),
-		Redis: testenv.Redis(t),
-		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now:   func() time.Time { return testNow },
-	}
-	f, err := New(context.Background(), testConfig(), d)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return f, d
-}
-
-type answer struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func do(t *testing.T, f *fiber.App, method, path string, body io.Reader) answer {
-	t.Helper()
-	req := httptest.NewRequest(method, path, body)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := f.Test(req, 10_000)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, resp.Header, string(b)}
-}
-
-func errorOf(t *testing.T, a answer) (code, message string) {
-	t.Helper()
-	var e struct{ Error, Message string }
-	if err := json.Unmarshal([]byte(a.body), &e); err != nil {
-		t.Fatalf("body %q is not the contract's error JSON: %v", a.body, err)
-	}
-	return e.Error, e.Message
-}
 
 func TestErrorBodiesAndStatuses(t *testing.T) {
 	f, _ := newTestApp(t)
@@ -97,18 +38,18 @@ func TestErrorBodiesAndStatuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := do(t, f, tt.method, tt.path, tt.body)
-			if a.status != tt.status {
-				t.Fatalf("status %d, want %d (body %q)", a.status, tt.status, a.body)
+			if a.Status != tt.status {
+				t.Fatalf("status %d, want %d (body %q)", a.Status, tt.status, a.Body)
 			}
 			if tt.code == "" {
-				if !strings.HasPrefix(a.header.Get("Content-Type"), "text/html") || !strings.Contains(a.body, "Page not found") {
-					t.Errorf("want the HTML 404 page, got %s %q", a.header.Get("Content-Type"), a.body)
+				if !strings.HasPrefix(a.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(a.Body), "Page not found") {
+					t.Errorf("want the HTML 404 page, got %s %q", a.Header.Get("Content-Type"), a.Body)
 				}
 				return
 			}
 			code, msg := errorOf(t, a)
 			if code != tt.code || msg == "" {
-				t.Errorf("error body %q, want code %q and a message", a.body, tt.code)
+				t.Errorf("error body %q, want code %q and a message", a.Body, tt.code)
 			}
 		})
 	}
@@ -119,8 +60,8 @@ func TestInternalErrorsShowNoInternals(t *testing.T) {
 	sqlDB, _ := d.DB.DB()
 	sqlDB.Close() // every query now fails inside the database driver
 	a := do(t, f, "GET", "/api/activities", nil)
-	if a.status != 500 {
-		t.Fatalf("status %d, want 500", a.status)
+	if a.Status != 500 {
+		t.Fatalf("status %d, want 500", a.Status)
 	}
 	code, msg := errorOf(t, a)
 	if code != "internal" {
@@ -153,11 +94,11 @@ func TestBodyLimit(t *testing.T) {
 
 func TestHealthAndReadiness(t *testing.T) {
 	f, d := newTestApp(t)
-	if a := do(t, f, "GET", "/healthz", nil); a.status != 200 {
-		t.Errorf("/healthz: %d", a.status)
+	if a := do(t, f, "GET", "/healthz", nil); a.Status != 200 {
+		t.Errorf("/healthz: %d", a.Status)
 	}
-	if a := do(t, f, "GET", "/readyz", nil); a.status != 200 {
-		t.Errorf("/readyz with both services up: %d %s", a.status, a.body)
+	if a := do(t, f, "GET", "/readyz", nil); a.Status != 200 {
+		t.Errorf("/readyz with both services up: %d %s", a.Status, a.Body)
 	}
 
 	// The same app on a Redis that does not answer.
@@ -171,18 +112,18 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := do(t, f2, "GET", "/readyz", nil)
-	if a.status != 503 {
-		t.Fatalf("/readyz with Redis down: status %d, want 503", a.status)
+	if a.Status != 503 {
+		t.Fatalf("/readyz with Redis down: status %d, want 503", a.Status)
 	}
 	var body struct {
 		Error, Message string
 		Checks         map[string]string
 	}
-	if err := json.Unmarshal([]byte(a.body), &body); err != nil {
+	if err := json.Unmarshal([]byte(a.Body), &body); err != nil {
 		t.Fatal(err)
 	}
 	if body.Checks["redis"] != "unreachable" || body.Checks["database"] != "ok" || !strings.Contains(body.Message, "redis") {
-		t.Errorf("/readyz body %q must name redis as the failed dependency", a.body)
+		t.Errorf("/readyz body %q must name redis as the failed dependency", a.Body)
 	}
 }
 
@@ -198,15 +139,15 @@ func scrape(t *testing.T, srv *Server) string {
 }
 
 func TestMetricsCountRequestsByRouteAndStatus(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true})
+	s := startLive(t, liveOpts{noBackground: true})
 	f := s.Srv.Fiber
 	do(t, f, "GET", "/api/activities", nil)
 	do(t, f, "GET", "/api/activities", nil)
 	do(t, f, "GET", "/api/items/5", nil)
 	do(t, f, "GET", "/wp-login.php", nil)
 	// /metrics is not on the public listener: it is a page like any unknown one there.
-	if a := do(t, f, "GET", "/metrics", nil); a.status != 404 || strings.Contains(a.body, "seckill_http_requests_total") {
-		t.Errorf("the public listener answers /metrics: %d %.200s", a.status, a.body)
+	if a := do(t, f, "GET", "/metrics", nil); a.Status != 404 || strings.Contains(string(a.Body), "seckill_http_requests_total") {
+		t.Errorf("the public listener answers /metrics: %d %.200s", a.Status, a.Body)
 	}
 	a := struct{ body string }{scrape(t, s.Srv)}
 	for _, want := range []string{
@@ -227,7 +168,7 @@ func TestMetricsCountRequestsByRouteAndStatus(t *testing.T) {
 // Over one kept-alive connection, each request's method lives in a buffer the next one reuses: the
 // metrics must keep their own copy, or a GET is counted as "POS" and /metrics fails on duplicates.
 func TestMetricsKeepTheirLabelsOverKeptAliveConnections(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	client := &http.Client{}
 	for range 20 {
 		for _, m := range []string{http.MethodGet, http.MethodPut} {
@@ -290,14 +231,14 @@ func TestCatalog(t *testing.T) {
 		Items    []map[string]any
 	}
 	a := do(t, f, "GET", "/api/activities", nil)
-	if a.status != 200 {
-		t.Fatalf("GET /api/activities: %d %s", a.status, a.body)
+	if a.Status != 200 {
+		t.Fatalf("GET /api/activities: %d %s", a.Status, a.Body)
 	}
-	if err := json.Unmarshal([]byte(a.body), &acts); err != nil {
+	if err := json.Unmarshal([]byte(a.Body), &acts); err != nil {
 		t.Fatal(err)
 	}
 	if len(acts) != 2 || acts[0].ID != sooner.ID || acts[1].ID != later.ID {
-		t.Fatalf("want the running then the later sale (no draft, no ended), got %s", a.body)
+		t.Fatalf("want the running then the later sale (no draft, no ended), got %s", a.Body)
 	}
 	if acts[0].State != "approved" || !acts[0].StartsAt.Equal(sooner.StartsAt) {
 		t.Errorf("activity fields: %+v", acts[0])
@@ -313,18 +254,18 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("item S1: stock_left %v (want 60), server_time %v", s1["stock_left"], s1["server_time"])
 	}
 
-	if a := do(t, f, "GET", "/api/activities/"+itoa(draft.ID), nil); a.status != 404 {
-		t.Errorf("a draft activity answered %d, want 404", a.status)
+	if a := do(t, f, "GET", "/api/activities/"+itoa(draft.ID), nil); a.Status != 404 {
+		t.Errorf("a draft activity answered %d, want 404", a.Status)
 	}
-	if a := do(t, f, "GET", "/api/activities/"+itoa(ended.ID), nil); a.status != 200 {
-		t.Errorf("an ended approved activity answered %d, want 200", a.status)
+	if a := do(t, f, "GET", "/api/activities/"+itoa(ended.ID), nil); a.Status != 200 {
+		t.Errorf("an ended approved activity answered %d, want 200", a.Status)
 	}
-	if a := do(t, f, "GET", "/api/items/"+itoa(draft.Items[0].ID), nil); a.status != 404 {
-		t.Errorf("an item of a draft activity answered %d, want 404", a.status)
+	if a := do(t, f, "GET", "/api/items/"+itoa(draft.Items[0].ID), nil); a.Status != 404 {
+		t.Errorf("an item of a draft activity answered %d, want 404", a.Status)
 	}
 	a = do(t, f, "GET", "/api/items/"+itoa(sooner.Items[1].ID), nil)
-	if a.status != 200 || !strings.Contains(a.body, `"stock_left":0`) || !strings.Contains(a.body, `"name":"S2"`) {
-		t.Errorf("GET item S2: %d %s", a.status, a.body)
+	if a.Status != 200 || !strings.Contains(string(a.Body), `"stock_left":0`) || !strings.Contains(string(a.Body), `"name":"S2"`) {
+		t.Errorf("GET item S2: %d %s", a.Status, a.Body)
 	}
 }
 
@@ -332,16 +273,16 @@ func TestHomePageListsTheSales(t *testing.T) {
 	f, d := newTestApp(t)
 	seedCatalog(t, d.DB)
 	a := do(t, f, "GET", "/", nil)
-	if a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "text/html") {
-		t.Fatalf("GET /: %d %s", a.status, a.header.Get("Content-Type"))
+	if a.Status != 200 || !strings.HasPrefix(a.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /: %d %s", a.Status, a.Header.Get("Content-Type"))
 	}
 	for _, want := range []string{"Running sale", "Later sale", "60 / 100 left"} {
-		if !strings.Contains(a.body, want) {
+		if !strings.Contains(string(a.Body), want) {
 			t.Errorf("home page lacks %q", want)
 		}
 	}
 	for _, unwanted := range []string{"Draft sale", "Ended sale"} {
-		if strings.Contains(a.body, unwanted) {
+		if strings.Contains(string(a.Body), unwanted) {
 			t.Errorf("home page shows %q", unwanted)
 		}
 	}

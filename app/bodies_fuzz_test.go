@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -25,16 +22,11 @@ import (
 )
 
 // fzServer is one live server for a whole fuzz run (seeds, or every input a fuzzing worker tries), with
-// a client per role, logged in and holding a CSRF token.
+// a browser per role, logged in and holding a CSRF token.
 type fzServer struct {
-	URL   string
-	Srv   *Server
-	DB    *gorm.DB
-	Redis *redis.Client
-	Cfg   Config
-	http  *http.Client
+	*liveServer
 
-	anon, shopper, merchant, admin fzClient
+	anon, shopper, merchant, admin *browser
 	target                         int64 // a user whose role the admin changes
 	draft, pending, item           int64 // the merchant's draft, an activity waiting for review, an item on sale
 
@@ -42,60 +34,28 @@ type fzServer struct {
 	lastUser, lastActivity, lastItem int64             // the last rows set up: later ones are a fuzz input's
 }
 
-// fzClient is one browser: the cookies it sends (a session, or none, and its CSRF cookie) and its token.
-type fzClient struct {
-	name, cookie, csrf string
-}
-
-// fzReply is an answer.
-type fzReply struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// startFuzzServer starts the app on the real services for tb (a *testing.F: the server lives for the whole
-// fuzz run), as startLive does but without its background work, which no request here waits for.
-// Per-address limits are off, and reset clears the others between inputs, so that inputs reach the
-// handlers rather than a 429.
+// startFuzzServer starts the app for tb (a *testing.F: the server lives for the whole fuzz run) without
+// its background work, which no request here waits for. Per-address limits are off, and reset clears the
+// others between inputs, so that inputs reach the handlers rather than a 429.
 // hooks, if any, are added to the server's Redis client before the server is built.
 func startFuzzServer(tb testing.TB, hooks ...redis.Hook) *fzServer {
 	tb.Helper()
-	s := &fzServer{DB: testenv.Postgres(tb), Redis: testenv.Redis(tb), http: &http.Client{Timeout: 15 * time.Second}}
+	rdb := testenv.Redis(tb)
 	for _, h := range hooks {
-		s.Redis.AddHook(h)
+		rdb.AddHook(h)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s.Cfg = testConfig()
-	s.Cfg.RateLimitIP = false
-	s.Cfg.BaseURL = "http://" + ln.Addr().String()
-	s.URL = s.Cfg.BaseURL
-	s.Srv, err = NewServer(context.Background(), s.Cfg, Deps{DB: s.DB, Redis: s.Redis, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Srv.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, s.Srv.Fiber, ln, 5*time.Second) }()
-	tb.Cleanup(func() {
-		cancel()
-		<-done
-		s.http.CloseIdleConnections()
-	})
+	s := &fzServer{liveServer: startLive(tb, liveOpts{rdb: rdb, noBackground: true, tune: func(c *Config) { c.RateLimitIP = false }})}
 
 	users := testenv.Users(tb, s.DB, "fuzz_", 4)
 	admin := users[2]
 	s.target = users[3].ID
 	roles := []string{models.RoleShopper, models.RoleMerchant, models.RoleAdmin}
-	clients := []*fzClient{&s.shopper, &s.merchant, &s.admin}
+	browsers := []**browser{&s.shopper, &s.merchant, &s.admin}
 	for i, role := range roles {
 		u := &users[i]
+		var err error
 		if role != models.RoleShopper {
-			if u, err = s.Srv.Sessions.SetRole(ctx, models.Actor{ID: admin.ID, Username: admin.Username}, u.ID, role); err != nil {
+			if u, err = s.Srv.Sessions.SetRole(context.Background(), models.Actor{ID: admin.ID, Username: admin.Username}, u.ID, role); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -103,19 +63,19 @@ func startFuzzServer(tb testing.TB, hooks ...redis.Hook) *fzServer {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		*clients[i] = s.withCSRF(tb, role, handlers.SessionCookie+"="+cookie)
+		*browsers[i] = s.browser(tb, role, cookie)
 	}
-	s.anon = s.withCSRF(tb, "anonymous", "")
+	s.anon = s.browser(tb, "anonymous", "")
 
 	now := time.Now()
 	activity := []byte(fmt.Sprintf(`{"name":"Fuzz sale","description":"d","starts_at":%q,"ends_at":%q}`,
 		now.Add(24*time.Hour).UTC().Format(time.RFC3339), now.Add(48*time.Hour).UTC().Format(time.RFC3339)))
 	item := []byte(`{"name":"Kettle","title":"1.7 L","image_url":"/assets/img/demo-1.svg","original_price_cents":19900,"seckill_price_cents":990,"stock":50}`)
-	s.draft = s.created(tb, s.merchant, "POST", "/api/merchant/activities", activity)
-	s.pending = s.created(tb, s.merchant, "POST", "/api/merchant/activities", activity)
-	s.created(tb, s.merchant, "POST", fmt.Sprintf("/api/merchant/activities/%d/items", s.pending), item)
-	if r := s.send(tb, s.merchant, "POST", fmt.Sprintf("/api/merchant/activities/%d/submit", s.pending), nil, nil); r.status != 200 {
-		tb.Fatalf("submit activity %d: %d %s", s.pending, r.status, r.body)
+	s.draft = s.created(s.merchant, "POST", "/api/merchant/activities", activity)
+	s.pending = s.created(s.merchant, "POST", "/api/merchant/activities", activity)
+	s.created(s.merchant, "POST", fmt.Sprintf("/api/merchant/activities/%d/items", s.pending), item)
+	if r := s.merchant.send("POST", fmt.Sprintf("/api/merchant/activities/%d/submit", s.pending), nil, nil); r.Status != 200 {
+		tb.Fatalf("submit activity %d: %d %s", s.pending, r.Status, r.Body)
 	}
 	_, it := testenv.Sale(tb, s.DB, 100, now.Add(-time.Hour), now.Add(time.Hour))
 	s.item = it.ID
@@ -164,68 +124,27 @@ func (s *fzServer) reset(tb testing.TB) {
 	}
 }
 
-// withCSRF is a browser that sends sessionCookie (or no session) and the CSRF token it got from the server.
-func (s *fzServer) withCSRF(tb testing.TB, name, sessionCookie string) fzClient {
+// browser is a browser named name that holds the session cookie (none when "") and a CSRF token.
+func (s *fzServer) browser(tb testing.TB, name, session string) *browser {
 	tb.Helper()
-	c := fzClient{name: name, cookie: sessionCookie}
-	r := s.send(tb, c, "GET", "/api/csrf", nil, nil)
-	var out struct{ Token string }
-	if r.status != 200 || json.Unmarshal(r.body, &out) != nil || out.Token == "" {
-		tb.Fatalf("GET /api/csrf as %s: %d %s", name, r.status, r.body)
+	b := newBrowser(tb, s.URL)
+	b.name = name
+	if session != "" {
+		b.setCookie(handlers.SessionCookie, session)
 	}
-	c.csrf = out.Token
-	if c.cookie != "" {
-		c.cookie += "; "
-	}
-	c.cookie += handlers.CSRFCookie + "=" + out.Token
-	return c
+	b.getCSRF()
+	return b
 }
 
 // created sends a request that must answer 201 with an id, and returns the id.
-func (s *fzServer) created(tb testing.TB, c fzClient, method, path string, body []byte) int64 {
-	tb.Helper()
-	r := s.send(tb, c, method, path, body, nil)
+func (s *fzServer) created(b *browser, method, path string, body []byte) int64 {
+	b.t.Helper()
+	r := b.send(method, path, body, nil)
 	var out struct{ ID int64 }
-	if r.status != 201 || json.Unmarshal(r.body, &out) != nil || out.ID == 0 {
-		tb.Fatalf("%s %s as %s: %d %s", method, path, c.name, r.status, r.body)
+	if r.Status != 201 || json.Unmarshal(r.Body, &out) != nil || out.ID == 0 {
+		b.t.Fatalf("%s %s as %s: %d %s", method, path, b.name, r.Status, r.Body)
 	}
 	return out.ID
-}
-
-// send makes one request as c; a body goes as JSON, with c's CSRF token.
-func (s *fzServer) send(tb testing.TB, c fzClient, method, path string, body []byte, header map[string]string) fzReply {
-	tb.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, s.URL+path, rd)
-	if err != nil {
-		tb.Fatalf("%s %s: %v", method, path, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if method != "GET" && c.csrf != "" {
-		req.Header.Set(handlers.CSRFHeader, c.csrf)
-	}
-	if c.cookie != "" {
-		req.Header.Set("Cookie", c.cookie)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		// A server that drops the connection has crashed or hung on this input.
-		tb.Fatalf("%s %s as %s: %v", method, path, c.name, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatalf("%s %s as %s: reading the answer: %v", method, path, c.name, err)
-	}
-	return fzReply{resp.StatusCode, resp.Header, b}
 }
 
 // fzLeaks are what an answer must never show: a panic, a stack, the database's or the ORM's own words.
@@ -237,35 +156,35 @@ var fzDataURL = regexp.MustCompile(`data:[a-z/+.-]+;base64,[A-Za-z0-9+/=]*`)
 // fzCheckContract checks an answer against the contract: never 500, every error the contract's JSON with a
 // known code (answered with that code's status) and a message, and no internals in any body. A success
 // may echo the input, so it is searched only for words the input does not hold (even escaped).
-func fzCheckContract(t *testing.T, what string, input []byte, r fzReply) {
+func fzCheckContract(t *testing.T, what string, input []byte, r reply) {
 	t.Helper()
-	if r.status == http.StatusInternalServerError {
-		t.Fatalf("%s: 500 for body %q: %s", what, input, r.body)
+	if r.Status == http.StatusInternalServerError {
+		t.Fatalf("%s: 500 for body %q: %s", what, input, r.Body)
 	}
-	lower := strings.ToLower(fzDataURL.ReplaceAllString(string(r.body), "data:"))
-	if r.status >= 400 {
-		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-			t.Fatalf("%s: %d with Content-Type %q for body %q: %s", what, r.status, ct, input, r.body)
+	lower := strings.ToLower(fzDataURL.ReplaceAllString(string(r.Body), "data:"))
+	if r.Status >= 400 {
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Fatalf("%s: %d with Content-Type %q for body %q: %s", what, r.Status, ct, input, r.Body)
 		}
 		var e struct {
 			Error   *string `json:"error"`
 			Message *string `json:"message"`
 		}
-		if err := json.Unmarshal(r.body, &e); err != nil || e.Error == nil || e.Message == nil {
-			t.Fatalf("%s: %d body %s is not the contract's error JSON (%v), for body %q", what, r.status, r.body, err, input)
+		if err := json.Unmarshal(r.Body, &e); err != nil || e.Error == nil || e.Message == nil {
+			t.Fatalf("%s: %d body %s is not the contract's error JSON (%v), for body %q", what, r.Status, r.Body, err, input)
 		}
 		status, known := statusOf[*e.Error]
 		if !known || *e.Message == "" {
-			t.Fatalf("%s: %d error %q (message %q) is not a contract code with a message, for body %q", what, r.status, *e.Error, *e.Message, input)
+			t.Fatalf("%s: %d error %q (message %q) is not a contract code with a message, for body %q", what, r.Status, *e.Error, *e.Message, input)
 		}
-		if status != r.status {
-			t.Fatalf("%s: error %q answered %d, but the contract maps it to %d, for body %q", what, *e.Error, r.status, status, input)
+		if status != r.Status {
+			t.Fatalf("%s: error %q answered %d, but the contract maps it to %d, for body %q", what, *e.Error, r.Status, status, input)
 		}
 	}
 	in := strings.ToLower(string(input))
 	for _, w := range fzLeaks {
-		if strings.Contains(lower, w) && (r.status >= 400 || !strings.Contains(in, w) && !strings.Contains(in, `\`)) {
-			t.Fatalf("%s: %d answer shows %q, for body %q: %s", what, r.status, w, input, r.body)
+		if strings.Contains(lower, w) && (r.Status >= 400 || !strings.Contains(in, w) && !strings.Contains(in, `\`)) {
+			t.Fatalf("%s: %d answer shows %q, for body %q: %s", what, r.Status, w, input, r.Body)
 		}
 	}
 }
@@ -312,7 +231,7 @@ func FuzzJSONBodies(f *testing.F) {
 	s := startFuzzServer(f)
 	secret := s.Cfg.CallbackSecret()
 	routes := []struct {
-		as           fzClient
+		as           *browser
 		method, path string
 	}{
 		{s.anon, "POST", "/api/auth/login"},
@@ -328,7 +247,7 @@ func FuzzJSONBodies(f *testing.F) {
 	}
 	// What the input may have written must still read back: the lists that show it.
 	reads := []struct {
-		as   fzClient
+		as   *browser
 		path string
 	}{
 		{s.merchant, "/api/merchant/activities"},
@@ -339,15 +258,15 @@ func FuzzJSONBodies(f *testing.F) {
 		s.reset(t)
 		for _, rt := range routes {
 			what := rt.method + " " + rt.path + " as " + rt.as.name
-			fzCheckContract(t, what, body, s.send(t, rt.as, rt.method, rt.path, body, nil))
+			fzCheckContract(t, what, body, rt.as.in(t).send(rt.method, rt.path, body, nil))
 		}
 		signed := bytes.ReplaceAll(body, []byte(fzNow), []byte(strconv.FormatInt(time.Now().Unix(), 10)))
-		r := s.send(t, s.anon, "POST", "/api/payments/notify", signed, map[string]string{payment.SignatureHeader: payment.Sign(secret, signed)})
+		r := s.anon.in(t).send("POST", "/api/payments/notify", signed, map[string]string{payment.SignatureHeader: payment.Sign(secret, signed)})
 		fzCheckContract(t, "POST /api/payments/notify signed", signed, r)
 		for _, rd := range reads {
-			r := s.send(t, rd.as, "GET", rd.path, nil, nil)
-			if r.status != 200 {
-				t.Fatalf("GET %s as %s after body %q: %d %s", rd.path, rd.as.name, body, r.status, r.body)
+			r := rd.as.in(t).send("GET", rd.path, nil, nil)
+			if r.Status != 200 {
+				t.Fatalf("GET %s as %s after body %q: %d %s", rd.path, rd.as.name, body, r.Status, r.Body)
 			}
 		}
 	})
@@ -366,7 +285,7 @@ func FuzzJSONFields(f *testing.F) {
 	s := startFuzzServer(f)
 	secret := s.Cfg.CallbackSecret()
 	reads := []struct {
-		as   fzClient
+		as   *browser
 		path string
 	}{
 		{s.merchant, "/api/merchant/activities"},
@@ -387,7 +306,7 @@ func FuzzJSONFields(f *testing.F) {
 		item := body(map[string]any{"name": text1, "title": text2, "description": text2, "image_url": time1,
 			"original_price_cents": a, "seckill_price_cents": b, "stock": c, "stock_shards": c % 70})
 		requests := []struct {
-			as           fzClient
+			as           *browser
 			method, path string
 			body         []byte
 		}{
@@ -401,16 +320,16 @@ func FuzzJSONFields(f *testing.F) {
 			{s.admin, "POST", fmt.Sprintf("/api/admin/users/%d/role", s.target), body(map[string]any{"role": text1})},
 		}
 		for _, rq := range requests {
-			fzCheckContract(t, rq.method+" "+rq.path+" as "+rq.as.name, rq.body, s.send(t, rq.as, rq.method, rq.path, rq.body, nil))
+			fzCheckContract(t, rq.method+" "+rq.path+" as "+rq.as.name, rq.body, rq.as.in(t).send(rq.method, rq.path, rq.body, nil))
 		}
 		// A callback signed as the provider signs, fresh or b seconds off.
 		notify := body(map[string]any{"payment_id": text1, "order_no": text2, "amount_cents": a, "status": time1, "at": time.Now().Unix() + b%1000})
-		r := s.send(t, s.anon, "POST", "/api/payments/notify", notify, map[string]string{payment.SignatureHeader: payment.Sign(secret, notify)})
+		r := s.anon.in(t).send("POST", "/api/payments/notify", notify, map[string]string{payment.SignatureHeader: payment.Sign(secret, notify)})
 		fzCheckContract(t, "POST /api/payments/notify signed", notify, r)
 		for _, rd := range reads {
-			r := s.send(t, rd.as, "GET", rd.path, nil, nil)
-			if r.status != 200 {
-				t.Fatalf("GET %s as %s after %q, %q, %q, %q, %d, %d, %d: %d %s", rd.path, rd.as.name, text1, text2, time1, time2, a, b, c, r.status, r.body)
+			r := rd.as.in(t).send("GET", rd.path, nil, nil)
+			if r.Status != 200 {
+				t.Fatalf("GET %s as %s after %q, %q, %q, %q, %d, %d, %d: %d %s", rd.path, rd.as.name, text1, text2, time1, time2, a, b, c, r.Status, r.Body)
 			}
 		}
 	})

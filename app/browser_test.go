@@ -97,7 +97,7 @@ func registerInBrowser(t *testing.T, ctx context.Context, base, username string)
 // TestShopperBuysInABrowser: a shopper registers, opens the home page and an item, waits for the
 // countdown to reach zero, passes the captcha, buys, sees success with an order number and finds the order.
 func TestShopperBuysInABrowser(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	ctx := chrome(t)
 	registerInBrowser(t, ctx, s.URL, "browser_buyer")
 
@@ -202,7 +202,7 @@ func TestShopperBuysInABrowser(t *testing.T) {
 
 // TestSoldOutItemInABrowser: a sold-out item says so, and its Buy button stays disabled.
 func TestSoldOutItemInABrowser(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1, now.Add(-time.Minute), now.Add(time.Hour))
 	first := makeShoppers(t, s, "first", 1)[0]

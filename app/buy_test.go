@@ -96,7 +96,7 @@ func waitDrained(t *testing.T, s *liveServer, itemID int64) {
 
 // TestRush: 5,000 buyers at once for 100 units, 1,000 of them trying twice, some with a wrong path.
 func TestRush(t *testing.T) {
-	s := startLiveWith(t, nil, nil, func(c *Config) { c.RateLimitIP = false }, nil)
+	s := startLive(t, liveOpts{tune: func(c *Config) { c.RateLimitIP = false }})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 100, now.Add(-time.Minute), now.Add(time.Hour))
 	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
@@ -219,7 +219,7 @@ func expect(t *testing.T, what string, r reply, status int, code string) {
 }
 
 func TestCaptchaPathAndBuyRefusals(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 10, now.Add(-time.Minute), now.Add(time.Hour))
 	_, other := testenv.Sale(t, s.DB, 10, now.Add(-time.Minute), now.Add(time.Hour))
@@ -303,7 +303,7 @@ func TestCaptchaPathAndBuyRefusals(t *testing.T) {
 }
 
 func TestSoldOutIsAnsweredFromMemory(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true})
+	s := startLive(t, liveOpts{noBackground: true})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1, now.Add(-time.Minute), now.Add(time.Hour))
 	buyers := makeShoppers(t, s, "so", 3)
@@ -337,7 +337,7 @@ func TestSoldOutIsAnsweredFromMemory(t *testing.T) {
 }
 
 func TestSaleWindow(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	start, end := now.Add(time.Hour), now.Add(2*time.Hour)
 	_, item := testenv.Sale(t, s.DB, 5, start, end)
@@ -369,7 +369,7 @@ func TestSaleWindow(t *testing.T) {
 }
 
 func TestBuyingRateLimits(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1000, now.Add(-time.Minute), now.Add(time.Hour))
 	b := newBrowser(t, s.URL)

@@ -44,7 +44,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // TestMerchantAndAdminInABrowser: a merchant creates an activity with an item and submits it, an admin
 // approves it, and it appears on the home page.
 func TestMerchantAndAdminInABrowser(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	withRole(t, s, "acme_store", models.RoleMerchant)
 	withRole(t, s, "chief", models.RoleAdmin)
 	ctx := chrome(t)

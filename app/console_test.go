@@ -28,7 +28,7 @@ var goodItem = map[string]any{"name": "Kettle", "title": "1.7 L", "description":
 	"original_price_cents": 19900, "seckill_price_cents": 990, "stock": 50}
 
 func TestMerchantToApprovalFlow(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	merchant := withRole(t, s, "shop_one", models.RoleMerchant)
 	admin := withRole(t, s, "reviewer", models.RoleAdmin)
@@ -125,7 +125,7 @@ func mustInt(t *testing.T, s string) int64 {
 }
 
 func TestMerchantValidation(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	merchant := withRole(t, s, "shop_two", models.RoleMerchant)
 	act := func(mod func(m map[string]any)) map[string]any {
@@ -203,7 +203,7 @@ func TestMerchantValidation(t *testing.T) {
 }
 
 func TestConsoleBoundaries(t *testing.T) {
-	s := startLive(t, nil, nil)
+	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	owner := withRole(t, s, "owner", models.RoleMerchant)
 	rival := withRole(t, s, "rival", models.RoleMerchant)

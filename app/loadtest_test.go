@@ -12,7 +12,7 @@ import (
 // TestLoadToolOnASmallSale runs the load tool's scenarios against a live server, over HTTP as it does
 // against a real one, and checks its audit passes — and that it would notice an oversell.
 func TestLoadToolOnASmallSale(t *testing.T) {
-	s := startLiveWith(t, nil, nil, func(c *Config) { c.RateLimitIP = false }, nil)
+	s := startLive(t, liveOpts{tune: func(c *Config) { c.RateLimitIP = false }})
 	withRole(t, s, "lt_admin", models.RoleAdmin)
 	withRole(t, s, "lt_merchant", models.RoleMerchant)
 	o := loadtest.Options{Admin: loadtest.User{Name: "lt_admin", Password: "lt_admin password"},

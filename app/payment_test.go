@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/jobs"
 	"seckill/models"
@@ -90,7 +91,7 @@ func pay(t *testing.T, b *browser, no string) map[string]any {
 
 func TestPaidByPollingAlone(t *testing.T) {
 	// No callback: the provider is told to pay, and only the poller can learn it.
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer", "payment_poll"}, tune: func(c *Config) { c.PayPollInterval = 100 * time.Millisecond }})
+	s := startLive(t, liveOpts{only: []string{"order_consumer", "payment_poll"}, tune: func(c *Config) { c.PayPollInterval = 100 * time.Millisecond }})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("poll_payer")
 	p := pay(t, b, o.OrderNo)
@@ -104,7 +105,7 @@ func TestPaidByPollingAlone(t *testing.T) {
 }
 
 func TestPaidByCallbackAlone(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}}) // no poller
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}}) // no poller
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("callback_payer")
 	p := pay(t, b, o.OrderNo)
@@ -120,7 +121,7 @@ func TestPaidByCallbackAlone(t *testing.T) {
 }
 
 func TestUnpaidOrderIsCancelledAndItsStockSoldAgain(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, s, 1)
 	b, o := buy("slow_payer")
 	pay(t, b, o.OrderNo) // a payment opened and never paid
@@ -183,7 +184,7 @@ func issuePathOrSoldOut(t *testing.T, s *liveServer, itemID, userID int64) strin
 // TestPaidWhileCancelling: the payer pays at the very moment the deadline job closes the payment. The
 // order ends paid or cancelled, never both, and the stock is right either way.
 func TestPaidWhileCancelling(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, s, 20)
 	type outcome struct{ paid, cancelled int }
 	var got outcome
@@ -235,7 +236,7 @@ func TestProviderDown(t *testing.T) {
 		http.Error(w, "down", http.StatusBadGateway)
 	}))
 	defer down.Close()
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}, tune: func(c *Config) { c.PayProviderURL = down.URL }})
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}, tune: func(c *Config) { c.PayProviderURL = down.URL }})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("unlucky")
 	for i := 0; i < 4; i++ {
@@ -272,8 +273,8 @@ func TestProviderDown(t *testing.T) {
 }
 
 func TestTwoInstancesCancelEachOrderOnce(t *testing.T) {
-	a := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
-	b := startLiveOpts(t, liveOpts{db: a.DB, rdb: a.Redis, only: []string{"order_consumer"}})
+	a := startLive(t, liveOpts{only: []string{"order_consumer"}})
+	b := startLive(t, liveOpts{db: a.DB, rdb: a.Redis, only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, a, 10)
 	var nos []string
 	for i := 0; i < 6; i++ {
@@ -304,7 +305,7 @@ func TestTwoInstancesCancelEachOrderOnce(t *testing.T) {
 }
 
 func TestForgedAndReplayedCallbacks(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("target_payer")
 	p := pay(t, b, o.OrderNo)
@@ -312,17 +313,7 @@ func TestForgedAndReplayedCallbacks(t *testing.T) {
 	secret := s.Cfg.CallbackSecret()
 	send := func(n payment.Notification, key string) reply {
 		body, _ := json.Marshal(n)
-		req, _ := http.NewRequest("POST", s.URL+"/api/payments/notify", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(payment.SignatureHeader, payment.Sign(key, body))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var buf bytes.Buffer
-		buf.ReadFrom(resp.Body)
-		return reply{Status: resp.StatusCode, Body: buf.Bytes()}
+		return newBrowser(t, s.URL).send("POST", handlers.NotifyPath, body, map[string]string{payment.SignatureHeader: payment.Sign(key, body)})
 	}
 	now := s.Clock.Now().Unix()
 	good := payment.Notification{PaymentID: id, OrderNo: o.OrderNo, AmountCents: o.PriceCents, Status: "paid", At: now}
@@ -371,7 +362,7 @@ func TestSandboxRunsAlone(t *testing.T) {
 	}
 	serveOn(t, f, ln)
 
-	s := startLiveOpts(t, liveOpts{rdb: nil, only: []string{"order_consumer", "payment_poll"}, tune: func(c *Config) {
+	s := startLive(t, liveOpts{rdb: nil, only: []string{"order_consumer", "payment_poll"}, tune: func(c *Config) {
 		c.PayProviderURL, c.PaySecret, c.PayPollInterval = cfg.PayProviderURL, cfg.PaySecret, 100*time.Millisecond
 	}})
 	_, buy := newPaySale(t, s, 3)
@@ -391,7 +382,7 @@ func TestSandboxRunsAlone(t *testing.T) {
 // TestDoubleClickOnPay: two Pay requests at once make one payment, and the deadline closes every open
 // payment of the order, so none can be paid after it is cancelled.
 func TestDoubleClickOnPay(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("double_clicker")
 	ids := make(chan string, 10)

@@ -66,15 +66,15 @@ func FuzzQRLoginIDs(f *testing.F) {
 	}
 	counter := &fzQRKeyCounter{}
 	s := startFuzzServer(f, counter)
-	pc := s.anon
-	pc.cookie += "; " + handlers.QRBindCookie + "=0123456789abcdef0123456789abcdef"
+	pc := s.browser(f, "a PC", "")
+	pc.setCookie(handlers.QRBindCookie, "0123456789abcdef0123456789abcdef")
 	f.Fuzz(func(t *testing.T, id string) {
 		if id == "" || id == "." || id == ".." || len(id) > 200 {
 			t.Skip("not a path segment of its own, or longer than any id")
 		}
 		seg := url.PathEscape(id)
 		requests := []struct {
-			as           fzClient
+			as           *browser
 			method, path string
 		}{
 			{pc, "GET", "/api/qr/login/" + seg},
@@ -85,11 +85,11 @@ func FuzzQRLoginIDs(f *testing.F) {
 		for _, rq := range requests {
 			what := rq.method + " " + rq.path + " as " + rq.as.name
 			before := counter.n.Load()
-			r := s.send(t, rq.as, rq.method, rq.path, nil, nil)
+			r := rq.as.in(t).send(rq.method, rq.path, nil, nil)
 			sent := counter.n.Load() - before
 			fzCheckContract(t, what, []byte(id), r)
-			if r.status != 404 {
-				t.Fatalf("%s: %d %s, want 404 not_found", what, r.status, r.body)
+			if r.Status != 404 {
+				t.Fatalf("%s: %d %s, want 404 not_found", what, r.Status, r.Body)
 			}
 			if form := fzQRIDForm(id); form != (sent > 0) {
 				t.Fatalf("%s: id of the documented form %v, and %d Redis commands on a code's key", what, form, sent)

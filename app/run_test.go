@@ -20,31 +20,6 @@ import (
 	"seckill/models"
 )
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// startServer serves f on a free port until the test ends and returns its base URL.
-func startServer(t *testing.T, f *fiber.App) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveOn(t, f, ln)
-	return "http://" + ln.Addr().String()
-}
-
-// serveOn serves f on ln until the test ends.
-func serveOn(t *testing.T, f *fiber.App, ln net.Listener) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, f, ln, 5*time.Second) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
-
 func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	f, _ := newTestApp(t)
 	started := make(chan struct{})

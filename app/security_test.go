@@ -40,7 +40,7 @@ import (
 // TestLanguageSwitchRedirectsOnlyToLocalPaths: the switch's back= can neither inject a header nor send
 // the visitor to another site.
 func TestLanguageSwitchRedirectsOnlyToLocalPaths(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true})
+	s := startLive(t, liveOpts{noBackground: true})
 	for _, tt := range []struct{ back, want string }{
 		{"/%0d%0aSet-Cookie:%20evil=1;%20Path=/", "/"},
 		{"/%0aSet-Cookie:%20evil=1", "/"},
@@ -76,7 +76,7 @@ func TestLanguageSwitchRedirectsOnlyToLocalPaths(t *testing.T) {
 // TestCrossSiteFormsAreRefused: a cross-site form can send neither the CSRF header nor a JSON content
 // type; login, registration and logout refuse it, with a session or without.
 func TestCrossSiteFormsAreRefused(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	victim := newBrowser(t, s.URL)
 	victim.register("victim_1", "victim password")
 	newBrowser(t, s.URL).register("attacker0", "attacker password")
@@ -88,13 +88,7 @@ func TestCrossSiteFormsAreRefused(t *testing.T) {
 		if withToken {
 			req.Header.Set(handlers.CSRFHeader, b.csrf)
 		}
-		resp, err := b.c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return reply{resp.StatusCode, resp.Header, raw}
+		return b.do(req)
 	}
 	login := `{"username":"attacker0","password":"attacker password"}`
 	for _, tt := range []struct {
@@ -126,7 +120,7 @@ func TestCrossSiteFormsAreRefused(t *testing.T) {
 
 // TestRegistrationNeedsACaptchaAndIsLimitedPerAddress: a script cannot register for free.
 func TestRegistrationNeedsACaptchaAndIsLimitedPerAddress(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	b := newBrowser(t, s.URL)
 	r := b.call("POST", "/api/auth/register", map[string]string{"username": "no_captcha", "password": "long enough"})
 	if r.Status != 400 || r.code(t) != "bad_request" || !strings.HasPrefix(r.json(t)["message"].(string), "captcha_id") {
@@ -165,7 +159,7 @@ func TestRegistrationNeedsACaptchaAndIsLimitedPerAddress(t *testing.T) {
 // TestTakenNameIsCheckedBeforeHashing: with every hashing turn taken (a flood of logins), a taken name
 // is still answered at once, and a login waits its bounded moment and is told to come back.
 func TestTakenNameIsCheckedBeforeHashing(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	first := newBrowser(t, s.URL)
 	first.register("taken_name", "a good password")
 	b := newBrowser(t, s.URL)
@@ -222,7 +216,7 @@ func holdPasswordTurns(t *testing.T, s *liveServer) (release func()) {
 // TestLongUsernamesMakeNoKeys: a login with a name that cannot be one is refused before it becomes a
 // rate-limit key in Redis.
 func TestLongUsernamesMakeNoKeys(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	b := newBrowser(t, s.URL)
 	long := strings.Repeat("a", 100_000)
 	if r := b.call("POST", "/api/auth/login", map[string]string{"username": long, "password": "whatever it is"}); r.Status != 401 || r.code(t) != "bad_credentials" {
@@ -237,7 +231,7 @@ func TestLongUsernamesMakeNoKeys(t *testing.T) {
 // TestCanonicalIDsAndBoundedPageCache: only /items/2 names item 2, and an item that does not exist is
 // remembered as such for a second instead of asking the database on every request.
 func TestCanonicalIDsAndBoundedPageCache(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true})
+	s := startLive(t, liveOpts{noBackground: true})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 5, now.Add(time.Hour), now.Add(2*time.Hour))
 	id := strconv.FormatInt(item.ID, 10)
@@ -286,7 +280,7 @@ func countQueries(t *testing.T, db *gorm.DB) *atomic.Int64 {
 // TestJunkItemIDsMakeNoDashboardKeys: buys aimed at items that are not on sale are answered, but leave
 // no answer counts in Redis.
 func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true})
+	s := startLive(t, liveOpts{noBackground: true})
 	b := newBrowser(t, s.URL)
 	b.register("junk_buyer", "junk password")
 	now := s.Clock.Now()
@@ -326,10 +320,10 @@ func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
 // sent when the site is served over TLS.
 func TestSecurityHeaders(t *testing.T) {
 	for _, base := range []string{"http://shop.example", "https://shop.example"} {
-		s := startLiveOpts(t, liveOpts{noBackground: true, tune: func(c *Config) { c.BaseURL = base }})
+		s := startLive(t, liveOpts{noBackground: true, tune: func(c *Config) { c.BaseURL = base }})
 		for _, path := range []string{"/", "/api/activities", "/login"} {
 			a := do(t, s.Srv.Fiber, "GET", path, nil)
-			h := a.header
+			h := a.Header
 			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'self'") {
 				t.Errorf("%s%s: Content-Security-Policy %q", base, path, csp)
 			}
@@ -345,7 +339,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 // TestMetricsListener: /metrics answers on the operators' listener, with the process's metrics.
 func TestMetricsListener(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true})
+	s := startLive(t, liveOpts{noBackground: true})
 	addr, stop, err := serveMetrics("127.0.0.1:0", s.Srv.Metrics, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -368,56 +362,50 @@ func TestMetricsListener(t *testing.T) {
 // TestSandboxIsNotAPublicService: unmounted unless enabled; enabled, its API serves only the shop (with
 // its key), takes no callback address from a caller, caps its fields and limits the payer's presses.
 func TestSandboxIsNotAPublicService(t *testing.T) {
-	off := startLiveOpts(t, liveOpts{noBackground: true, tune: func(c *Config) {
+	off := startLive(t, liveOpts{noBackground: true, tune: func(c *Config) {
 		c.PaySandbox, c.PayProviderURL = false, "http://127.0.0.1:1/provider"
 	}})
 	for _, p := range []string{"/sandbox/pay/sbx_0123456789abcdef01234567", "/sandbox/api/payments/sbx_0123456789abcdef01234567"} {
-		if a := do(t, off.Srv.Fiber, "GET", p, nil); a.status != 404 {
-			t.Errorf("with PAY_SANDBOX off, GET %s: %d, want 404", p, a.status)
+		if a := do(t, off.Srv.Fiber, "GET", p, nil); a.Status != 404 {
+			t.Errorf("with PAY_SANDBOX off, GET %s: %d, want 404", p, a.Status)
 		}
 	}
 
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}})
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	var calledBack atomic.Int32
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calledBack.Add(1) }))
 	defer elsewhere.Close()
-	create := func(key, body string) answer {
+	create := func(key, body string) reply {
 		req := httptest.NewRequest("POST", "/sandbox/api/payments", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
-		resp, err := s.Srv.Fiber.Test(req, 10_000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return answer{resp.StatusCode, resp.Header, string(b)}
+		return doRequest(t, s.Srv.Fiber, req)
 	}
 	key := payment.APIKey(s.Cfg.CallbackSecret())
 	good := `{"order_no":"SK1","amount_cents":100,"notify_url":"` + elsewhere.URL + `"}`
-	if a := create("", good); a.status != 401 {
-		t.Errorf("an anonymous payment: %d %s, want 401", a.status, a.body)
+	if a := create("", good); a.Status != 401 {
+		t.Errorf("an anonymous payment: %d %s, want 401", a.Status, a.Body)
 	}
-	if a := create("not the key", good); a.status != 401 {
-		t.Errorf("a payment with a wrong key: %d %s, want 401", a.status, a.body)
+	if a := create("not the key", good); a.Status != 401 {
+		t.Errorf("a payment with a wrong key: %d %s, want 401", a.Status, a.Body)
 	}
-	if a := create(key, `{"order_no":"`+strings.Repeat("9", 100_000)+`","amount_cents":100}`); a.status != 400 {
-		t.Errorf("a 100 kB order number: %d %.200s, want 400", a.status, a.body)
+	if a := create(key, `{"order_no":"`+strings.Repeat("9", 100_000)+`","amount_cents":100}`); a.Status != 400 {
+		t.Errorf("a 100 kB order number: %d %.200s, want 400", a.Status, a.Body)
 	}
-	if a := create(key, `{"order_no":"SK1","amount_cents":100000000001}`); a.status != 400 {
-		t.Errorf("a huge amount: %d %.200s, want 400", a.status, a.body)
+	if a := create(key, `{"order_no":"SK1","amount_cents":100000000001}`); a.Status != 400 {
+		t.Errorf("a huge amount: %d %.200s, want 400", a.Status, a.Body)
 	}
 	// The shop's own payment goes through; paying it calls back the shop, never the caller's address.
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("sandbox_payer")
 	p := pay(t, b, o.OrderNo)
 	r := create(key, good)
-	if r.status != 201 {
-		t.Fatalf("a payment with the key: %d %s", r.status, r.body)
+	if r.Status != 201 {
+		t.Fatalf("a payment with the key: %d %s", r.Status, r.Body)
 	}
-	for _, id := range []string{p["payment_id"].(string), jsonField(t, r.body, "payment_id")} {
+	for _, id := range []string{p["payment_id"].(string), jsonField(t, string(r.Body), "payment_id")} {
 		if r := b.call("POST", "/sandbox/pay/"+id+"/confirm", nil); r.Status != 302 {
 			t.Fatalf("confirm %s: %d %s", id, r.Status, r.Body)
 		}
@@ -448,7 +436,7 @@ func jsonField(t *testing.T, body, field string) string {
 // paid by another payment is flagged for a refund, as the poller flags it; the same callback twice is not.
 func TestSecondPaymentByCallbackIsFlaggedForRefund(t *testing.T) {
 	var logs bytes.Buffer
-	s := startLiveOpts(t, liveOpts{only: []string{"order_consumer"}, log: slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))})
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}, log: slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("twice_payer")
 	first := pay(t, b, o.OrderNo)["payment_id"].(string)
@@ -467,13 +455,9 @@ func TestSecondPaymentByCallbackIsFlaggedForRefund(t *testing.T) {
 	}
 	// A signed callback whose payment id cannot be one is refused, not a failure (found by fuzzing).
 	body := []byte(`{"payment_id":"sbx_\u0000","order_no":"` + o.OrderNo + `","amount_cents":1,"status":"paid","at":` + strconv.FormatInt(s.Clock.Now().Unix(), 10) + `}`)
-	req, _ := http.NewRequest("POST", s.URL+handlers.NotifyPath, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(payment.SignatureHeader, payment.Sign(s.Cfg.CallbackSecret(), body))
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
-		t.Errorf("a callback with a NUL in its payment id: %v %v, want 400", resp, err)
-	} else {
-		resp.Body.Close()
+	signed := map[string]string{payment.SignatureHeader: payment.Sign(s.Cfg.CallbackSecret(), body)}
+	if r := newBrowser(t, s.URL).send("POST", handlers.NotifyPath, body, signed); r.Status != 400 {
+		t.Errorf("a callback with a NUL in its payment id: %d %s, want 400", r.Status, r.Body)
 	}
 	// A second payment of the same order, paid too (an older payment the payer still had open).
 	second := models.Payment{OrderID: p.OrderID, OrderNo: o.OrderNo, ProviderID: "sbx_" + strings.Repeat("b", 24), Status: models.PaymentOpen,
@@ -491,16 +475,9 @@ func notify(t *testing.T, s *liveServer, n payment.Notification) {
 	t.Helper()
 	body := []byte(`{"payment_id":"` + n.PaymentID + `","order_no":"` + n.OrderNo + `","amount_cents":` + strconv.FormatInt(n.AmountCents, 10) +
 		`,"status":"` + n.Status + `","at":` + strconv.FormatInt(n.At, 10) + `}`)
-	req, _ := http.NewRequest("POST", s.URL+handlers.NotifyPath, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(payment.SignatureHeader, payment.Sign(s.Cfg.CallbackSecret(), body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("notify: %d", resp.StatusCode)
+	signed := map[string]string{payment.SignatureHeader: payment.Sign(s.Cfg.CallbackSecret(), body)}
+	if r := newBrowser(t, s.URL).send("POST", handlers.NotifyPath, body, signed); r.Status != 200 {
+		t.Fatalf("notify: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -541,7 +518,7 @@ func TestEveryErrorCodeHasAStatus(t *testing.T) {
 // TestLocalPathMirrorInThePageScript: the pages' localPath (assets/js/api.js) answers as the server's
 // handlers.LocalPath does, on the tricky targets and on a thousand random ones.
 func TestLocalPathMirrorInThePageScript(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true})
+	s := startLive(t, liveOpts{noBackground: true})
 	ctx := chrome(t)
 	targets := []string{"/", "/items/2", "", "items", "//evil.example", "/\\evil.example", "/\t/evil.example",
 		"/\r\nSet-Cookie: x=1", "/ /x", "/caf\u00e9", "/\x7f", "https://evil.example", "/a\\b", "/" + strings.Repeat("a", 2047),
@@ -578,7 +555,7 @@ func TestLocalPathMirrorInThePageScript(t *testing.T) {
 
 // TestLoginGuessesAtOnceAreCounted: guesses sent at once on one name pass no more than the limit's five.
 func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}, tune: func(c *Config) { c.RateLimitIP = false }})
+	s := startLive(t, liveOpts{only: []string{"sessions"}, tune: func(c *Config) { c.RateLimitIP = false }})
 	newBrowser(t, s.URL).register("guessed", "the real password")
 	attacker := newBrowser(t, s.URL)
 	attacker.getCSRF()
@@ -617,7 +594,7 @@ func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
 
 // TestStartRefusesAnUnknownWorker: a misspelt job name is an error, not a worker that never runs.
 func TestStartRefusesAnUnknownWorker(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true})
+	s := startLive(t, liveOpts{noBackground: true})
 	if _, err := s.Srv.Start(context.Background(), "order consumer"); err == nil || !strings.Contains(err.Error(), "order consumer") {
 		t.Errorf("starting a worker by an unknown name: %v, want an error naming it", err)
 	}
@@ -625,7 +602,7 @@ func TestStartRefusesAnUnknownWorker(t *testing.T) {
 
 // TestEveryRequestHasADeadline: no query or Redis call made with a request's context can wait forever.
 func TestEveryRequestHasADeadline(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{noBackground: true, setup: func(srv *Server) {
+	s := startLive(t, liveOpts{noBackground: true, setup: func(srv *Server) {
 		srv.Fiber.Get("/test/deadline", func(c *fiber.Ctx) error {
 			d, ok := c.UserContext().Deadline()
 			if !ok {
@@ -634,15 +611,15 @@ func TestEveryRequestHasADeadline(t *testing.T) {
 			return c.SendString(time.Until(d).Round(time.Second).String())
 		})
 	}})
-	if a := do(t, s.Srv.Fiber, "GET", "/test/deadline", nil); a.body != requestDeadline.String() {
-		t.Errorf("a request's context deadline: %q from now, want %v", a.body, requestDeadline)
+	if a := do(t, s.Srv.Fiber, "GET", "/test/deadline", nil); string(a.Body) != requestDeadline.String() {
+		t.Errorf("a request's context deadline: %q from now, want %v", a.Body, requestDeadline)
 	}
 }
 
 // TestRawBytesInAnOrderNumber: an order number that is no text (a raw 0xff on the wire) names no order;
 // it never reaches PostgreSQL, which would fail on it (found by the second review).
 func TestRawBytesInAnOrderNumber(t *testing.T) {
-	s := startLiveOpts(t, liveOpts{only: []string{"sessions"}})
+	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	b := newBrowser(t, s.URL)
 	b.register("raw_bytes", "raw bytes password")
 	u, _ := url.Parse(s.URL)
