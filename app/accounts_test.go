@@ -22,8 +22,6 @@ import (
 	"seckill/models"
 )
 
-// base URL → *redis.Client
-
 func TestRegister(t *testing.T) {
 	s := startLive(t, liveOpts{})
 	b := newBrowser(t, s.URL)

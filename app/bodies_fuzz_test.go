@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,8 +32,9 @@ type fzServer struct {
 	target                         int64 // a user whose role the admin changes
 	draft, pending, item           int64 // the merchant's draft, an activity waiting for review, an item on sale
 
-	saved                            []models.Activity // the draft and the pending activity as set up
-	lastUser, lastActivity, lastItem int64             // the last rows set up: later ones are a fuzz input's
+	saved                            []models.Activity           // the draft and the pending activity as set up
+	lastUser, lastActivity, lastItem int64                       // the last rows set up: later ones are a fuzz input's
+	cookies                          map[*browser][]*http.Cookie // each browser's cookies as set up
 }
 
 // startFuzzServer starts the app for tb (a *testing.F: the server lives for the whole fuzz run) without
@@ -119,6 +122,13 @@ func (s *fzServer) reset(tb testing.TB) {
 	if err == nil {
 		err = s.Redis.FlushDB(context.Background()).Err()
 	}
+	// Each browser holds the cookies it was set up with, and none an earlier input made it keep.
+	u, _ := url.Parse(s.URL)
+	for b, cookies := range s.cookies {
+		jar, _ := cookiejar.New(nil)
+		jar.SetCookies(u, cookies)
+		b.c.Jar = jar
+	}
 	if err != nil {
 		tb.Fatalf("reset: %v", err)
 	}
@@ -133,6 +143,11 @@ func (s *fzServer) browser(tb testing.TB, name, session string) *browser {
 		b.setCookie(handlers.SessionCookie, session)
 	}
 	b.getCSRF()
+	if s.cookies == nil {
+		s.cookies = map[*browser][]*http.Cookie{}
+	}
+	u, _ := url.Parse(s.URL)
+	s.cookies[b] = b.c.Jar.Cookies(u)
 	return b
 }
 

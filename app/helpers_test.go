@@ -230,7 +230,11 @@ func (b *browser) getCSRF() {
 	if r.Status != 200 {
 		b.t.Fatalf("GET /api/csrf: %d", r.Status)
 	}
-	b.csrf = r.json(b.t)["token"].(string)
+	tok, _ := r.json(b.t)["token"].(string)
+	if tok == "" {
+		b.t.Fatalf("GET /api/csrf: no token in %s", r.Body)
+	}
+	b.csrf = tok
 }
 
 func (b *browser) cookie(name string) string {
@@ -250,7 +254,7 @@ func (b *browser) setCookie(name, value string) {
 
 // liveRedis finds a live server's Redis by its URL, so that a browser can read a captcha's answer as the
 // operator's load tool does (the contract keeps it at captcha:{id}).
-var liveRedis sync.Map
+var liveRedis sync.Map // base URL → *redis.Client
 
 // captcha draws a captcha and reads its answer.
 func (b *browser) captcha() (id, answer string) {

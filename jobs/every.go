@@ -36,10 +36,11 @@ func Every(ctx context.Context, interval time.Duration, fn func(context.Context)
 	}
 }
 
-// retryWait is how a job waits between tries of something that failed: doubling from first to most,
-// with some jitter so that instances that failed together do not retry together. Reset it after a success.
+// retryWait is how a job waits between tries of something that failed: doubling from first up to most,
+// each wait up to a fifth shorter or longer at random, so that instances that failed together do not
+// retry together. Reset it after a success.
 func retryWait(first, most time.Duration) *backoff.ExponentialBackOff {
-	b := &backoff.ExponentialBackOff{InitialInterval: first, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: most}
+	b := &backoff.ExponentialBackOff{InitialInterval: min(first, most), RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: most}
 	b.Reset()
 	return b
 }

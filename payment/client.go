@@ -78,6 +78,10 @@ func (c *Client) call(ctx context.Context, method, path string, body any, tries 
 		}
 		return nil, err
 	}, backoff.WithBackOff(wait), backoff.WithMaxTries(uint(max(tries, 1))))
+	// Retry hands back a permanent error still wrapped when it came on the last try.
+	if pe := (*backoff.PermanentError)(nil); errors.As(err, &pe) {
+		err = pe.Err
+	}
 	switch {
 	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrUnavailable):
 		return out, err

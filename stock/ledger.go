@@ -84,12 +84,12 @@ var (
 	creditLua string
 
 	takeScript    = lua(takeLua)
-	pathScript    = lua(pathLua)
-	preheatScript = lua(preheatLua)
+	pathScript    = redis.NewScript(pathLua)
+	preheatScript = redis.NewScript(preheatLua)
 	settleScript  = lua(settleLua)
-	restockScript = lua(restockLua)
-	lendScript    = lua(lendLua)
-	creditScript  = lua(creditLua)
+	restockScript = redis.NewScript(restockLua)
+	lendScript    = redis.NewScript(lendLua)
+	creditScript  = redis.NewScript(creditLua)
 )
 
 // Restock gives the unit of a cancelled order back on sale, once per order, and answers the stock left

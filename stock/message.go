@@ -14,7 +14,7 @@ import (
 // An order travels as a message: take.lua queues it on the shard's order stream when it takes the unit,
 // the order consumer reads it (parseOrder) and, once the order is in the database or refused, settles
 // it (Ack, settle.lua), which tells the buyer the result. Every name the message, the consumer group and
-// the results hash use is spelled here once: the scripts get them filled in when they load (lua).
+// the results hash use is spelled here once: the scripts that use them (take.lua, settle.lua) get them filled in when they load (lua).
 
 // Group is the consumer group every instance's order consumer joins.
 const Group = "orders"

@@ -4,7 +4,7 @@
 -- KEYS: 1 sale hash, 2 buyers set, 3 results hash, 4 order stream
 -- ARGV: 1 stream entry id, 2 user id, 3 '1' to give the unit back, 4 the buyer's new result ('' keeps it),
 --       5 '1' to let the buyer buy again
--- ({{.Group}}, the consumer group, is filled in from message.go when the script loads.)
+-- The consumer group's name, {{.Group}}, is filled in from message.go when the script loads.
 if redis.call('XACK', KEYS[4], '{{.Group}}', ARGV[1]) == 0 then
   return 0
 end
