@@ -28,6 +28,7 @@ import (
 	"seckill/assets"
 	"seckill/auth"
 	"seckill/captcha"
+	"seckill/catalog"
 	"seckill/handlers"
 	"seckill/internal/gate"
 	"seckill/jobs"
@@ -304,23 +305,24 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
+	shop := catalog.New(d.DB, d.Now, time.Second, d.Log)
 	books := jobs.Books{DB: d.DB}
 	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Answers: s.Answers, Now: d.Now}
 	s.site = site{
 		health:   &handlers.Health{DB: d.DB, Redis: d.Redis},
 		static:   &handlers.Static{Files: files},
-		pages:    &handlers.Pages{DB: d.DB, Left: left, Now: d.Now, Views: views},
+		pages:    &handlers.Pages{DB: d.DB, Catalog: shop, Left: left, Now: d.Now, Views: views},
 		accounts: accounts,
 		qr:       &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now},
-		catalog:  &handlers.Catalog{DB: d.DB, Left: left, Now: d.Now},
+		catalog:  &handlers.Catalog{Catalog: shop, Left: left, Now: d.Now},
 		buy: &handlers.Buy{
-			DB: d.DB, Ledger: s.Ledger, Books: books, Flags: s.Flags, Captchas: accounts.Captchas,
+			Catalog: shop, Ledger: s.Ledger, Books: books, Flags: s.Flags, Captchas: accounts.Captchas,
 			Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
 		orders:   &handlers.Orders{DB: d.DB},
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
-		admin:    &handlers.Admin{DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
+		admin:    &handlers.Admin{Catalog: shop, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 	}
 	if cfg.PaySandbox {

@@ -15,7 +15,9 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/internal/testenv"
+	"seckill/jobs"
 	"seckill/models"
+	"seckill/stock"
 )
 
 func TestErrorBodiesAndStatuses(t *testing.T) {
@@ -306,5 +308,73 @@ func TestDedicatedClientHasItsOwnPushHandlers(t *testing.T) {
 	}
 	if ded.Options().PoolSize != 256 {
 		t.Errorf("pool size %d, want 256", ded.Options().PoolSize)
+	}
+}
+
+// TestCatalogComesFromMemory: however many pages poll the catalog, the item and its page, PostgreSQL sees
+// one snapshot a second (two queries: the activities and their items), not one query per request; the
+// answers may be kept a second by a proxy, and a client that has the current one gets 304.
+func TestCatalogComesFromMemory(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	now := s.Clock.Now()
+	act, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, s.URL)
+	paths := []string{"/api/items/" + itoa(item.ID), "/api/activities", "/api/activities/" + itoa(act.ID), "/items/" + itoa(item.ID), "/"}
+	for _, p := range paths { // the first requests build the snapshot
+		if r := b.call("GET", p, nil); r.Status != 200 {
+			t.Fatalf("GET %s: %d %s", p, r.Status, r.Body)
+		}
+	}
+	queries := countQueries(t, s.DB)
+	start := time.Now()
+	for range 100 {
+		for _, p := range paths {
+			if r := b.call("GET", p, nil); r.Status != 200 {
+				t.Fatalf("GET %s: %d %s", p, r.Status, r.Body)
+			}
+		}
+	}
+	snapshots := int64(time.Since(start)/time.Second) + 1
+	if n := queries.Load(); n > 2*snapshots {
+		t.Errorf("500 catalog requests over %v made %d queries, want at most %d (one snapshot a second)", time.Since(start).Round(time.Millisecond), n, 2*snapshots)
+	}
+
+	// A client that holds the current answer gets 304 (the tag names the second too: try again if the
+	// second turned between the two requests).
+	var tag string
+	req, _ := http.NewRequest("GET", s.URL+paths[0], nil)
+	for try := 0; ; try++ {
+		r := b.call("GET", paths[0], nil)
+		tag = r.Header.Get("ETag")
+		if tag == "" || r.Header.Get("Cache-Control") != "public, max-age=1" {
+			t.Fatalf("GET %s: ETag %q, Cache-Control %q", paths[0], tag, r.Header.Get("Cache-Control"))
+		}
+		req.Header.Set("If-None-Match", tag)
+		r = b.do(req)
+		if r.Status == 304 && len(r.Body) == 0 {
+			break
+		}
+		if try == 5 || r.Status != 200 || r.Header.Get("ETag") == tag {
+			t.Fatalf("GET %s with its current ETag: %d %s, want 304", paths[0], r.Status, r.Body)
+		}
+	}
+	// A unit sold: within the cache's second the item shows 4 left, under another tag.
+	s.Redis.HIncrBy(context.Background(), stock.KeysOf(item.ID).Sale, "left", -1)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := b.do(req)
+		if r.Status == 200 && r.json(t)["stock_left"] == 4.0 {
+			if r.Header.Get("ETag") == tag {
+				t.Errorf("stock left changed, the ETag did not: %s", tag)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the item still answers %d %s five seconds after a unit was sold", r.Status, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
+	"seckill/catalog"
 	"seckill/models"
 	"seckill/stock"
 )
 
 // Admin serves the approval dashboard's API.
 type Admin struct {
+	Catalog       *catalog.Catalog
 	DB            *gorm.DB
 	Ledger        *stock.Ledger
 	Books         stock.Books // the sales as the database has them, to load an approved one at once
@@ -80,6 +82,12 @@ func (h *Admin) review(c *fiber.Ctx, approve bool, reason string) error {
 	a, err := models.Review(c.UserContext(), h.DB, who, id, approve, reason, now)
 	if err != nil {
 		return err
+	}
+	if approve {
+		// The sale is on this instance's pages at once (the others' within a second).
+		if err := h.Catalog.Refresh(c.UserContext()); err != nil {
+			return err
+		}
 	}
 	if approve && a.StartsAt.Before(now.Add(h.PreheatWindow)) {
 		for _, it := range a.Items {

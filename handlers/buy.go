@@ -8,12 +8,11 @@ import (
 
 	"github.com/bwmarrin/snowflake"
 	"github.com/gofiber/fiber/v2"
-	"gorm.io/gorm"
 
 	"seckill/auth"
 	"seckill/captcha"
+	"seckill/catalog"
 	"seckill/errs"
-	"seckill/models"
 	"seckill/ratelimit"
 	"seckill/stock"
 )
@@ -29,7 +28,7 @@ var (
 
 // Buy serves the buying path: captcha, purchase path, the buy itself and the buyer's result.
 type Buy struct {
-	DB          *gorm.DB
+	Catalog     *catalog.Catalog
 	Ledger      *stock.Ledger
 	Books       stock.Books // the sales as the database has them, to load one Redis does not hold
 	Flags       *stock.Flags
@@ -144,7 +143,7 @@ func checkCaptcha(ctx context.Context, captchas *captcha.Captchas, id, answer st
 // notLoaded answers for an item whose sale is not in Redis: 404 unless it is in an approved activity,
 // the window's error outside it, and inside it loads the sale at once.
 func (h *Buy) notLoaded(c *fiber.Ctx, itemID int64) error {
-	_, act, err := models.ApprovedItem(c.UserContext(), h.DB, itemID)
+	_, act, err := h.Catalog.Item(c.UserContext(), itemID)
 	if err != nil {
 		return err
 	}

@@ -2,20 +2,26 @@ package handlers
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"gorm.io/gorm"
 
+	"seckill/catalog"
 	"seckill/models"
 	"seckill/stock"
 )
 
-// Catalog serves the public list of sales and their items.
+// Catalog serves the public list of sales and their items, from memory (catalog.Catalog's snapshot and
+// the stock-left cache): a poll costs no query and no Redis round trip. Answers may be kept a second by
+// nginx or a CDN (Cache-Control), and a client that has the current one gets 304 (ETag).
 type Catalog struct {
-	DB   *gorm.DB
-	Left *stock.LeftCache
-	Now  func() time.Time
+	Catalog *catalog.Catalog
+	Left    *stock.LeftCache
+	Now     func() time.Time
 }
 
 // ActivityJSON is the contract's `activity`.
@@ -92,17 +98,18 @@ func itemJSON(it *models.Item, a *models.Activity, left int64, now time.Time) It
 
 // Activities answers the approved activities that have not ended, soonest first.
 func (h *Catalog) Activities(c *fiber.Ctx) error {
-	now := h.Now()
-	acts, err := models.OpenActivities(c.UserContext(), h.DB, now)
+	snap, err := h.Catalog.Snapshot(c.UserContext())
 	if err != nil {
 		return err
 	}
+	now := h.Now()
+	acts := snap.Open(now)
 	left := LeftOf(c.UserContext(), h.Left, acts)
 	out := make([]ActivityJSON, 0, len(acts))
 	for i := range acts {
 		out = append(out, activityJSON(&acts[i], left, now))
 	}
-	return c.JSON(out)
+	return catalogJSON(c, out, etag(snap.Version, left, now))
 }
 
 // Activity answers one approved activity.
@@ -111,11 +118,16 @@ func (h *Catalog) Activity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	a, err := models.ApprovedActivity(c.UserContext(), h.DB, id)
+	snap, err := h.Catalog.Snapshot(c.UserContext())
 	if err != nil {
 		return err
 	}
-	return c.JSON(activityJSON(a, LeftOf(c.UserContext(), h.Left, []models.Activity{*a}), h.Now()))
+	a, err := h.Catalog.Activity(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	left, now := LeftOf(c.UserContext(), h.Left, []models.Activity{*a}), h.Now()
+	return catalogJSON(c, activityJSON(a, left, now), etag(snap.Version, left, now))
 }
 
 // Item answers one item of an approved activity.
@@ -124,9 +136,49 @@ func (h *Catalog) Item(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	it, a, err := models.ApprovedItem(c.UserContext(), h.DB, id)
+	snap, err := h.Catalog.Snapshot(c.UserContext())
 	if err != nil {
 		return err
 	}
-	return c.JSON(itemJSON(it, a, StockLeft(c.UserContext(), h.Left, it), h.Now()))
+	it, a, err := h.Catalog.Item(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	left, now := StockLeft(c.UserContext(), h.Left, it), h.Now()
+	return catalogJSON(c, itemJSON(it, a, left, now), etag(snap.Version, map[int64]int64{it.ID: left}, now))
+}
+
+// catalogJSON answers v, or 304 when the client holds the answer with this tag already. Each answer
+// carries server_time, which a cache may hold up to a second behind (the tag changes every second, so
+// that a client revalidating never keeps an older one).
+func catalogJSON(c *fiber.Ctx, v any, tag string) error {
+	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
+	c.Set(fiber.HeaderETag, tag)
+	if c.Fresh() {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	return c.JSON(v)
+}
+
+// etag names an answer by what it shows: the snapshot's content, the stock left of its items and the
+// server's time to the second.
+func etag(version uint64, left map[int64]int64, now time.Time) string {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], version)
+	h.Write(b[:])
+	binary.LittleEndian.PutUint64(b[:], uint64(now.Unix()))
+	h.Write(b[:])
+	ids := make([]int64, 0, len(left))
+	for id := range left {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		binary.LittleEndian.PutUint64(b[:], uint64(id))
+		h.Write(b[:])
+		binary.LittleEndian.PutUint64(b[:], uint64(left[id]))
+		h.Write(b[:])
+	}
+	return `W/"` + strconv.FormatUint(h.Sum64(), 36) + `"`
 }

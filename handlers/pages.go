@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	"gorm.io/gorm"
 
+	"seckill/catalog"
 	"seckill/errs"
 	"seckill/i18n"
 	"seckill/models"
@@ -45,11 +46,12 @@ func PageData(c *fiber.Ctx, now time.Time, title string, kv ...any) fiber.Map {
 // served from memory in between: a crowd on the detail page costs one render a second. An item that does
 // not exist is remembered as such for as long, so that asking for it again costs no query either.
 type Pages struct {
-	DB    *gorm.DB
-	Left  *stock.LeftCache
-	Now   func() time.Time
-	Views fiber.Views
-	TTL   time.Duration // how long a rendered shared page is served (default 1s)
+	DB      *gorm.DB // the pages of one user (orders); the shared ones come from Catalog
+	Catalog *catalog.Catalog
+	Left    *stock.LeftCache
+	Now     func() time.Time
+	Views   fiber.Views
+	TTL     time.Duration // how long a rendered shared page is served (default 1s)
 
 	once   sync.Once
 	cache  *expirable.LRU[string, renderedPage]
@@ -115,10 +117,11 @@ func (h *Pages) shared(c *fiber.Ctx, key string, build func() (status int, view 
 func (h *Pages) Home(c *fiber.Ctx) error {
 	return h.shared(c, "home", func() (int, string, fiber.Map, error) {
 		now := h.Now()
-		acts, err := models.OpenActivities(c.UserContext(), h.DB, now)
+		snap, err := h.Catalog.Snapshot(c.UserContext())
 		if err != nil {
 			return 0, "", nil, err
 		}
+		acts := snap.Open(now)
 		return 200, "home", PageData(c, now, "home.title", "Activities", acts, "Left", LeftOf(c.UserContext(), h.Left, acts)), nil
 	})
 }
@@ -130,7 +133,7 @@ func (h *Pages) Item(c *fiber.Ctx) error {
 		return err
 	}
 	return h.shared(c, "item:"+strconv.FormatInt(id, 10), func() (int, string, fiber.Map, error) {
-		it, act, err := models.ApprovedItem(c.UserContext(), h.DB, id)
+		it, act, err := h.Catalog.Item(c.UserContext(), id)
 		if err != nil {
 			return 0, "", nil, err
 		}

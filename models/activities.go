@@ -27,6 +27,21 @@ func OpenActivities(ctx context.Context, db *gorm.DB, now time.Time) ([]Activity
 	return acts, nil
 }
 
+// ApprovedEndingAfter lists the approved activities that end after t, with their items, soonest start
+// first: what the catalog keeps in memory.
+func ApprovedEndingAfter(ctx context.Context, db *gorm.DB, t time.Time) ([]Activity, error) {
+	var acts []Activity
+	err := db.WithContext(ctx).
+		Preload("Items", func(db *gorm.DB) *gorm.DB { return db.Order("id") }).
+		Where("state = ? AND ends_at > ?", ActivityApproved, t).
+		Order("starts_at, id").
+		Find(&acts).Error
+	if err != nil {
+		return nil, fmt.Errorf("approved activities: %w", err)
+	}
+	return acts, nil
+}
+
 // ApprovedActivity returns one approved activity with its items; any other answers errs.NotFound.
 func ApprovedActivity(ctx context.Context, db *gorm.DB, id int64) (*Activity, error) {
 	var a Activity

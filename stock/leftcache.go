@@ -2,9 +2,11 @@ package stock
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/sync/singleflight"
 )
 
 // LeftCache answers the stock left of items from Redis, at most one read per item per ttl: pages and the
@@ -12,6 +14,7 @@ import (
 type LeftCache struct {
 	ledger *Ledger
 	m      *expirable.LRU[int64, cachedLeft]
+	flight singleflight.Group // one read per item at a time, however many pages ask at once
 }
 
 type cachedLeft struct {
@@ -33,10 +36,18 @@ func (c *LeftCache) Left(ctx context.Context, itemID int64) (int64, bool) {
 	if e, ok := c.m.Get(itemID); ok {
 		return e.left, e.loaded
 	}
-	left, loaded, err := c.ledger.Left(ctx, itemID)
+	v, err, _ := c.flight.Do(strconv.FormatInt(itemID, 10), func() (any, error) {
+		left, loaded, err := c.ledger.Left(ctx, itemID)
+		if err != nil {
+			return nil, err
+		}
+		e := cachedLeft{left: left, loaded: loaded}
+		c.m.Add(itemID, e)
+		return e, nil
+	})
 	if err != nil {
 		return 0, false
 	}
-	c.m.Add(itemID, cachedLeft{left: left, loaded: loaded})
-	return left, loaded
+	e := v.(cachedLeft)
+	return e.left, e.loaded
 }
