@@ -57,8 +57,9 @@ type Server struct {
 	Answers  *stock.Answers
 	Runs     *jobs.Runs
 	Provider *payment.Client
-	Hashing  *gate.Gate   // the turns of password hashing (a quarter of the cores)
-	Drawing  *gate.Gate   // the turns of captcha drawing (half of the cores)
+	Hashing  *gate.Gate // the turns of password hashing (a quarter of the cores)
+	Drawing  *gate.Gate // the turns of captcha drawing (half of the cores)
+	Captchas *captcha.Captchas
 	Metrics  http.Handler // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
@@ -98,6 +99,7 @@ const (
 	workerSoldOutFlags = "sold_out_flags"
 	workerBuyLimiter   = "buy_limiter"
 	workerBuyAnswers   = "buy_answers"
+	workerCaptchaPool  = "captcha_pool"
 )
 
 // Close releases what NewServer opened (not the Deps, which belong to the caller).
@@ -163,6 +165,7 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 		workerSoldOutFlags:    s.Flags.Run,
 		workerBuyLimiter:      s.buyLimit.Run,
 		workerBuyAnswers:      s.Answers.Run,
+		workerCaptchaPool:     s.Captchas.Fill,
 		jobs.OrderConsumerJob: s.OrderConsumer.Run,
 		jobs.PreheatJob:       s.Preheat.Run,
 		jobs.PaymentPollJob:   s.PaymentPoll.Run,
@@ -268,6 +271,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	if err := s.buildSite(cfg, d, files, engine, node); err != nil {
 		return nil, err
 	}
+	reg.MustRegister(captchaMetrics(s.Captchas)...)
 
 	fcfg := fiber.Config{
 		AppName:               "seckill",
@@ -299,13 +303,15 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	if err != nil {
 		return err
 	}
+	shop := catalog.New(d.DB, d.Now, time.Second, d.Log)
+	s.Captchas = captcha.New(d.Redis, s.Drawing, 200*time.Millisecond, cfg.CaptchaPool)
+	s.Captchas.Expected = expectedShoppers(shop, d.Now, cfg.PreheatWindow)
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
-		Passwords: passwords, Captchas: captcha.New(d.Redis, s.Drawing, 200*time.Millisecond),
+		Passwords: passwords, Captchas: s.Captchas,
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
-	shop := catalog.New(d.DB, d.Now, time.Second, d.Log)
 	books := jobs.Books{DB: d.DB}
 	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Answers: s.Answers, Now: d.Now}
 	s.site = site{
@@ -498,5 +504,56 @@ func templateFuncs(files *assets.Set) template.FuncMap {
 			}
 			return part * 100 / whole
 		},
+	}
+}
+
+// shoppersPerUnit is how many shoppers a sale is expected to draw per unit of stock, for drawing
+// captchas ahead of it.
+const shoppersPerUnit = 20
+
+// expectedShoppers estimates, from the catalog, how many shoppers the sales running or starting within
+// lead will bring: the captcha pool fills to that many before they arrive. It looks again every five
+// seconds at most (by the wall clock: an interval).
+func expectedShoppers(shop *catalog.Catalog, now func() time.Time, lead time.Duration) func() int {
+	var mu sync.Mutex
+	var n int
+	var at time.Time
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(at) < 5*time.Second {
+			return n
+		}
+		at = time.Now()
+		snap, err := shop.Snapshot(context.Background())
+		if err != nil {
+			return n
+		}
+		t := now()
+		n = 0
+		for _, a := range snap.Open(t) {
+			if a.StartsAt.After(t.Add(lead)) {
+				continue
+			}
+			for _, it := range a.Items {
+				n += int(min(it.StockTotal, 1_000_000)) * shoppersPerUnit
+			}
+		}
+		return n
+	}
+}
+
+// captchaMetrics show the captcha pool: how many it holds, and how the captchas handed out came.
+func captchaMetrics(c *captcha.Captchas) []prometheus.Collector {
+	held := func() float64 { n, _, _ := c.PoolStats(); return float64(n) }
+	fromPool := func() float64 { _, n, _ := c.PoolStats(); return float64(n) }
+	onDemand := func() float64 { _, _, n := c.PoolStats(); return float64(n) }
+	handed := func(from string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_captchas_handed_out_total",
+			Help: "Captchas handed out, from the pool drawn ahead of need or drawn on demand.", ConstLabels: prometheus.Labels{"from": from}}, f)
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_captcha_pool", Help: "Captchas drawn ahead of need and not handed out yet."}, held),
+		handed("pool", fromPool), handed("demand", onDemand),
 	}
 }

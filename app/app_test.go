@@ -378,3 +378,26 @@ func TestCatalogComesFromMemory(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestCaptchasComeFromThePool: with the pool worker running, captchas are drawn before they are asked
+// for, handed out from the pool (as /metrics shows), and pass registration like any other.
+func TestCaptchasComeFromThePool(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"captcha_pool"}, tune: func(c *Config) { c.CaptchaPool = 20 }})
+	deadline := time.Now().Add(30 * time.Second)
+	for held, _, _ := s.Srv.Captchas.PoolStats(); held < 20; held, _, _ = s.Srv.Captchas.PoolStats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool holds %d captchas after 30 s, want 20", held)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b := newBrowser(t, s.URL)
+	b.register("pooled_one", "pooled password")
+	for range 5 {
+		b.captcha()
+	}
+	metrics := scrape(t, s.Srv)
+	if !strings.Contains(metrics, `seckill_captchas_handed_out_total{from="pool"} 6`) ||
+		!strings.Contains(metrics, `seckill_captchas_handed_out_total{from="demand"} 0`) {
+		t.Errorf("six captchas handed out, all from the pool; /metrics says:\n%s", grepLines(metrics, "seckill_captcha"))
+	}
+}

@@ -44,6 +44,7 @@ type Config struct {
 	PaySandbox      bool          // PAY_SANDBOX: mount the built-in payment sandbox and pay through it; on in demo mode, else off
 	PayNotifyURL    string        // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
 	MetricsListen   string        // METRICS_LISTEN: the operators' listener for /metrics (host:port), or off
+	CaptchaPool     int           // CAPTCHA_POOL: how many captchas each instance may keep drawn ahead of need (about 2.5 kB each)
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -144,6 +145,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		PayPollInterval: p.duration("PAY_POLL_INTERVAL", 2*time.Second),
 		ClaimIdle:       p.duration("ORDER_CLAIM_IDLE", 30*time.Second),
 		MetricsListen:   p.str("METRICS_LISTEN", "127.0.0.1:9090"),
+		CaptchaPool:     p.int("CAPTCHA_POOL", 10000, 0, 1_000_000),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {

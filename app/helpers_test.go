@@ -315,6 +315,7 @@ func testConfig() Config {
 		panic(err)
 	}
 	cfg.BcryptCost = 4
+	cfg.CaptchaPool = 0 // drawn on demand: the pool has tests of its own, and each server would fill one
 	cfg.SessionSecret = goodSecret
 	return cfg
 }

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mojocn/base64Captcha"
@@ -24,47 +26,145 @@ const TTL = 5 * time.Minute
 // Key is where the answer of captcha id is kept.
 func Key(id string) string { return "captcha:" + id }
 
-// Captchas draws captchas and checks answers.
+// Captchas draws captchas and checks answers. It keeps a pool of captchas drawn ahead of need (Fill), so
+// that the crowd at a sale's start is handed captchas at the cost of a channel read and one Redis write;
+// it draws on demand only when the pool is empty.
 type Captchas struct {
 	rdb    redis.UniversalClient
 	driver *base64Captcha.DriverDigit
 	gate   *gate.Gate // drawing is costly: a few at once, so a crowd cannot starve buying
 	wait   time.Duration
+
+	pool chan drawn    // drawn and not handed out: an answer is kept in Redis only once its captcha is handed out
+	kick chan struct{} // wakes the fillers after a hand-out
+	keep int           // the pool is refilled to at least this many
+
+	// Expected, when set, tells how many shoppers to expect soon (the sales about to start): the pool is
+	// filled to that many, within its size.
+	Expected func() int
+
+	fromPool, onDemand atomic.Int64
 }
 
-// New returns a captcha maker that draws in the turns of costly; a draw waits at most wait for a turn.
-func New(rdb redis.UniversalClient, costly *gate.Gate, wait time.Duration) *Captchas {
+type drawn struct{ image, answer string }
+
+// New returns a captcha maker that draws in the turns of costly; a draw on demand waits at most wait for
+// a turn. The pool holds at most size captchas (0: no pool), about 2.5 kB each.
+func New(rdb redis.UniversalClient, costly *gate.Gate, wait time.Duration, size int) *Captchas {
 	return &Captchas{
 		rdb:    rdb,
 		driver: base64Captcha.NewDriverDigit(80, 240, 5, 0.7, 80),
 		gate:   costly,
 		wait:   wait,
+		pool:   make(chan drawn, max(size, 0)),
+		kick:   make(chan struct{}, 1),
+		keep:   min(size, 200),
 	}
 }
 
-// Draw makes a captcha and keeps its answer. It answers the id and a data:image/png;base64 image.
+// Draw hands out a captcha, from the pool when it holds one, and keeps its answer. It answers the id and
+// a data:image/png;base64 image.
 func (c *Captchas) Draw(ctx context.Context) (id, image string, err error) {
-	var item base64Captcha.Item
-	var answer string
-	if gerr := c.gate.DoWithin(ctx, c.wait, func() {
-		var question string
-		_, question, answer = c.driver.GenerateIdQuestionAnswer()
-		item, err = c.driver.DrawCaptcha(question)
-	}); gerr != nil {
-		return "", "", gerr
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("draw captcha: %w", err)
+	var d drawn
+	select {
+	case d = <-c.pool:
+		c.fromPool.Add(1)
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	default:
+		if d, err = c.drawNow(ctx); err != nil {
+			return "", "", err
+		}
+		c.onDemand.Add(1)
 	}
 	raw := make([]byte, 16)
 	if _, err := rand.Read(raw); err != nil {
 		return "", "", err
 	}
 	id = hex.EncodeToString(raw)
-	if err := c.rdb.Set(ctx, Key(id), answer, TTL).Err(); err != nil {
+	if err := c.rdb.Set(ctx, Key(id), d.answer, TTL).Err(); err != nil {
 		return "", "", fmt.Errorf("keep captcha answer: %w", err)
 	}
-	return id, item.EncodeB64string(), nil
+	return id, d.image, nil
+}
+
+// drawNow draws a captcha in a turn of the gate, waiting at most c.wait for one.
+func (c *Captchas) drawNow(ctx context.Context) (drawn, error) {
+	var d drawn
+	var err error
+	if gerr := c.gate.DoWithin(ctx, c.wait, func() { d, err = c.draw() }); gerr != nil {
+		return drawn{}, gerr
+	}
+	return d, err
+}
+
+func (c *Captchas) draw() (drawn, error) {
+	_, question, answer := c.driver.GenerateIdQuestionAnswer()
+	item, err := c.driver.DrawCaptcha(question)
+	if err != nil {
+		return drawn{}, fmt.Errorf("draw captcha: %w", err)
+	}
+	return drawn{image: item.EncodeB64string(), answer: answer}, nil
+}
+
+// Fill keeps the pool filled until ctx ends: to Expected() captchas, at least a few hundred, at most its
+// size. It draws in turns of the gate, as many at once as the gate allows and waiting for free turns, so
+// it never takes more than the gate's share of the cores (draws on demand compete for the same turns).
+func (c *Captchas) Fill(ctx context.Context) error {
+	if cap(c.pool) == 0 {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	var wg sync.WaitGroup
+	for range c.gate.Turns() {
+		wg.Go(func() { c.fill(ctx) })
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (c *Captchas) fill(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		for target := c.target(); len(c.pool) < target; {
+			var d drawn
+			var err error
+			if c.gate.DoInLine(ctx, func() { d, err = c.draw() }) != nil {
+				return // ctx ended
+			}
+			if err != nil {
+				break // try again at the next tick
+			}
+			select {
+			case c.pool <- d:
+			default: // full: another filler got there first
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.kick:
+		case <-tick.C:
+		}
+	}
+}
+
+// target is how many captchas the pool should hold now.
+func (c *Captchas) target() int {
+	n := c.keep
+	if c.Expected != nil {
+		n = max(n, c.Expected())
+	}
+	return min(n, cap(c.pool))
+}
+
+// PoolStats tells how many captchas the pool holds, and how many were handed out from it and drawn on
+// demand since the start.
+func (c *Captchas) PoolStats() (held int, fromPool, onDemand int64) {
+	return len(c.pool), c.fromPool.Load(), c.onDemand.Load()
 }
 
 // Check uses up the captcha and reports whether answer was right. A captcha is checked once, right or

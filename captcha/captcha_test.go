@@ -3,6 +3,7 @@ package captcha
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 func TestCaptchaIsSingleUseRightOrWrong(t *testing.T) {
 	rdb := testenv.Redis(t)
-	c := New(rdb, gate.New(1, time.Second), time.Second)
+	c := New(rdb, gate.New(1, time.Second), time.Second, 0)
 	ctx := context.Background()
 
 	id, img, err := c.Draw(ctx)
@@ -52,7 +53,7 @@ func TestCaptchaIsSingleUseRightOrWrong(t *testing.T) {
 
 func TestDrawingIsBoundedUnderACrowd(t *testing.T) {
 	rdb := testenv.Redis(t)
-	c := New(rdb, gate.New(1, time.Nanosecond), time.Nanosecond)
+	c := New(rdb, gate.New(1, time.Nanosecond), time.Nanosecond, 0)
 	held, release, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() { // one draw in progress takes the only turn
 		c.gate.Do(context.Background(), func() { close(held); <-release })
@@ -72,13 +73,92 @@ func TestDrawingIsBoundedUnderACrowd(t *testing.T) {
 
 // BenchmarkDraw measures how many captchas one core draws per second (run with -cpu 1).
 func BenchmarkDraw(b *testing.B) {
-	c := New(nil, gate.New(1, time.Second), time.Second)
+	c := New(nil, gate.New(1, time.Second), time.Second, 0)
 	for b.Loop() {
-		_, q, _ := c.driver.GenerateIdQuestionAnswer()
-		item, err := c.driver.DrawCaptcha(q)
-		if err != nil {
+		if _, err := c.draw(); err != nil {
 			b.Fatal(err)
 		}
-		_ = item.EncodeB64string()
 	}
+}
+
+// TestPoolHandsOutCaptchasDrawnAhead: the pool fills in the background to what is expected, hands its
+// captchas out (each kept single use in Redis, as one drawn on demand), and fills again.
+func TestPoolHandsOutCaptchasDrawnAhead(t *testing.T) {
+	rdb := testenv.Redis(t)
+	c := New(rdb, gate.New(1, time.Second), time.Second, 300) // keeps at least 200
+	var expected atomic.Int64
+	expected.Store(250)
+	c.Expected = func() int { return int(expected.Load()) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Fill(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	waitHeld := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for held, _, _ := c.PoolStats(); held < want; held, _, _ = c.PoolStats() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the pool holds %d after 30 s, want %d", held, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitHeld(250)
+	time.Sleep(1100 * time.Millisecond) // a tick of the fillers: they stop at what is expected
+	if held, _, _ := c.PoolStats(); held != 250 {
+		t.Errorf("the pool holds %d, want the 250 expected", held)
+	}
+	ids := map[string]bool{}
+	images := map[string]bool{}
+	for range 40 {
+		id, img, err := c.Draw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[id], images[img] = true, true
+		answer, err := rdb.Get(ctx, Key(id)).Result()
+		if err != nil || len(answer) != 5 {
+			t.Fatalf("the answer of a pooled captcha is not kept: %q, %v", answer, err)
+		}
+		if ok, _ := c.Check(ctx, id, answer); !ok {
+			t.Fatal("the right answer to a pooled captcha was refused")
+		}
+		if ok, _ := c.Check(ctx, id, answer); ok {
+			t.Fatal("a pooled captcha passed twice")
+		}
+	}
+	if _, fromPool, onDemand := c.PoolStats(); fromPool < 30 || fromPool+onDemand != 40 {
+		t.Errorf("40 captchas handed out: %d from the pool and %d drawn on demand, want most from the pool", fromPool, onDemand)
+	}
+	if len(ids) != 40 || len(images) != 40 {
+		t.Errorf("40 captchas handed out with %d ids and %d images, want all different", len(ids), len(images))
+	}
+	// A sale about to start expects more: the pool grows to its size, no further.
+	expected.Store(1000)
+	waitHeld(300)
+}
+
+// BenchmarkDrawFromPool measures how fast captchas are handed out from a full pool (each one also kept
+// in Redis), by many requests at once.
+func BenchmarkDrawFromPool(b *testing.B) {
+	c := New(testenv.Redis(b), gate.New(1, time.Second), time.Second, b.N)
+	d, err := c.draw()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		c.pool <- d
+	}
+	b.SetParallelism(64)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := c.Draw(context.Background()); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "captchas/s")
 }

@@ -15,13 +15,29 @@ import (
 
 // Gate lets at most n callers work at once; the others wait up to a bound.
 type Gate struct {
-	sem  *semaphore.Weighted
-	wait time.Duration
+	sem   *semaphore.Weighted
+	turns int
+	wait  time.Duration
 }
 
 // New returns a gate for n callers at once (at least 1) that makes others wait at most wait.
 func New(n int, wait time.Duration) *Gate {
-	return &Gate{sem: semaphore.NewWeighted(int64(max(n, 1))), wait: wait}
+	n = max(n, 1)
+	return &Gate{sem: semaphore.NewWeighted(int64(n)), turns: n, wait: wait}
+}
+
+// Turns is how many callers may work at once.
+func (g *Gate) Turns() int { return g.turns }
+
+// DoInLine runs fn in a turn, waiting for one as long as ctx lasts: for background work that is in no
+// hurry (drawing captchas ahead of need), which then takes no more than the gate's share of the cores.
+func (g *Gate) DoInLine(ctx context.Context, fn func()) error {
+	if err := g.sem.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer g.sem.Release(1)
+	fn()
+	return nil
 }
 
 // Do runs fn in a turn. It answers errs.RateLimited when no turn came within the gate's wait, and ctx's
