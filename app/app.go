@@ -328,7 +328,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		orders:   &handlers.Orders{DB: d.DB},
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
-		admin:    &handlers.Admin{Catalog: shop, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
+		admin:    &handlers.Admin{Catalog: shop, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 	}
 	if cfg.PaySandbox {

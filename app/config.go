@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -45,6 +46,10 @@ type Config struct {
 	PayNotifyURL    string        // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
 	MetricsListen   string        // METRICS_LISTEN: the operators' listener for /metrics (host:port), or off
 	CaptchaPool     int           // CAPTCHA_POOL: how many captchas each instance may keep drawn ahead of need (about 2.5 kB each)
+	QueueOpens      time.Duration // QUEUE_OPENS: how long before its start a queue sale's waiting room opens
+	QueueOverbook   float64       // QUEUE_OVERBOOK: shoppers let in at a time, per unit of stock left
+	QueueRate       int           // QUEUE_RATE: the most shoppers let in per second per item
+	QueueTurn       time.Duration // QUEUE_TURN: how long a shopper let in has to buy
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -146,6 +151,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		ClaimIdle:       p.duration("ORDER_CLAIM_IDLE", 30*time.Second),
 		MetricsListen:   p.str("METRICS_LISTEN", "127.0.0.1:9090"),
 		CaptchaPool:     p.int("CAPTCHA_POOL", 10000, 0, 1_000_000),
+		QueueOpens:      p.duration("QUEUE_OPENS", 10*time.Minute),
+		QueueOverbook:   p.float("QUEUE_OVERBOOK", 1.5, 1, 100),
+		QueueRate:       p.int("QUEUE_RATE", 500, 1, 1_000_000),
+		QueueTurn:       p.duration("QUEUE_TURN", 30*time.Second),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
@@ -253,6 +262,19 @@ func (p *parser) int(name string, def, min, max int) int {
 		return def
 	}
 	return n
+}
+
+func (p *parser) float(name string, def, min, max float64) float64 {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < min || f > max {
+		p.fail(name, fmt.Sprintf("must be a number from %g to %g, got %q", min, max, v))
+		return def
+	}
+	return f
 }
 
 func (p *parser) duration(name string, def time.Duration) time.Duration {

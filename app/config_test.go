@@ -20,7 +20,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	if !cfg.Demo {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
-	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
+	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: 30 * time.Second, BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 1 << 20, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, Demo: true}
 	if cfg != want {
@@ -177,6 +177,10 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"port out of range", map[string]string{"PORT": "70000"}, "PORT"},
 		{"bcrypt cost too low", map[string]string{"BCRYPT_COST": "3"}, "BCRYPT_COST"},
 		{"bcrypt cost too high", map[string]string{"BCRYPT_COST": "32"}, "BCRYPT_COST"},
+		{"overbook below one", map[string]string{"QUEUE_OVERBOOK": "0.5"}, "QUEUE_OVERBOOK"},
+		{"overbook not a number", map[string]string{"QUEUE_OVERBOOK": "NaN"}, "QUEUE_OVERBOOK"},
+		{"no queue rate", map[string]string{"QUEUE_RATE": "0"}, "QUEUE_RATE"},
+		{"captcha pool too big", map[string]string{"CAPTCHA_POOL": "2000000"}, "CAPTCHA_POOL"},
 		{"pay timeout not a duration", map[string]string{"PAY_TIMEOUT": "15"}, "PAY_TIMEOUT"},
 		{"pay timeout too short", map[string]string{"PAY_TIMEOUT": "10s"}, "PAY_TIMEOUT"},
 		{"negative preheat window", map[string]string{"PREHEAT_WINDOW": "-5m"}, "PREHEAT_WINDOW"},

@@ -35,6 +35,9 @@ const (
 	Ended         = "ended"
 	SoldOut       = "sold_out"
 	AlreadyBought = "already_bought"
+	Queue         = "queue"          // the item sells through its waiting room: join the line
+	FirstCome     = "first_come"     // the item sells first come, first served: it has no waiting room
+	QueueNotOpen  = "queue_not_open" // the waiting room opens later
 
 	// The merchant console.
 	ActivityState = "activity_state"

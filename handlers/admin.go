@@ -19,6 +19,7 @@ type Admin struct {
 	Books         stock.Books // the sales as the database has them, to load an approved one at once
 	Stats         *Stats
 	PreheatWindow time.Duration
+	QueueOpens    time.Duration // how long before its start a queue sale's waiting room opens
 	Now           func() time.Time
 }
 
@@ -79,7 +80,7 @@ func (h *Admin) review(c *fiber.Ctx, approve bool, reason string) error {
 		return err
 	}
 	now := h.Now()
-	a, err := models.Review(c.UserContext(), h.DB, who, id, approve, reason, now)
+	a, err := models.Review(c.UserContext(), h.DB, who, id, approve, reason, h.QueueOpens, now)
 	if err != nil {
 		return err
 	}

@@ -26,31 +26,35 @@ type Catalog struct {
 
 // ActivityJSON is the contract's `activity`.
 type ActivityJSON struct {
-	ID          int64      `json:"id"`
-	Name        string     `json:"name"`
-	Description string     `json:"description"`
-	StartsAt    time.Time  `json:"starts_at"`
-	EndsAt      time.Time  `json:"ends_at"`
-	State       string     `json:"state"`
-	Items       []ItemJSON `json:"items"`
+	ID           int64      `json:"id"`
+	Name         string     `json:"name"`
+	Description  string     `json:"description"`
+	StartsAt     time.Time  `json:"starts_at"`
+	EndsAt       time.Time  `json:"ends_at"`
+	State        string     `json:"state"`
+	SaleMode     string     `json:"sale_mode"`
+	QueueOpensAt *time.Time `json:"queue_opens_at"` // a queue sale's, from its approval; null otherwise
+	Items        []ItemJSON `json:"items"`
 }
 
 // ItemJSON is the contract's `item`.
 type ItemJSON struct {
-	ID                 int64     `json:"id"`
-	ActivityID         int64     `json:"activity_id"`
-	Name               string    `json:"name"`
-	Title              string    `json:"title"`
-	Description        string    `json:"description"`
-	ImageURL           string    `json:"image_url"`
-	OriginalPriceCents int64     `json:"original_price_cents"`
-	SeckillPriceCents  int64     `json:"seckill_price_cents"`
-	StockTotal         int64     `json:"stock_total"`
-	StockLeft          int64     `json:"stock_left"`
-	StockShards        int       `json:"stock_shards"`
-	StartsAt           time.Time `json:"starts_at"`
-	EndsAt             time.Time `json:"ends_at"`
-	ServerTime         time.Time `json:"server_time"`
+	ID                 int64      `json:"id"`
+	ActivityID         int64      `json:"activity_id"`
+	Name               string     `json:"name"`
+	Title              string     `json:"title"`
+	Description        string     `json:"description"`
+	ImageURL           string     `json:"image_url"`
+	OriginalPriceCents int64      `json:"original_price_cents"`
+	SeckillPriceCents  int64      `json:"seckill_price_cents"`
+	StockTotal         int64      `json:"stock_total"`
+	StockLeft          int64      `json:"stock_left"`
+	StockShards        int        `json:"stock_shards"`
+	StartsAt           time.Time  `json:"starts_at"`
+	EndsAt             time.Time  `json:"ends_at"`
+	SaleMode           string     `json:"sale_mode"`
+	QueueOpensAt       *time.Time `json:"queue_opens_at"`
+	ServerTime         time.Time  `json:"server_time"`
 }
 
 // StockLeft is an item's stock left: Redis's count (at most a second old) while its sale is loaded, else
@@ -79,7 +83,8 @@ func LeftOf(ctx context.Context, cache *stock.LeftCache, acts []models.Activity)
 func activityJSON(a *models.Activity, left map[int64]int64, now time.Time) ActivityJSON {
 	out := ActivityJSON{
 		ID: a.ID, Name: a.Name, Description: a.Description, State: a.State,
-		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), Items: make([]ItemJSON, 0, len(a.Items)),
+		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), SaleMode: saleMode(a), QueueOpensAt: utc(a.QueueOpensAt),
+		Items: make([]ItemJSON, 0, len(a.Items)),
 	}
 	for i := range a.Items {
 		out.Items = append(out.Items, itemJSON(&a.Items[i], a, left[a.Items[i].ID], now))
@@ -92,8 +97,25 @@ func itemJSON(it *models.Item, a *models.Activity, left int64, now time.Time) It
 		ID: it.ID, ActivityID: it.ActivityID, Name: it.Name, Title: it.Title, Description: it.Description,
 		ImageURL: it.ImageURL, OriginalPriceCents: it.OriginalPriceCents, SeckillPriceCents: it.SeckillPriceCents,
 		StockTotal: it.StockTotal, StockLeft: left, StockShards: max(it.StockShards, 1),
-		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), ServerTime: now.UTC(),
+		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), SaleMode: saleMode(a), QueueOpensAt: utc(a.QueueOpensAt),
+		ServerTime: now.UTC(),
 	}
+}
+
+// saleMode is the activity's mode; a row from before the waiting room is first come.
+func saleMode(a *models.Activity) string {
+	if a.SaleMode == models.SaleQueue {
+		return models.SaleQueue
+	}
+	return models.SaleFirstCome
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // Activities answers the approved activities that have not ended, soonest first.

@@ -119,6 +119,7 @@ type ActivityInput struct {
 	Description string    `json:"description"`
 	StartsAt    time.Time `json:"starts_at"`
 	EndsAt      time.Time `json:"ends_at"`
+	SaleMode    string    `json:"sale_mode"` // first_come when left out, so that clients written before the waiting room keep their meaning
 }
 
 // badText reports whether s cannot be stored and shown as text: not UTF-8, or holding control characters
@@ -173,7 +174,7 @@ func ActivityByID(ctx context.Context, db *gorm.DB, id int64) (*Activity, error)
 // CreateActivity makes a draft activity for a merchant.
 func CreateActivity(ctx context.Context, db *gorm.DB, who Actor, in ActivityInput, now time.Time) (*Activity, error) {
 	a := Activity{MerchantID: who.ID, Name: in.Name, Description: in.Description, StartsAt: in.StartsAt.UTC(), EndsAt: in.EndsAt.UTC(),
-		State: ActivityDraft, CreatedAt: now, UpdatedAt: now, Items: []Item{}}
+		SaleMode: in.SaleMode, State: ActivityDraft, CreatedAt: now, UpdatedAt: now, Items: []Item{}}
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Omit("Items").Create(&a).Error; err != nil {
 			return err
@@ -190,9 +191,10 @@ func CreateActivity(ctx context.Context, db *gorm.DB, who Actor, in ActivityInpu
 func UpdateActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, in ActivityInput, now time.Time) (*Activity, error) {
 	return changeActivity(ctx, db, who, who.ID, id, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
 		before := auditOf(a)
-		a.Name, a.Description, a.StartsAt, a.EndsAt, a.UpdatedAt = in.Name, in.Description, in.StartsAt.UTC(), in.EndsAt.UTC(), now
+		a.Name, a.Description, a.StartsAt, a.EndsAt, a.SaleMode, a.UpdatedAt = in.Name, in.Description, in.StartsAt.UTC(), in.EndsAt.UTC(), in.SaleMode, now
 		err := tx.Model(&Activity{}).Where("id = ?", a.ID).
-			Updates(map[string]any{"name": a.Name, "description": a.Description, "starts_at": a.StartsAt, "ends_at": a.EndsAt, "updated_at": now}).Error
+			Updates(map[string]any{"name": a.Name, "description": a.Description, "starts_at": a.StartsAt, "ends_at": a.EndsAt,
+				"sale_mode": a.SaleMode, "updated_at": now}).Error
 		return before, auditOf(a), err
 	})
 }
@@ -212,7 +214,12 @@ func ActivitiesToPreheat(ctx context.Context, db *gorm.DB, now, horizon time.Tim
 // Validate checks the input against the contract's rules at now.
 func (in *ActivityInput) Validate(now time.Time) error {
 	in.Name, in.Description = strings.TrimSpace(in.Name), strings.TrimSpace(in.Description)
+	if in.SaleMode == "" {
+		in.SaleMode = SaleFirstCome
+	}
 	switch {
+	case in.SaleMode != SaleFirstCome && in.SaleMode != SaleQueue:
+		return errs.Invalid("sale_mode", "must be queue or first_come")
 	case in.Name == "":
 		return errs.Invalid("name", "must not be empty")
 	case len(in.Name) > 200:

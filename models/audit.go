@@ -57,12 +57,13 @@ type activityAudit struct {
 	Description string    `json:"description"`
 	StartsAt    time.Time `json:"starts_at"`
 	EndsAt      time.Time `json:"ends_at"`
+	SaleMode    string    `json:"sale_mode"`
 	State       string    `json:"state"`
 	Reason      string    `json:"reason,omitempty"`
 }
 
 func auditOf(a *Activity) activityAudit {
-	return activityAudit{a.Name, a.Description, a.StartsAt.UTC(), a.EndsAt.UTC(), a.State, a.ReviewReason}
+	return activityAudit{a.Name, a.Description, a.StartsAt.UTC(), a.EndsAt.UTC(), a.SaleMode, a.State, a.ReviewReason}
 }
 
 type itemAudit struct {

@@ -30,6 +30,13 @@ const (
 	ActivityRejected      = "rejected"
 )
 
+// How an activity sells: to whoever buys first after the start, or through a waiting room whose line is
+// drawn at the start.
+const (
+	SaleFirstCome = "first_come"
+	SaleQueue     = "queue"
+)
+
 // Order states.
 const (
 	OrderPendingPayment = "pending_payment"
@@ -65,13 +72,15 @@ type User struct {
 
 // Activity is a flash sale a merchant runs: a window of time and the items on sale in it.
 type Activity struct {
-	ID           int64     `gorm:"primaryKey"`
-	MerchantID   int64     `gorm:"not null;index"`
-	Name         string    `gorm:"size:200;not null"`
-	Description  string    `gorm:"type:text;not null;default:''"`
-	StartsAt     time.Time `gorm:"not null;index"`
-	EndsAt       time.Time `gorm:"not null;index"`
-	State        string    `gorm:"size:20;not null;index;default:draft"`
+	ID           int64      `gorm:"primaryKey"`
+	MerchantID   int64      `gorm:"not null;index"`
+	Name         string     `gorm:"size:200;not null"`
+	Description  string     `gorm:"type:text;not null;default:''"`
+	StartsAt     time.Time  `gorm:"not null;index"`
+	EndsAt       time.Time  `gorm:"not null;index"`
+	State        string     `gorm:"size:20;not null;index;default:draft"`
+	SaleMode     string     `gorm:"size:16;not null;default:first_come"` // SaleFirstCome or SaleQueue, fixed once approved
+	QueueOpensAt *time.Time // when the waiting room of a queue sale opens: set at approval, never before it
 	ReviewerID   *int64
 	ReviewReason string `gorm:"type:text;not null;default:''"`
 	ReviewedAt   *time.Time

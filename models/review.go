@@ -104,7 +104,9 @@ func SubmitActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, now t
 }
 
 // Review approves or rejects (with a reason) an activity pending review.
-func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool, reason string, now time.Time) (*Activity, error) {
+//
+// A queue sale's waiting room opens queueOpens before its start, and never before its approval.
+func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool, reason string, queueOpens time.Duration, now time.Time) (*Activity, error) {
 	action := ActReject
 	if approve {
 		action = ActApprove
@@ -121,8 +123,16 @@ func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool,
 	return changeActivity(ctx, db, who, 0, id, action, now, func(tx *gorm.DB, a *Activity, next string) (any, any, error) {
 		before := auditOf(a)
 		a.State, a.ReviewerID, a.ReviewReason, a.ReviewedAt, a.UpdatedAt = next, &who.ID, reason, &now, now
-		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(map[string]any{
-			"state": next, "reviewer_id": who.ID, "review_reason": reason, "reviewed_at": now, "updated_at": now}).Error
+		change := map[string]any{"state": next, "reviewer_id": who.ID, "review_reason": reason, "reviewed_at": now, "updated_at": now}
+		if next == ActivityApproved && a.SaleMode == SaleQueue {
+			opens := a.StartsAt.Add(-queueOpens)
+			if opens.Before(now) {
+				opens = now
+			}
+			a.QueueOpensAt = &opens
+			change["queue_opens_at"] = opens
+		}
+		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(change).Error
 		return before, auditOf(a), err
 	})
 }
