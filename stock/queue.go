@@ -1,0 +1,497 @@
+package stock
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The waiting room of a queue sale lives beside the item's first stock shard, under its hash tag, so
+// that every step of it is one script on one slot (and runs unchanged on a Redis Cluster):
+//
+//   - the room hash: the seed and its SHA-256, the window, the state (open → drawing → drawn), how many
+//     entered the draw, the last place given (tail), the last place let in (cursor), the counts;
+//   - who joined before the start (tickets) and after it (late), each user's place and the line by place;
+//   - the turns of those let in (their purchase paths), those in flight, and who bought or missed.
+//
+// Before the start shoppers join with a ticket. From the start the draw is closed, the entrants are
+// placed in the order of SHA-256(seed ‖ ticket), and later joiners go behind them in order of arrival.
+// The line is let in from the front (Admit); a shopper let in buys with the path of their turn.
+
+// roomKeys are the keys of an item's waiting room.
+type roomKeys struct {
+	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, DrawLock string
+}
+
+func roomKeysOf(itemID int64) roomKeys {
+	p := ShardKeys(itemID, 0).item + "q:"
+	return roomKeys{Room: p + "room", Tickets: p + "tickets", Late: p + "late", Places: p + "places", Line: p + "line",
+		Done: p + "done", Turns: p + "turns", InFlight: p + "inflight", Pending: p + "pending", DrawLock: p + "drawlock"}
+}
+
+var (
+	//go:embed room.lua
+	roomLua string
+	//go:embed queue.lua
+	queueLua string
+	//go:embed draw.lua
+	drawLua string
+	//go:embed admit.lua
+	admitLua string
+
+	roomScript  = redis.NewScript(roomLua)
+	queueScript = redis.NewScript(queueLua)
+	drawScript  = redis.NewScript(drawLua)
+	admitScript = redis.NewScript(admitLua)
+)
+
+// Window is when a queue sale's room opens, and when its sale starts and ends.
+type Window struct {
+	Opens, Starts, Ends time.Time
+}
+
+// roomKeep is how long after its sale ends a waiting room is kept (for the draw's record).
+const roomKeep = 7 * 24 * time.Hour
+
+// Room states.
+const (
+	RoomOpen    = "open"    // shoppers join the draw
+	RoomDrawing = "drawing" // the draw is closed; its places are being written
+	RoomDrawn   = "drawn"   // the line moves
+)
+
+// Room is a waiting room's shared state.
+type Room struct {
+	State              string
+	Seed               string // empty until the draw is written
+	SeedHash           string
+	Opens, Starts, End time.Time
+	DrawnAt            time.Time
+	Entrants           int64 // in the draw (before the draw is closed: joined so far)
+	Tail               int64 // the last place given
+	Cursor             int64 // the last place let in
+	LetIn, Bought      int64
+	Missed             int64
+}
+
+// OpenRoom opens the item's waiting room with a fresh seed, unless it is open already.
+func (l *Ledger) OpenRoom(ctx context.Context, itemID int64, w Window) error {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	seed := hex.EncodeToString(raw)
+	k := roomKeysOf(itemID)
+	err := roomScript.Run(ctx, l.rdb, []string{k.Room}, seed, SeedHash(seed), w.Opens.UnixMilli(), w.Starts.UnixMilli(),
+		w.Ends.UnixMilli(), w.Ends.Add(roomKeep).UnixMilli()).Err()
+	if err != nil {
+		return fmt.Errorf("open the waiting room of item %d: %w", itemID, err)
+	}
+	return nil
+}
+
+// SeedHash is the published hash of a draw's seed: the hex SHA-256 of the seed as text.
+func SeedHash(seed string) string {
+	h := sha256.Sum256([]byte(seed))
+	return hex.EncodeToString(h[:])
+}
+
+// DrawKey is what orders a ticket in the draw: the hex SHA-256 of the seed followed by the ticket, as
+// text. The drawn order is the tickets sorted by it.
+func DrawKey(seed, ticket string) string {
+	h := sha256.Sum256([]byte(seed + ticket))
+	return hex.EncodeToString(h[:])
+}
+
+// Joined is what joining answers: the shopper's ticket, and their place once they have one.
+type Joined struct {
+	Ticket string
+	Place  int64 // 0 until the draw places them
+}
+
+// Join puts a shopper in the item's waiting room (opening it first if it is not open in Redis), or
+// answers the place they have: joining twice keeps the first place, and a shopper whose turn was missed
+// goes to the back of the line.
+func (l *Ledger) Join(ctx context.Context, itemID, userID int64, w Window) (Joined, error) {
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return Joined{}, err
+	}
+	k := roomKeysOf(itemID)
+	buyers, check := k.Room, "0"
+	if HomeShard(userID, n) == 0 { // the user's buyers set shares the room's slot: the script checks it
+		buyers, check = ShardKeys(itemID, 0).Buyers, "1"
+	} else if bought, err := l.rdb.SIsMember(ctx, ShardKeys(itemID, HomeShard(userID, n)).Buyers, userID).Result(); err != nil {
+		return Joined{}, fmt.Errorf("join: %w", err)
+	} else if bought {
+		return Joined{}, ErrAlreadyBought
+	}
+	ticket := make([]byte, 16)
+	if _, err := rand.Read(ticket); err != nil {
+		return Joined{}, err
+	}
+	keys := []string{k.Room, k.Tickets, k.Late, k.Places, k.Line, k.Done, k.Turns, buyers}
+	args := []any{userID, hex.EncodeToString(ticket), l.now().UnixMilli(), check, w.Ends.Add(roomKeep).UnixMilli()}
+	for try := 0; ; try++ {
+		res, err := queueScript.Run(ctx, l.rdb, keys, args...).StringSlice()
+		if err != nil {
+			return Joined{}, fmt.Errorf("join: %w", err)
+		}
+		switch {
+		case res[0] == "no_room" && try == 0:
+			if err := l.OpenRoom(ctx, itemID, w); err != nil {
+				return Joined{}, err
+			}
+			continue
+		case res[0] == "already_bought":
+			return Joined{}, ErrAlreadyBought
+		case res[0] != "joined" || len(res) < 3:
+			return Joined{}, fmt.Errorf("join: unexpected answer %q", res)
+		}
+		place, _ := strconv.ParseInt(res[2], 10, 64)
+		return Joined{Ticket: res[1], Place: place}, nil
+	}
+}
+
+// Place is a shopper's standing in a waiting room.
+type Place struct {
+	Ticket   string
+	Place    int64     // 0: not placed yet (or not in line)
+	Path     string    // the purchase path of their turn, once let in
+	TurnEnds time.Time // when that turn ends
+	Done     string    // "bought" or "missed" once their turn is over
+	Bought   bool      // the user holds a unit of the item (known when their buyers set shares the room's slot)
+}
+
+// In reports whether the shopper joined the room.
+func (p Place) In() bool { return p.Ticket != "" }
+
+// PlaceOf reads the room and the shopper's place in it, in one round trip.
+func (l *Ledger) PlaceOf(ctx context.Context, itemID, userID int64) (Room, Place, error) {
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return Room{}, Place{}, err
+	}
+	k := roomKeysOf(itemID)
+	uid := strconv.FormatInt(userID, 10)
+	var room *redis.SliceCmd
+	var ticket, late, place, turn, done *redis.StringCmd
+	var bought *redis.BoolCmd
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		room = roomFields(ctx, p, k)
+		ticket, late, place = p.HGet(ctx, k.Tickets, uid), p.HGet(ctx, k.Late, uid), p.HGet(ctx, k.Places, uid)
+		turn, done = p.HGet(ctx, k.Turns, uid), p.HGet(ctx, k.Done, uid)
+		if HomeShard(userID, n) == 0 {
+			bought = p.SIsMember(ctx, ShardKeys(itemID, 0).Buyers, uid)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Room{}, Place{}, fmt.Errorf("place in the waiting room: %w", err)
+	}
+	r := parseRoom(room.Val())
+	pl := Place{Ticket: ticket.Val(), Done: done.Val()}
+	if pl.Ticket == "" {
+		pl.Ticket = late.Val()
+	}
+	pl.Place, _ = strconv.ParseInt(place.Val(), 10, 64)
+	if path, ends, ok := strings.Cut(turn.Val(), ":"); ok {
+		ms, _ := strconv.ParseInt(ends, 10, 64)
+		pl.Path, pl.TurnEnds = path, time.UnixMilli(ms)
+	}
+	pl.Bought = bought != nil && bought.Val()
+	return r, pl, nil
+}
+
+var roomFieldNames = []string{"state", "seed", "seed_hash", "opens", "starts", "ends", "drawn_at", "entrants", "tail",
+	"cursor", "let_in", "bought", "missed"}
+
+func roomFields(ctx context.Context, p redis.Pipeliner, k roomKeys) *redis.SliceCmd {
+	return p.HMGet(ctx, k.Room, roomFieldNames...)
+}
+
+func parseRoom(v []any) Room {
+	str := func(i int) string {
+		if i < len(v) {
+			s, _ := v[i].(string)
+			return s
+		}
+		return ""
+	}
+	num := func(i int) int64 { n, _ := strconv.ParseInt(str(i), 10, 64); return n }
+	ms := func(i int) time.Time {
+		if str(i) == "" {
+			return time.Time{}
+		}
+		return time.UnixMilli(num(i)).UTC()
+	}
+	r := Room{State: str(0), SeedHash: str(2), Opens: ms(3), Starts: ms(4), End: ms(5), DrawnAt: ms(6),
+		Entrants: num(7), Tail: num(8), Cursor: num(9), LetIn: num(10), Bought: num(11), Missed: num(12)}
+	if r.State == RoomDrawn {
+		r.Seed = str(1) // the seed is shown once the draw is written, not before
+	}
+	return r
+}
+
+// RoomOf reads a waiting room (State "" when it is not open in Redis). Before the draw is closed,
+// Entrants counts who joined so far.
+func (l *Ledger) RoomOf(ctx context.Context, itemID int64) (Room, error) {
+	k := roomKeysOf(itemID)
+	var fields *redis.SliceCmd
+	var joined *redis.IntCmd
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fields = roomFields(ctx, p, k)
+		joined = p.HLen(ctx, k.Tickets)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Room{}, fmt.Errorf("waiting room of item %d: %w", itemID, err)
+	}
+	r := parseRoom(fields.Val())
+	if r.State == RoomOpen {
+		r.Entrants = joined.Val()
+	}
+	return r, nil
+}
+
+// drawChunk is how many places one pipeline writes.
+const drawChunk = 1000
+
+// Draw closes the draw once the sale has started, places its entrants in the drawn order and lets the
+// line move. Any instance may run it, at any time, as often as it likes: one draws at a time (a lock),
+// places are written only where none is (so a slow or repeated draw never moves anyone), and the same
+// seed and tickets always give the same order. It reports whether the room is drawn.
+func (l *Ledger) Draw(ctx context.Context, itemID int64) (bool, error) {
+	k := roomKeysOf(itemID)
+	now := l.now().UnixMilli()
+	res, err := drawScript.Run(ctx, l.rdb, []string{k.Room, k.Tickets}, "close", now).StringSlice()
+	if err != nil {
+		return false, fmt.Errorf("close the draw of item %d: %w", itemID, err)
+	}
+	switch res[0] {
+	case RoomDrawn:
+		return true, nil
+	case RoomDrawing:
+	default:
+		return false, nil
+	}
+	got, err := l.rdb.SetNX(ctx, k.DrawLock, now, time.Minute).Result()
+	if err != nil || !got {
+		return false, err
+	}
+	defer l.rdb.Del(context.WithoutCancel(ctx), k.DrawLock)
+	order, err := l.drawnOrder(ctx, itemID)
+	if err != nil {
+		return false, err
+	}
+	for i := 0; i < len(order); i += drawChunk {
+		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for j := i; j < min(i+drawChunk, len(order)); j++ {
+				place := int64(j + 1)
+				p.HSetNX(ctx, k.Places, order[j].user, place)
+				p.ZAddNX(ctx, k.Line, redis.Z{Score: float64(place), Member: order[j].user})
+			}
+			return nil
+		})
+		if err != nil {
+			return false, fmt.Errorf("write the draw of item %d: %w", itemID, err)
+		}
+	}
+	res, err = drawScript.Run(ctx, l.rdb, []string{k.Room, k.Tickets}, "done", l.now().UnixMilli()).StringSlice()
+	if err != nil {
+		return false, fmt.Errorf("finish the draw of item %d: %w", itemID, err)
+	}
+	return res[0] == RoomDrawn, nil
+}
+
+type drawEntry struct{ user, ticket, key string }
+
+// drawnOrder reads the draw's entrants and sorts them by their draw keys.
+func (l *Ledger) drawnOrder(ctx context.Context, itemID int64) ([]drawEntry, error) {
+	k := roomKeysOf(itemID)
+	seed, err := l.rdb.HGet(ctx, k.Room, "seed").Result()
+	if err != nil {
+		return nil, fmt.Errorf("the seed of item %d: %w", itemID, err)
+	}
+	tickets, err := l.rdb.HGetAll(ctx, k.Tickets).Result()
+	if err != nil {
+		return nil, fmt.Errorf("the tickets of item %d: %w", itemID, err)
+	}
+	order := make([]drawEntry, 0, len(tickets))
+	for u, t := range tickets {
+		order = append(order, drawEntry{user: u, ticket: t, key: DrawKey(seed, t)})
+	}
+	slices.SortFunc(order, func(a, b drawEntry) int { return strings.Compare(a.key+a.ticket, b.key+b.ticket) })
+	return order, nil
+}
+
+// DrawnTickets lists the draw's tickets in drawn order, once the draw is written (nil before).
+func (l *Ledger) DrawnTickets(ctx context.Context, itemID int64) ([]string, error) {
+	r, err := l.RoomOf(ctx, itemID)
+	if err != nil || r.State != RoomDrawn {
+		return nil, err
+	}
+	order, err := l.drawnOrder(ctx, itemID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(order))
+	for i, e := range order {
+		out[i] = e.ticket
+	}
+	return out, nil
+}
+
+// Admission is how the line is let in.
+type Admission struct {
+	Overbook float64       // let in at a time, per unit of stock left
+	Rate     int           // let in per second, at most
+	Turn     time.Duration // how long a turn lasts
+}
+
+// admitBatch bounds the shoppers one step lets in.
+const admitBatch = 500
+
+// Admit moves the item's line one step: turns whose shoppers bought or whose time is up are settled,
+// and the next in line are let in, each with a purchase path of their own in their home shard. Any
+// instance may run it at any time: the step itself is one script, and paths not yet written (the
+// instance died between the two) are written by the next step. It answers how many were let in.
+func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, error) {
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return 0, err
+	}
+	k := roomKeysOf(itemID)
+	var inflight, pending *redis.StringSliceCmd
+	var state *redis.StringCmd
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		state = p.HGet(ctx, k.Room, "state")
+		inflight = p.ZRange(ctx, k.InFlight, 0, -1)
+		pending = p.SMembers(ctx, k.Pending)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("admit to item %d: %w", itemID, err)
+	}
+	if state.Val() != RoomDrawn {
+		return 0, nil
+	}
+	if err := l.writePaths(ctx, itemID, n, pending.Val()); err != nil {
+		return 0, err
+	}
+	bought, err := l.whoBought(ctx, itemID, n, inflight.Val())
+	if err != nil {
+		return 0, err
+	}
+	left, _, err := l.Left(ctx, itemID)
+	if err != nil {
+		return 0, err
+	}
+	args := []any{l.now().UnixMilli(), max(left, 0), a.Overbook, a.Rate, a.Turn.Milliseconds(), len(bought)}
+	for _, u := range bought {
+		args = append(args, u)
+	}
+	for range min(admitBatch, a.Rate) {
+		tok := make([]byte, 16)
+		if _, err := rand.Read(tok); err != nil {
+			return 0, err
+		}
+		args = append(args, hex.EncodeToString(tok))
+	}
+	res, err := admitScript.Run(ctx, l.rdb, []string{k.Room, k.Line, k.Turns, k.InFlight, k.Done, k.Pending}, args...).StringSlice()
+	if err != nil {
+		return 0, fmt.Errorf("admit to item %d: %w", itemID, err)
+	}
+	let := make([]string, 0, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
+		let = append(let, res[i])
+	}
+	if err := l.writePaths(ctx, itemID, n, let); err != nil {
+		return 0, err
+	}
+	return len(let), nil
+}
+
+// writePaths writes the purchase paths of the users' turns into their home shards, where the buy
+// checks them, and then forgets that they were pending.
+func (l *Ledger) writePaths(ctx context.Context, itemID int64, n int, users []string) error {
+	if len(users) == 0 {
+		return nil
+	}
+	k := roomKeysOf(itemID)
+	turns, err := l.rdb.HMGet(ctx, k.Turns, users...).Result()
+	if err != nil {
+		return fmt.Errorf("turns of item %d: %w", itemID, err)
+	}
+	now := l.now()
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, u := range users {
+			t, _ := turns[i].(string)
+			_, ends, ok := strings.Cut(t, ":")
+			id, perr := strconv.ParseInt(u, 10, 64)
+			if !ok || perr != nil {
+				continue
+			}
+			ms, _ := strconv.ParseInt(ends, 10, 64)
+			ttl := time.UnixMilli(ms).Sub(now) + time.Minute
+			if ttl <= time.Minute {
+				continue // the turn is over: no path to write
+			}
+			p.Set(ctx, ShardKeys(itemID, HomeShard(id, n)).Path(id), t, ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("paths of item %d: %w", itemID, err)
+	}
+	members := make([]any, len(users))
+	for i, u := range users {
+		members[i] = u
+	}
+	return l.rdb.SRem(ctx, k.Pending, members...).Err()
+}
+
+// whoBought answers which of the users hold a unit of the item.
+func (l *Ledger) whoBought(ctx context.Context, itemID int64, n int, users []string) ([]string, error) {
+	if len(users) == 0 {
+		return nil, nil
+	}
+	byShard := map[int][]any{}
+	for _, u := range users {
+		id, err := strconv.ParseInt(u, 10, 64)
+		if err != nil {
+			continue
+		}
+		h := HomeShard(id, n)
+		byShard[h] = append(byShard[h], u)
+	}
+	cmds := map[int]*redis.BoolSliceCmd{}
+	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for h, us := range byShard {
+			cmds[h] = p.SMIsMember(ctx, ShardKeys(itemID, h).Buyers, us...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("buyers of item %d: %w", itemID, err)
+	}
+	var out []string
+	for h, us := range byShard {
+		for i, in := range cmds[h].Val() {
+			if in {
+				out = append(out, us[i].(string))
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,308 @@
+package stock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/errs"
+	"seckill/internal/testenv"
+	"seckill/jobs"
+	"seckill/stock"
+)
+
+// roomRig is a queue sale of one item that starts a minute from the rig's clock, preheated, with users.
+type roomRig struct {
+	*shardRig
+	window stock.Window
+	users  []int64
+}
+
+func newRoomRig(t *testing.T, stockTotal int64, shards, users int) *roomRig {
+	t.Helper()
+	now := time.Now()
+	r := &roomRig{shardRig: &shardRig{db: testenv.Postgres(t), rdb: testenv.Redis(t), clock: &clock{t: now}}}
+	r.ledger = stock.NewLedger(r.rdb, r.clock.now)
+	_, r.item = testenv.Sale(t, r.db, stockTotal, now.Add(time.Minute), now.Add(time.Hour))
+	if err := r.db.Model(&r.item).Update("stock_shards", shards).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ledger.Preheat(context.Background(), jobs.Books{DB: r.db}, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	r.window = stock.Window{Opens: now.Add(-time.Minute), Starts: now.Add(time.Minute), Ends: now.Add(time.Hour)}
+	for i := range users {
+		r.users = append(r.users, int64(1000+i))
+	}
+	return r
+}
+
+func (r *roomRig) join(t *testing.T, user int64) stock.Joined {
+	t.Helper()
+	j, err := r.ledger.Join(context.Background(), r.item.ID, user, r.window)
+	if err != nil {
+		t.Fatalf("user %d joins: %v", user, err)
+	}
+	return j
+}
+
+func (r *roomRig) place(t *testing.T, user int64) (stock.Room, stock.Place) {
+	t.Helper()
+	room, p, err := r.ledger.PlaceOf(context.Background(), r.item.ID, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return room, p
+}
+
+func (r *roomRig) admit(t *testing.T, a stock.Admission) int {
+	t.Helper()
+	n, err := r.ledger.Admit(context.Background(), r.item.ID, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The draw: everyone who joined before the start is placed in the order of SHA-256(seed ‖ ticket), which
+// anyone can check from the published record; joining twice keeps the first place; who joins after the
+// start goes behind, in order of arrival.
+func TestDrawPlacesEntrantsInTheRulesOrder(t *testing.T) {
+	r := newRoomRig(t, 10, 1, 60)
+	ctx := context.Background()
+	tickets := map[int64]string{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, u := range r.users[:50] { // fifty join at once, some twice
+		wg.Go(func() {
+			j, err := r.ledger.Join(ctx, r.item.ID, u, r.window)
+			again, err2 := r.ledger.Join(ctx, r.item.ID, u, r.window)
+			if err != nil || err2 != nil || j.Place != 0 || again.Ticket != j.Ticket {
+				t.Errorf("user %d joins twice before the start: %+v %v, then %+v %v", u, j, err, again, err2)
+			}
+			mu.Lock()
+			tickets[u] = j.Ticket
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	room, err := r.ledger.RoomOf(ctx, r.item.ID)
+	if err != nil || room.State != stock.RoomOpen || room.Entrants != 50 || len(room.SeedHash) != 64 || room.Seed != "" {
+		t.Fatalf("before the start the room is %+v, %v; want open with 50 entrants, a seed hash and no seed", room, err)
+	}
+	if drawn, err := r.ledger.Draw(ctx, r.item.ID); drawn || err != nil {
+		t.Fatalf("a draw before the start: %v, %v", drawn, err)
+	}
+
+	r.clock.add(2 * time.Minute)
+	for i, u := range r.users[50:55] { // the first to come after the start close the draw
+		if j := r.join(t, u); j.Place != int64(51+i) {
+			t.Errorf("late joiner %d got place %d, want %d", i, j.Place, 51+i)
+		}
+	}
+	for range 3 { // every instance may draw, as often as it likes
+		if drawn, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
+			t.Fatal(err)
+		} else if !drawn {
+			t.Fatal("the draw is not written after the start")
+		}
+	}
+	room, _ = r.ledger.RoomOf(ctx, r.item.ID)
+	if room.State != stock.RoomDrawn || stock.SeedHash(room.Seed) != room.SeedHash || room.Entrants != 50 {
+		t.Fatalf("after the draw the room is %+v: want drawn, 50 entrants, and a seed whose SHA-256 is the published hash", room)
+	}
+	// The rule, from the record alone.
+	users := r.users[:50]
+	sort.Slice(users, func(i, j int) bool {
+		return stock.DrawKey(room.Seed, tickets[users[i]]) < stock.DrawKey(room.Seed, tickets[users[j]])
+	})
+	drawn, err := r.ledger.DrawnTickets(ctx, r.item.ID)
+	if err != nil || len(drawn) != 50 {
+		t.Fatalf("drawn tickets: %d, %v", len(drawn), err)
+	}
+	for i, u := range users {
+		if _, p := r.place(t, u); p.Place != int64(i+1) || p.Ticket != tickets[u] {
+			t.Errorf("user %d has place %d, ticket %s; the rule gives place %d", u, p.Place, p.Ticket, i+1)
+		}
+		if drawn[i] != tickets[u] {
+			t.Errorf("drawn ticket %d is %s, want %s", i, drawn[i], tickets[u])
+		}
+		if again := r.join(t, u); again.Place != int64(i+1) {
+			t.Errorf("joining again after the draw moved user %d to %d", u, again.Place)
+		}
+	}
+	if j := r.join(t, r.users[55]); j.Place != 56 {
+		t.Errorf("a joiner after the draw got place %d, want 56", j.Place)
+	}
+}
+
+// The line is let in from the front, at most stock left × overbooking at a time and no faster than the
+// rate; a shopper let in buys with the path of their turn; a missed turn passes to the next in line;
+// nobody is let in twice.
+func TestLineMovesWithTheStock(t *testing.T) {
+	r := newRoomRig(t, 4, 1, 20)
+	ctx := context.Background()
+	for _, u := range r.users {
+		r.join(t, u)
+	}
+	r.clock.add(2 * time.Minute)
+	if _, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	byPlace := make([]int64, len(r.users))
+	for _, u := range r.users {
+		_, p := r.place(t, u)
+		byPlace[p.Place-1] = u
+	}
+	a := stock.Admission{Overbook: 1.5, Rate: 1000, Turn: 30 * time.Second}
+	if n := r.admit(t, a); n != 6 {
+		t.Fatalf("4 left × 1.5: %d let in, want 6", n)
+	}
+	if n := r.admit(t, a); n != 0 {
+		t.Fatalf("a second step with 6 in flight let in %d more", n)
+	}
+	for i, u := range byPlace {
+		room, p := r.place(t, u)
+		if let := i < 6; let != (p.Path != "") || room.Cursor != 6 {
+			t.Errorf("place %d: path %q, cursor %d; want a turn for the first 6 only", i+1, p.Path, room.Cursor)
+		}
+	}
+	// The first three buy with their turns' paths; a path is theirs alone.
+	for i, u := range byPlace[:3] {
+		_, p := r.place(t, u)
+		if _, err := r.ledger.Take(ctx, r.item.ID, byPlace[i+10], p.Path, "SKx"+strconv.Itoa(i)); !errs.Is(err, errs.InvalidPath) {
+			t.Errorf("another user with place %d's path: %v, want invalid_path", i+1, err)
+		}
+		if _, err := r.ledger.Take(ctx, r.item.ID, u, p.Path, "SKq"+strconv.Itoa(i)); err != nil {
+			t.Fatalf("place %d buys with its turn: %v", i+1, err)
+		}
+	}
+	// 1 left: 1.5 may be in flight, and 3 are: nobody more.
+	if n := r.admit(t, a); n != 0 {
+		t.Errorf("1 left and 3 in flight: %d let in, want 0", n)
+	}
+	room, _ := r.place(t, byPlace[0])
+	if room.Bought != 3 {
+		t.Errorf("the room counts %d bought, want 3", room.Bought)
+	}
+	// The turns run out: three missed, and the next in line gets the unit left.
+	r.clock.add(31 * time.Second)
+	if n := r.admit(t, a); n != 1 {
+		t.Fatalf("after the turns ran out, with 1 left: %d let in, want 1", n)
+	}
+	for i, u := range byPlace[3:7] {
+		_, p := r.place(t, u)
+		if want := []string{"missed", "missed", "missed", ""}[i]; p.Done != want || (i == 3) != (p.Path != "" && p.TurnEnds.After(r.clock.now())) {
+			t.Errorf("place %d: done %q, path %q until %v; want done %q", i+4, p.Done, p.Path, p.TurnEnds, want)
+		}
+	}
+	if _, p := r.place(t, byPlace[3]); p.Path != "" {
+		if _, err := r.ledger.Take(ctx, r.item.ID, byPlace[3], p.Path, "SKlate"); !errs.Is(err, errs.InvalidPath) {
+			t.Errorf("a missed turn's path still buys: %v", err)
+		}
+	}
+	// A missed shopper who joins again goes to the back.
+	if j := r.join(t, byPlace[3]); j.Place != 21 {
+		t.Errorf("a missed shopper joining again got place %d, want 21 (the back)", j.Place)
+	}
+	// The last unit sold: nobody more is let in, and those waiting stay in line.
+	_, p := r.place(t, byPlace[6])
+	if _, err := r.ledger.Take(ctx, r.item.ID, byPlace[6], p.Path, "SKlast"); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.admit(t, a); n != 0 {
+		t.Errorf("sold out: %d let in", n)
+	}
+	// A unit comes back (an unpaid order cancelled): the next in line gets it, not whoever asks.
+	if _, err := r.ledger.Restock(ctx, r.item.ID, "SKq0"); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.admit(t, a); n != 1 {
+		t.Fatalf("a unit back: %d let in, want 1", n)
+	}
+	if _, p := r.place(t, byPlace[7]); p.Path == "" {
+		t.Errorf("the unit that came back did not go to place 8, the next in line")
+	}
+	// Nobody holds two turns: the places let in are each one user's, once.
+	seen := map[int64]bool{}
+	for _, u := range r.users {
+		if _, p := r.place(t, u); p.Path != "" {
+			if seen[u] {
+				t.Errorf("user %d let in twice", u)
+			}
+			seen[u] = true
+		}
+	}
+}
+
+// The rate holds however many instances step the line at once.
+func TestLineIsLetInNoFasterThanTheRate(t *testing.T) {
+	r := newRoomRig(t, 1000, 1, 100)
+	ctx := context.Background()
+	for _, u := range r.users {
+		r.join(t, u)
+	}
+	r.clock.add(2 * time.Minute)
+	if _, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	a := stock.Admission{Overbook: 1.5, Rate: 10, Turn: 30 * time.Second}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for range 8 {
+		wg.Go(func() {
+			n, err := r.ledger.Admit(ctx, r.item.ID, a)
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			total += n
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if total != 10 {
+		t.Errorf("eight instances at once let in %d, want the rate's 10", total)
+	}
+	r.clock.add(500 * time.Millisecond)
+	if n := r.admit(t, a); n != 5 {
+		t.Errorf("half a second later: %d let in, want 5", n)
+	}
+}
+
+// A sharded item: places live in the room, paths in each buyer's home shard, and buying works there.
+func TestLineOfAShardedItem(t *testing.T) {
+	r := newRoomRig(t, 8, 4, 8)
+	ctx := context.Background()
+	for _, u := range r.users {
+		r.join(t, u)
+	}
+	r.clock.add(2 * time.Minute)
+	if _, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.admit(t, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); n != 8 {
+		t.Fatalf("8 left: %d let in, want 8", n)
+	}
+	var places []int64
+	for i, u := range r.users {
+		_, p := r.place(t, u)
+		places = append(places, p.Place)
+		if _, err := r.ledger.Take(ctx, r.item.ID, u, p.Path, fmt.Sprintf("SKs%d", i)); err != nil {
+			t.Errorf("user %d (home shard %d) buys with its turn: %v", u, stock.HomeShard(u, 4), err)
+		}
+		if _, err := r.ledger.Join(ctx, r.item.ID, u, r.window); !errs.Is(err, errs.AlreadyBought) {
+			t.Errorf("a buyer joins again: %v, want already_bought", err)
+		}
+	}
+	slices.Sort(places)
+	if places[0] != 1 || places[7] != 8 {
+		t.Errorf("places %v, want 1 to 8", places)
+	}
+}
