@@ -69,6 +69,7 @@ type Server struct {
 	PaymentPoll   *jobs.PaymentPoll
 	UnpaidTimeout *jobs.UnpaidTimeout
 	Reconcile     *jobs.Reconcile
+	Queue         *jobs.Queue
 
 	site     site // the handlers the route table maps
 	buyLimit *ratelimit.Local
@@ -85,6 +86,7 @@ type site struct {
 	qr       *handlers.QRLogin
 	catalog  *handlers.Catalog
 	buy      *handlers.Buy
+	queue    *handlers.Queue
 	orders   *handlers.Orders
 	pay      *handlers.Payments
 	merchant *handlers.Merchant
@@ -171,6 +173,7 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 		jobs.PaymentPollJob:   s.PaymentPoll.Run,
 		jobs.UnpaidTimeoutJob: s.UnpaidTimeout.Run,
 		jobs.ReconcileJob:     s.Reconcile.Run,
+		jobs.QueueJob:         s.Queue.Run,
 	}
 	if len(only) > 0 {
 		chosen := map[string]func(context.Context) error{}
@@ -305,6 +308,8 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	}
 	shop := catalog.New(d.DB, d.Now, time.Second, d.Log)
 	s.Captchas = captcha.New(d.Redis, s.Drawing, 200*time.Millisecond, cfg.CaptchaPool)
+	s.Queue = &jobs.Queue{Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
+		Admission: stock.Admission{Overbook: cfg.QueueOverbook, Rate: cfg.QueueRate, Turn: cfg.QueueTurn}}
 	s.Captchas.Expected = expectedShoppers(shop, d.Now, cfg.PreheatWindow)
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
@@ -324,6 +329,10 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		buy: &handlers.Buy{
 			Catalog: shop, Ledger: s.Ledger, Books: books, Flags: s.Flags, Captchas: accounts.Captchas,
 			Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+		},
+		queue: &handlers.Queue{
+			Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Left: left, Captchas: s.Captchas, Limits: accounts.Limits,
+			Rate: cfg.QueueRate, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
 		orders:   &handlers.Orders{DB: d.DB},
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
@@ -359,7 +368,7 @@ func consumerName(node int64) string {
 // routes is the one route table: it reads as a map of the site.
 func routes(f *fiber.App, h *site) {
 	health, static, pages, accounts, qr, catalog := h.health, h.static, h.pages, h.accounts, h.qr, h.catalog
-	buy, orders, pay, merchant, admin, consoles := h.buy, h.orders, h.pay, h.merchant, h.admin, h.consoles
+	buy, queue, orders, pay, merchant, admin, consoles := h.buy, h.queue, h.orders, h.pay, h.merchant, h.admin, h.consoles
 	user := handlers.RequireUser
 	merchantOnly := handlers.RequireRole(models.RoleMerchant)
 	adminOnly := handlers.RequireRole(models.RoleAdmin)
@@ -407,6 +416,9 @@ func routes(f *fiber.App, h *site) {
 	api.Post("/items/:id/path", user, buy.Path)
 	api.Post("/items/:id/buy/:path", user, buy.Take)
 	api.Get("/items/:id/result", user, buy.Result)
+	api.Post("/items/:id/queue", user, queue.Join)
+	api.Get("/items/:id/queue", user, queue.Status)
+	api.Get("/items/:id/draw", queue.Draw)
 
 	api.Get("/orders", user, orders.List)
 	api.Get("/orders/:order_no", user, orders.Get)

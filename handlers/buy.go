@@ -13,6 +13,7 @@ import (
 	"seckill/captcha"
 	"seckill/catalog"
 	"seckill/errs"
+	"seckill/models"
 	"seckill/ratelimit"
 	"seckill/stock"
 )
@@ -69,6 +70,9 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	itemID, err := pathID(c, "id", "item")
 	if err != nil {
 		return err
+	}
+	if _, a, err := h.Catalog.Item(ctx, itemID); err == nil && a.SaleMode == models.SaleQueue {
+		return errUseQueue // before the captcha is used up
 	}
 	var in struct {
 		CaptchaID     string `json:"captcha_id"`

@@ -17,6 +17,7 @@ const (
 	PaymentPollJob   = "payment_poll"
 	UnpaidTimeoutJob = "unpaid_timeout"
 	ReconcileJob     = "reconcile"
+	QueueJob         = "queue"
 )
 
 // Every calls fn at once and then every interval, until ctx ends; it then returns ctx's error. An error

@@ -51,3 +51,14 @@ func (c *LeftCache) Left(ctx context.Context, itemID int64) (int64, bool) {
 	e := v.(cachedLeft)
 	return e.left, e.loaded
 }
+
+// Peek answers the item's stock left as last read, without asking Redis (false: not read lately).
+func (c *LeftCache) Peek(itemID int64) (int64, bool) {
+	e, ok := c.m.Peek(itemID)
+	return e.left, ok && e.loaded
+}
+
+// Note records a stock left read elsewhere (in the same command as something else), for the others who ask.
+func (c *LeftCache) Note(itemID, left int64) {
+	c.m.Add(itemID, cachedLeft{left: left, loaded: true})
+}

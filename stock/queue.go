@@ -48,11 +48,14 @@ var (
 	drawLua string
 	//go:embed admit.lua
 	admitLua string
+	//go:embed status.lua
+	statusLua string
 
-	roomScript  = redis.NewScript(roomLua)
-	queueScript = redis.NewScript(queueLua)
-	drawScript  = redis.NewScript(drawLua)
-	admitScript = redis.NewScript(admitLua)
+	roomScript   = redis.NewScript(roomLua)
+	queueScript  = redis.NewScript(queueLua)
+	drawScript   = redis.NewScript(drawLua)
+	admitScript  = redis.NewScript(admitLua)
+	statusScript = redis.NewScript(statusLua)
 )
 
 // Window is when a queue sale's room opens, and when its sale starts and ends.
@@ -176,41 +179,52 @@ type Place struct {
 // In reports whether the shopper joined the room.
 func (p Place) In() bool { return p.Ticket != "" }
 
-// PlaceOf reads the room and the shopper's place in it, in one round trip.
-func (l *Ledger) PlaceOf(ctx context.Context, itemID, userID int64) (Room, Place, error) {
+// Standing is a shopper's place in a waiting room, the room itself, and the stock left.
+type Standing struct {
+	Room  Room
+	Place Place
+	Left  int64 // in the item's first shard: the whole stock left unless the item is split
+}
+
+// StandingOf reads the room, the shopper's place in it and the stock left, in one command.
+func (l *Ledger) StandingOf(ctx context.Context, itemID, userID int64) (Standing, error) {
 	n, err := l.Shards(ctx, itemID)
 	if err != nil {
-		return Room{}, Place{}, err
+		return Standing{}, err
 	}
 	k := roomKeysOf(itemID)
-	uid := strconv.FormatInt(userID, 10)
-	var room *redis.SliceCmd
-	var ticket, late, place, turn, done *redis.StringCmd
-	var bought *redis.BoolCmd
-	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		room = roomFields(ctx, p, k)
-		ticket, late, place = p.HGet(ctx, k.Tickets, uid), p.HGet(ctx, k.Late, uid), p.HGet(ctx, k.Places, uid)
-		turn, done = p.HGet(ctx, k.Turns, uid), p.HGet(ctx, k.Done, uid)
-		if HomeShard(userID, n) == 0 {
-			bought = p.SIsMember(ctx, ShardKeys(itemID, 0).Buyers, uid)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return Room{}, Place{}, fmt.Errorf("place in the waiting room: %w", err)
+	buyers, check := k.Room, "0"
+	if HomeShard(userID, n) == 0 {
+		buyers, check = ShardKeys(itemID, 0).Buyers, "1"
 	}
-	r := parseRoom(room.Val())
-	pl := Place{Ticket: ticket.Val(), Done: done.Val()}
-	if pl.Ticket == "" {
-		pl.Ticket = late.Val()
+	args := make([]any, 0, 2+len(roomFieldNames))
+	args = append(args, userID, check)
+	for _, f := range roomFieldNames {
+		args = append(args, f)
 	}
-	pl.Place, _ = strconv.ParseInt(place.Val(), 10, 64)
-	if path, ends, ok := strings.Cut(turn.Val(), ":"); ok {
+	v, err := statusScript.Run(ctx, l.rdb, []string{k.Room, k.Tickets, k.Late, k.Places, k.Turns, k.Done, buyers, ShardKeys(itemID, 0).Sale},
+		args...).Slice()
+	if err != nil {
+		return Standing{}, fmt.Errorf("standing in the waiting room: %w", err)
+	}
+	nf := len(roomFieldNames)
+	if len(v) != nf+7 {
+		return Standing{}, fmt.Errorf("standing in the waiting room: %d answers, want %d", len(v), nf+7)
+	}
+	str := func(i int) string { s, _ := v[i].(string); return s }
+	st := Standing{Room: parseRoom(v[:nf])}
+	p := &st.Place
+	p.Ticket, p.Done, p.Bought = str(nf), str(nf+4), str(nf+5) == "1"
+	if p.Ticket == "" {
+		p.Ticket = str(nf + 1)
+	}
+	p.Place, _ = strconv.ParseInt(str(nf+2), 10, 64)
+	if path, ends, ok := strings.Cut(str(nf+3), ":"); ok {
 		ms, _ := strconv.ParseInt(ends, 10, 64)
-		pl.Path, pl.TurnEnds = path, time.UnixMilli(ms)
+		p.Path, p.TurnEnds = path, time.UnixMilli(ms)
 	}
-	pl.Bought = bought != nil && bought.Val()
-	return r, pl, nil
+	st.Left, _ = strconv.ParseInt(str(nf+6), 10, 64)
+	return st, nil
 }
 
 var roomFieldNames = []string{"state", "seed", "seed_hash", "opens", "starts", "ends", "drawn_at", "entrants", "tail",

@@ -53,11 +53,11 @@ func (r *roomRig) join(t *testing.T, user int64) stock.Joined {
 
 func (r *roomRig) place(t *testing.T, user int64) (stock.Room, stock.Place) {
 	t.Helper()
-	room, p, err := r.ledger.PlaceOf(context.Background(), r.item.ID, user)
+	st, err := r.ledger.StandingOf(context.Background(), r.item.ID, user)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return room, p
+	return st.Room, st.Place
 }
 
 func (r *roomRig) admit(t *testing.T, a stock.Admission) int {

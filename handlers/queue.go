@@ -1,0 +1,360 @@
+package handlers
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/sync/singleflight"
+
+	"seckill/captcha"
+	"seckill/catalog"
+	"seckill/errs"
+	"seckill/models"
+	"seckill/ratelimit"
+	"seckill/stock"
+)
+
+// Queue serves the waiting room of queue sales: joining with a captcha, each shopper's standing, and the
+// draw's public record. A status poll is answered from memory when the answer is known there (a shopper
+// waiting behind the line's front, or before the draw), else with one Redis round trip; it never asks
+// PostgreSQL.
+type Queue struct {
+	Catalog     *catalog.Catalog
+	Ledger      *stock.Ledger
+	Flags       *stock.Flags
+	Left        *stock.LeftCache
+	Captchas    *captcha.Captchas
+	Limits      *ratelimit.Shared
+	Rate        int // the line's most let in per second, for the wait estimate
+	RateLimitIP bool
+	Now         func() time.Time
+
+	once   sync.Once
+	rooms  *expirable.LRU[int64, roomView]      // each room as last read, for a quarter of a second
+	places *expirable.LRU[placeKey, knownPlace] // shoppers whose standing is known without Redis
+	draws  *expirable.LRU[int64, []string]      // the drawn tickets of written draws (they never change)
+	flight singleflight.Group                   // one read of a draw's tickets at a time
+}
+
+type roomView struct {
+	stock.Room
+	rate  float64   // shoppers let in per second lately
+	at    time.Time // when the rate was last measured, and how many had been let in then
+	letIn int64
+}
+
+type placeKey struct{ item, user int64 }
+
+type knownPlace struct {
+	ticket string
+	place  int64
+}
+
+// Bounds of the memory the waiting room keeps per instance.
+const (
+	maxRoomViews   = 4096
+	maxKnownPlaces = 200_000 // a hundred thousand shoppers waiting, and room to spare
+	maxDraws       = 64
+	roomViewTTL    = 250 * time.Millisecond
+)
+
+func (h *Queue) init() {
+	h.once.Do(func() {
+		h.rooms = expirable.NewLRU[int64, roomView](maxRoomViews, nil, roomViewTTL)
+		h.places = expirable.NewLRU[placeKey, knownPlace](maxKnownPlaces, nil, time.Hour)
+		h.draws = expirable.NewLRU[int64, []string](maxDraws, nil, 24*time.Hour)
+	})
+}
+
+// QueueJSON is the contract's `queue`.
+type QueueJSON struct {
+	State        string     `json:"state"`
+	Ticket       *string    `json:"ticket"`
+	Position     *int64     `json:"position"`
+	Ahead        *int64     `json:"ahead"`
+	StockLeft    int64      `json:"stock_left"`
+	WaitSeconds  *int64     `json:"wait_seconds"`
+	Path         *string    `json:"path"`
+	TurnEndsAt   *time.Time `json:"turn_ends_at"`
+	QueueOpensAt *time.Time `json:"queue_opens_at"`
+	StartsAt     time.Time  `json:"starts_at"`
+	SeedHash     *string    `json:"seed_hash"`
+	ServerTime   time.Time  `json:"server_time"`
+}
+
+// Queue states, as the contract names them.
+const (
+	QueueOut     = "out"
+	QueueWaiting = "waiting"
+	QueueTurn    = "your_turn"
+	QueueBought  = "bought"
+	QueueSoldOut = "sold_out"
+	QueueMissed  = "missed"
+	QueueEnded   = "ended"
+)
+
+var (
+	errNoRoom     = errs.Static(errs.NotFound, "this item has no waiting room")
+	errFirstCome  = errs.Static(errs.FirstCome, "this item sells first come, first served: it has no waiting room")
+	errRoomClosed = errs.Static(errs.QueueNotOpen, "the waiting room is not open yet")
+	errUseQueue   = errs.Static(errs.Queue, "this item sells through its waiting room: join the line")
+)
+
+// queueItem answers the item and its activity when it sells through a waiting room.
+func (h *Queue) queueItem(ctx context.Context, itemID int64) (*models.Item, *models.Activity, error) {
+	it, a, err := h.Catalog.Item(ctx, itemID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.SaleMode != models.SaleQueue || a.QueueOpensAt == nil {
+		return nil, nil, errFirstCome
+	}
+	return it, a, nil
+}
+
+func window(a *models.Activity) stock.Window {
+	return stock.Window{Opens: *a.QueueOpensAt, Starts: a.StartsAt, Ends: a.EndsAt}
+}
+
+// Join puts the caller in the item's line, after a captcha.
+func (h *Queue) Join(c *fiber.Ctx) error {
+	h.init()
+	ctx := c.UserContext()
+	s, _ := SessionOf(c)
+	itemID, err := pathID(c, "id", "item")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		CaptchaID     string `json:"captcha_id"`
+		CaptchaAnswer string `json:"captcha_answer"`
+	}
+	if err := ParseJSON(c, &in); err != nil {
+		return err
+	}
+	if err := requireCaptcha(in.CaptchaID, in.CaptchaAnswer); err != nil {
+		return err
+	}
+	it, a, err := h.queueItem(ctx, itemID)
+	if err != nil {
+		return err
+	}
+	now := h.Now()
+	switch {
+	case now.Before(*a.QueueOpensAt):
+		return errRoomClosed
+	case !now.Before(a.EndsAt):
+		return stock.ErrEnded
+	}
+	if err := h.Limits.Allow(ctx, "path:user:"+strconv.FormatInt(s.UserID, 10), pathPerUser); err != nil {
+		return err
+	}
+	if h.RateLimitIP {
+		if err := h.Limits.Allow(ctx, "path:ip:"+addressKey(c), pathPerIP); err != nil {
+			return err
+		}
+	}
+	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
+		return err
+	}
+	if _, err := h.Ledger.Join(ctx, itemID, s.UserID, window(a)); err != nil {
+		return err
+	}
+	h.places.Remove(placeKey{itemID, s.UserID})
+	return h.answer(c, it, a, s.UserID)
+}
+
+// Status answers the caller's standing in the item's line.
+func (h *Queue) Status(c *fiber.Ctx) error {
+	h.init()
+	s, _ := SessionOf(c)
+	itemID, err := pathID(c, "id", "item")
+	if err != nil {
+		return err
+	}
+	it, a, err := h.queueItem(c.UserContext(), itemID)
+	if errs.Is(err, errs.FirstCome) {
+		return errNoRoom
+	}
+	if err != nil {
+		return err
+	}
+	return h.answer(c, it, a, s.UserID)
+}
+
+// answer builds the caller's standing: from memory when it is known there (a shopper waiting behind
+// the front of the line, or before the draw, with the room read less than a quarter of a second ago),
+// else with one Redis command.
+func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64) error {
+	ctx := c.UserContext()
+	now := h.Now()
+	out := QueueJSON{State: QueueOut, QueueOpensAt: a.QueueOpensAt, StartsAt: a.StartsAt.UTC(), ServerTime: now.UTC()}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if !now.Before(a.EndsAt) {
+		out.State = QueueEnded
+		out.StockLeft = h.left(it, 0, false)
+		return c.JSON(out)
+	}
+	key := placeKey{it.ID, userID}
+	if room, ok := h.rooms.Get(it.ID); ok {
+		if k, ok := h.places.Get(key); ok && (k.place == 0 && room.State != stock.RoomDrawn || k.place > room.Cursor) {
+			out.StockLeft = h.left(it, 0, false)
+			out.SeedHash = seedHash(room.Room)
+			h.waiting(&out, room, k.ticket, k.place, it.ID)
+			return c.JSON(out)
+		}
+	}
+	st, err := h.Ledger.StandingOf(ctx, it.ID, userID)
+	if err != nil {
+		return err
+	}
+	room := h.noteRoom(it.ID, st.Room)
+	out.StockLeft = h.left(it, st.Left, st.Room.State != "")
+	out.SeedHash = seedHash(st.Room)
+	p := st.Place
+	switch {
+	case !p.In():
+	case p.Bought || p.Done == "bought":
+		out.State = QueueBought
+		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
+	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds):
+		out.State = QueueTurn
+		out.Ticket, out.Position, out.Path = &p.Ticket, nonZero(p.Place), &p.Path
+		ends := p.TurnEnds.UTC()
+		out.TurnEndsAt = &ends
+	case p.Done == "missed" || p.Path != "":
+		out.State = QueueMissed
+		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
+	default:
+		h.waiting(&out, room, p.Ticket, p.Place, it.ID)
+		h.places.Add(key, knownPlace{ticket: p.Ticket, place: p.Place})
+	}
+	return c.JSON(out)
+}
+
+// left is the item's stock left: fresh from Redis when read with the standing (a whole item's count
+// unless it is split), else as the stock-left cache last read it, else as the catalog knows it.
+func (h *Queue) left(it *models.Item, fresh int64, read bool) int64 {
+	if read && max(it.StockShards, 1) == 1 {
+		h.Left.Note(it.ID, fresh)
+		return max(fresh, 0)
+	}
+	if left, ok := h.Left.Peek(it.ID); ok {
+		return max(left, 0)
+	}
+	return max(it.StockTotal-it.StockSold, 0)
+}
+
+func seedHash(r stock.Room) *string {
+	if r.SeedHash == "" {
+		return nil
+	}
+	return &r.SeedHash
+}
+
+// waiting fills in the standing of a shopper in line who has not been let in.
+func (h *Queue) waiting(out *QueueJSON, room roomView, ticket string, place, itemID int64) {
+	out.State, out.Ticket = QueueWaiting, &ticket
+	if place == 0 {
+		return // placed when the draw is written
+	}
+	ahead := max(place-room.Cursor-1, 0)
+	out.Position, out.Ahead = &place, &ahead
+	if h.Flags.SoldOut(itemID) {
+		out.State = QueueSoldOut // the place is kept: if units come back, the line moves on
+		return
+	}
+	rate := room.rate
+	if rate < 1 {
+		rate = float64(max(h.Rate, 1))
+	}
+	wait := int64(float64(ahead)/rate + 0.5)
+	out.WaitSeconds = &wait
+}
+
+func nonZero(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+// noteRoom keeps the room as just read, with the rate its line lately moved at, for the polls of the
+// next quarter of a second.
+func (h *Queue) noteRoom(itemID int64, r stock.Room) roomView {
+	v := roomView{Room: r, at: time.Now(), letIn: r.LetIn} // the wall clock: the rate is measured over elapsed time
+	if last, ok := h.rooms.Peek(itemID); ok {
+		v.rate, v.at, v.letIn = last.rate, last.at, last.letIn
+		if dt := time.Since(last.at).Seconds(); dt >= 0.5 {
+			v.rate = 0.7*last.rate + 0.3*float64(r.LetIn-last.letIn)/dt
+			v.at, v.letIn = time.Now(), r.LetIn
+		}
+	}
+	if r.State != "" {
+		h.rooms.Add(itemID, v)
+	}
+	return v
+}
+
+// DrawJSON is the contract's `draw`.
+type DrawJSON struct {
+	ItemID   int64      `json:"item_id"`
+	SeedHash *string    `json:"seed_hash"`
+	Seed     *string    `json:"seed"`
+	DrawnAt  *time.Time `json:"drawn_at"`
+	Entrants int64      `json:"entrants"`
+	Tickets  []string   `json:"tickets"`
+}
+
+// Draw answers the draw's public record: the seed's hash from the room's opening, and at the start the
+// seed and every ticket in drawn order, so that anyone can check the order.
+func (h *Queue) Draw(c *fiber.Ctx) error {
+	h.init()
+	ctx := c.UserContext()
+	itemID, err := pathID(c, "id", "item")
+	if err != nil {
+		return err
+	}
+	_, a, err := h.queueItem(ctx, itemID)
+	if errs.Is(err, errs.FirstCome) {
+		return errNoRoom
+	}
+	if err != nil {
+		return err
+	}
+	out := DrawJSON{ItemID: itemID}
+	if h.Now().Before(*a.QueueOpensAt) {
+		return c.JSON(out)
+	}
+	r, err := h.Ledger.RoomOf(ctx, itemID)
+	if err == nil && r.State == "" {
+		if err = h.Ledger.OpenRoom(ctx, itemID, window(a)); err == nil {
+			r, err = h.Ledger.RoomOf(ctx, itemID)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	out.SeedHash, out.Entrants = &r.SeedHash, r.Entrants
+	if r.State == stock.RoomDrawn {
+		tickets, ok := h.draws.Get(itemID)
+		if !ok {
+			v, err, _ := h.flight.Do("draw:"+strconv.FormatInt(itemID, 10), func() (any, error) {
+				return h.Ledger.DrawnTickets(ctx, itemID)
+			})
+			if err != nil {
+				return err
+			}
+			tickets = v.([]string)
+			h.draws.Add(itemID, tickets)
+		}
+		drawn := r.DrawnAt
+		out.Seed, out.DrawnAt, out.Tickets = &r.Seed, &drawn, tickets
+	}
+	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
+	return c.JSON(out)
+}
