@@ -507,9 +507,19 @@ func sandboxRoutes(r fiber.Router, sandbox *handlers.Sandbox) {
 
 func templateFuncs(files *assets.Set) template.FuncMap {
 	return template.FuncMap{
-		"asset":   files.URL,
-		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"money":   func(cents int64) string { return fmt.Sprintf("¥%d.%02d", cents/100, cents%100) },
+		"asset": files.URL,
+		"rfc3339": func(t any) string {
+			switch t := t.(type) {
+			case time.Time:
+				return t.UTC().Format(time.RFC3339)
+			case *time.Time:
+				if t != nil {
+					return t.UTC().Format(time.RFC3339)
+				}
+			}
+			return ""
+		},
+		"money": func(cents int64) string { return fmt.Sprintf("¥%d.%02d", cents/100, cents%100) },
 		"percent": func(part, whole int64) int64 {
 			if whole <= 0 {
 				return 0

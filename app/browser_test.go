@@ -15,6 +15,7 @@ import (
 	"seckill/captcha"
 	"seckill/internal/testenv"
 	"seckill/jobs"
+	"seckill/models"
 )
 
 // chrome starts Debian's Chromium, headless, with a fresh profile. It never downloads a browser: a
@@ -253,5 +254,64 @@ func screenshots(t *testing.T, ctx context.Context, base, dir string, itemID int
 				}
 			}
 		}
+	}
+}
+
+// TestQueueShopperInABrowser: in a queue sale, a shopper joins the line with the captcha during the
+// countdown, sees that places are drawn at the start, then their place, gets their turn and buys with it.
+func TestQueueShopperInABrowser(t *testing.T) {
+	db := testenv.Postgres(t)
+	s := startLive(t, liveOpts{db: db})
+	ctx := chrome(t)
+	registerInBrowser(t, ctx, s.URL, "browser_queuer")
+
+	now := s.Clock.Now()
+	act, item := testenv.Sale(t, db, 3, now.Add(12*time.Second).Truncate(time.Second), now.Add(time.Hour))
+	opens := now.Add(-time.Minute)
+	if err := db.Model(&act).Updates(map[string]any{"sale_mode": models.SaleQueue, "queue_opens_at": opens}).Error; err != nil {
+		t.Fatal(err)
+	}
+	var captchaID, label string
+	run(t, ctx, "open the item",
+		chromedp.Navigate(s.URL+"/items/"+itoa(item.ID)),
+		chromedp.WaitVisible(`#captcha-img[data-captcha-id]`, chromedp.ByQuery),
+		chromedp.WaitEnabled("#buy", chromedp.ByID),
+		chromedp.Text("#buy", &label, chromedp.ByID),
+		chromedp.AttributeValue("#captcha-img", "data-captcha-id", &captchaID, nil, chromedp.ByID),
+	)
+	if label != "Join the line" {
+		t.Errorf("during the countdown the button reads %q, want Join the line", label)
+	}
+	answer, err := s.Redis.Get(context.Background(), captcha.Key(captchaID)).Result()
+	if err != nil {
+		t.Fatalf("captcha answer: %v", err)
+	}
+	var waiting string
+	run(t, ctx, "join the line",
+		chromedp.SendKeys("#captcha-answer", answer, chromedp.ByID),
+		chromedp.Click("#buy", chromedp.ByID),
+		chromedp.WaitVisible(`//p[@id="queue-status"][contains(., "in line")]`),
+		chromedp.Text("#queue-status", &waiting, chromedp.ByID),
+	)
+	if !strings.Contains(waiting, "drawn at random at the start") {
+		t.Errorf("before the start, in line, the page says %q", waiting)
+	}
+	shot(t, ctx, "queue-waiting")
+	var orderNo string
+	run(t, ctx, "the turn comes at the start",
+		chromedp.WaitVisible(`//button[@id="buy"][contains(., "Your turn")]`),
+		chromedp.WaitEnabled("#buy", chromedp.ByID),
+	)
+	shot(t, ctx, "queue-turn")
+	run(t, ctx, "buy with the turn",
+		chromedp.Click("#buy", chromedp.ByID),
+		chromedp.WaitVisible("#buy-status .order-no", chromedp.ByQuery),
+		chromedp.Text("#buy-status .order-no", &orderNo, chromedp.ByQuery),
+	)
+	if !strings.HasPrefix(orderNo, "SK") {
+		t.Fatalf("the page shows order number %q", orderNo)
+	}
+	if time.Now().Add(250 * time.Millisecond).Before(act.StartsAt) {
+		t.Errorf("the turn came %v before the start", act.StartsAt.Sub(time.Now()))
 	}
 }

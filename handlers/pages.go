@@ -137,7 +137,7 @@ func (h *Pages) Item(c *fiber.Ctx) error {
 		if err != nil {
 			return 0, "", nil, err
 		}
-		words, _ := json.Marshal(i18n.Words(Lang(c), "err.", "buy."))
+		words, _ := json.Marshal(i18n.Words(Lang(c), "err.", "buy.", "queue."))
 		data := PageData(c, h.Now(), "", "Item", it, "Activity", act, "Left", StockLeft(c.UserContext(), h.Left, it), "Words", string(words))
 		data["Title"] = it.Name
 		return 200, "item", data, nil

@@ -21,11 +21,11 @@
     if (e.code === "unauthenticated") { loggedIn = false; form.hidden = true; loginLink.hidden = false; }
   }
   function open() { var now = window.serverNow(); return now >= starts && now < ends; }
-  function update() {
+  var update = function () {
     btn.disabled = !loggedIn || busy || final || left <= 0 || !open();
     if (left <= 0 && !final) { final = true; if (!status.textContent) say(w("err.sold_out"), "bad"); }
     if (window.serverNow() >= ends && !final) { final = true; say(w("err.ended"), "bad"); }
-  }
+  };
   function showStock(n) {
     left = n;
     stockLeft.textContent = n;
@@ -67,9 +67,74 @@
     }).catch(function () { setTimeout(follow, 2000); });
   }
 
+  // The waiting room of a queue sale: join with the captcha during the countdown, follow the place in
+  // line, and buy with the turn's path when it comes (no second captcha).
+  var queueMode = box.dataset.mode === "queue", opens = Date.parse(box.dataset.queueOpens || "");
+  var captchaBox = document.getElementById("captcha-box"), queueStatus = document.getElementById("queue-status");
+  var q = null, polling = null;
+  function fmt(key, v) { return w(key).replace("%d", v).replace("%s", v); }
+  function sayQueue(text, kind) { queueStatus.hidden = !text; queueStatus.textContent = text; queueStatus.className = "queue-status " + (kind || ""); }
+  function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
+  function showQueue(s) {
+    q = s;
+    var joinable = s.state === "out" || s.state === "missed";
+    captchaBox.hidden = !joinable;
+    if (s.state === "your_turn") {
+      var secs = Math.max(0, Math.ceil((Date.parse(s.turn_ends_at) - window.serverNow()) / 1000));
+      btn.textContent = w("queue.turn") + " (" + fmt("queue.turnLeft", secs) + ")";
+    } else {
+      btn.textContent = w("queue.join");
+    }
+    if (s.state === "waiting" && s.position == null) sayQueue(w("queue.drawWait"));
+    else if (s.state === "waiting") {
+      var parts = [fmt("queue.place", s.position)];
+      if (s.wait_seconds != null) parts.push(fmt("queue.wait", s.wait_seconds));
+      parts.push(fmt("queue.left", s.stock_left));
+      sayQueue(parts.join(" · ") + (s.ahead >= s.stock_left ? " " + w("queue.likely") : ""));
+    } else if (s.state === "sold_out") sayQueue(fmt("queue.soldOut", s.position), "bad");
+    else if (s.state === "missed") sayQueue(w("queue.missed"), "bad");
+    else if (s.state === "out" && !queueOpen() && window.serverNow() < opens) sayQueue(fmt("queue.notOpen", new Date(opens).toLocaleTimeString()));
+    else sayQueue("");
+    if (s.state === "bought" && busy !== "queued") { busy = "queued"; say(w("buy.queued")); follow(); }
+    if (s.state === "ended") { final = true; say(w("err.ended"), "bad"); }
+    if (s.state === "out" || s.state === "missed") { if (!captchaId) newCaptcha(); }
+    update();
+  }
+  function pollQueue() {
+    clearTimeout(polling);
+    api("GET", "/api/items/" + id + "/queue").then(function (s) {
+      showQueue(s);
+      if (s.state === "bought" || s.state === "ended") return;
+      // Near the front, or with a turn, the page looks every second; further back, every two.
+      polling = setTimeout(pollQueue, s.state === "your_turn" || (s.ahead != null && s.ahead < 50) ? 1000 : 2000);
+    }).catch(function (e) { if (e.code === "unauthenticated") { sayError(e); return; } polling = setTimeout(pollQueue, 2000); });
+  }
+  if (queueMode) {
+    update = function () {
+      var turn = q && q.state === "your_turn" && Date.parse(q.turn_ends_at) > window.serverNow();
+      var joinable = q && (q.state === "out" || q.state === "missed") && queueOpen();
+      btn.disabled = !loggedIn || busy || final || !(turn || joinable);
+      if (window.serverNow() >= ends && !final) { final = true; say(w("err.ended"), "bad"); }
+    };
+  }
+
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
     if (btn.disabled) return;
+    if (queueMode) {
+      busy = true; update();
+      if (q && q.state === "your_turn") {
+        say(w("buy.wait"));
+        api("POST", "/api/items/" + id + "/buy/" + q.path)
+          .then(function () { busy = "queued"; say(w("buy.queued")); follow(); })
+          .catch(function (e) { sayError(e); busy = false; pollQueue(); });
+        return;
+      }
+      api("POST", "/api/items/" + id + "/queue", { captcha_id: captchaId, captcha_answer: answer.value.trim() })
+        .then(function (s) { captchaId = null; say(""); busy = false; showQueue(s); pollQueue(); })
+        .catch(function (e) { sayError(e); busy = false; newCaptcha(); update(); });
+      return;
+    }
     busy = true; update();
     say(w("buy.wait"));
     var started = Date.now();
@@ -86,6 +151,7 @@
 
   api("GET", "/api/me").then(function () {
     loggedIn = true; form.hidden = false;
+    if (queueMode) { pollQueue(); return; }
     newCaptcha();
     return api("GET", "/api/items/" + id + "/result").then(function (r) {
       if (r.status === "success" || r.status === "queued") { busy = "queued"; follow(); }
