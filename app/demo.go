@@ -122,8 +122,8 @@ func demoSecret(path string) (string, error) {
 	return secret, nil
 }
 
-// SeedDemo fills an empty database with the demo accounts and an approved sale that starts two minutes
-// from now with three items. It does nothing when any user exists, so it runs once per database.
+// SeedDemo fills an empty database with the demo accounts and an approved queue sale that starts two
+// minutes from now with three items (its waiting room open at once). It does nothing when any user exists, so it runs once per database.
 func SeedDemo(ctx context.Context, db *gorm.DB, now time.Time, bcryptCost int) (bool, error) {
 	var n int64
 	if err := db.WithContext(ctx).Model(&models.User{}).Count(&n).Error; err != nil {
@@ -148,14 +148,16 @@ func SeedDemo(ctx context.Context, db *gorm.DB, now time.Time, bcryptCost int) (
 		reviewer := ids[models.RoleAdmin]
 		starts := now.Add(2 * time.Minute).Truncate(time.Second).UTC()
 		act := models.Activity{
-			MerchantID:  ids[models.RoleMerchant],
-			Name:        "Opening Day Flash Sale",
-			Description: "Three gadgets at a fraction of their price, while stock lasts. One of each per person.",
-			StartsAt:    starts,
-			EndsAt:      starts.Add(24 * time.Hour),
-			State:       models.ActivityApproved,
-			ReviewerID:  &reviewer,
-			ReviewedAt:  &now,
+			MerchantID:   ids[models.RoleMerchant],
+			Name:         "Opening Day Flash Sale",
+			Description:  "Three gadgets at a fraction of their price, while stock lasts. One of each per person.",
+			StartsAt:     starts,
+			EndsAt:       starts.Add(24 * time.Hour),
+			State:        models.ActivityApproved,
+			SaleMode:     models.SaleQueue, // the waiting room opens at once: join during the countdown
+			QueueOpensAt: &now,
+			ReviewerID:   &reviewer,
+			ReviewedAt:   &now,
 			Items: []models.Item{
 				{Name: "Aurora Phone X", Title: "6.5\" OLED, 256 GB", Description: "A flagship phone for the price of a case.",
 					ImageURL: "/assets/img/demo-1.svg", OriginalPriceCents: 499900, SeckillPriceCents: 99900, StockTotal: 100},

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"seckill/errs"
 	"seckill/internal/testenv"
 	"seckill/jobs"
@@ -304,5 +307,53 @@ func TestLineOfAShardedItem(t *testing.T) {
 	slices.Sort(places)
 	if places[0] != 1 || places[7] != 8 {
 		t.Errorf("places %v, want 1 to 8", places)
+	}
+}
+
+// The demo runs on an in-process Redis (miniredis): the waiting room's scripts must run there too, from
+// joining to a buy with a turn.
+func TestWaitingRoomRunsOnTheDemosRedis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	c := &clock{t: time.Now()}
+	ledger := stock.NewLedger(rdb, c.now)
+	ctx := context.Background()
+	const item = 7
+	starts, ends := c.now().Add(time.Minute), c.now().Add(time.Hour)
+	k := stock.KeysOf(item)
+	if err := rdb.HSet(ctx, k.Sale, "left", 2, "total", 2, "starts", starts.UnixMilli(), "ends", ends.UnixMilli(),
+		"price", 990, "activity", 1, "shards", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	w := stock.Window{Opens: c.now(), Starts: starts, Ends: ends}
+	for u := int64(1); u <= 4; u++ {
+		if _, err := ledger.Join(ctx, item, u, w); err != nil {
+			t.Fatalf("join: %v", err)
+		}
+	}
+	c.add(2 * time.Minute)
+	if drawn, err := ledger.Draw(ctx, item); !drawn || err != nil {
+		t.Fatalf("draw: %v %v", drawn, err)
+	}
+	if n, err := ledger.Admit(ctx, item, stock.Admission{Overbook: 1, Rate: 10, Turn: time.Minute}); n != 2 || err != nil {
+		t.Fatalf("admit: %d %v, want 2", n, err)
+	}
+	bought := 0
+	for u := int64(1); u <= 4; u++ {
+		st, err := ledger.StandingOf(ctx, item, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Place.Path == "" {
+			continue
+		}
+		if _, err := ledger.Take(ctx, item, u, st.Place.Path, "SKdemo"+strconv.FormatInt(u, 10)); err != nil {
+			t.Fatalf("buy with a turn: %v", err)
+		}
+		bought++
+	}
+	if bought != 2 {
+		t.Errorf("%d bought with their turns, want 2", bought)
 	}
 }
