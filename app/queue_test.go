@@ -49,7 +49,7 @@ var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // keeping their places.
 func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 	db := testenv.Postgres(t)
-	_, item := queueSale(t, db, nil, 2)
+	act, item := queueSale(t, db, nil, 2)
 	s := startLive(t, liveOpts{db: db, only: []string{"queue", "sold_out_flags", "preheat"}})
 	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
 		t.Fatal(err)
@@ -131,6 +131,18 @@ func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 	}
 	if q := status(tickets[order[0]]); q["state"] != "bought" {
 		t.Errorf("a buyer: %v, want bought", q)
+	}
+	// The live dashboard shows the line.
+	admin := withRole(t, s, "line_watcher", models.RoleAdmin)
+	waitFor(t, "the dashboard to count the buyers", func() bool {
+		st := admin.call("GET", "/api/admin/activities/"+itoa(act.ID)+"/stats", nil).json(t)
+		line, _ := st["items"].([]any)[0].(map[string]any)["line"].(map[string]any)
+		return line != nil && line["bought"] == 2.0
+	})
+	st := admin.call("GET", "/api/admin/activities/"+itoa(act.ID)+"/stats", nil).json(t)
+	line := st["items"].([]any)[0].(map[string]any)["line"].(map[string]any)
+	if line["joined"] != 5.0 || line["let_in"] != 3.0 || line["seed"] != seed || line["seed_hash"] != seedHash || line["state"] != "drawn" {
+		t.Errorf("the dashboard's line: %v, want 5 joined, 3 let in, 2 bought, the seed and its hash", line)
 	}
 }
 

@@ -22,14 +22,27 @@ type Stats struct {
 
 // ItemStats are an item's figures, and (summed) an activity's.
 type ItemStats struct {
-	ID              int64  `json:"id,omitempty"`
-	Name            string `json:"name,omitempty"`
-	StockTotal      int64  `json:"stock_total"`
-	StockLeft       int64  `json:"stock_left"`
-	Queued          int64  `json:"queued"`
-	OrdersPending   int64  `json:"orders_pending"`
-	OrdersPaid      int64  `json:"orders_paid"`
-	OrdersCancelled int64  `json:"orders_cancelled"`
+	ID              int64      `json:"id,omitempty"`
+	Name            string     `json:"name,omitempty"`
+	StockTotal      int64      `json:"stock_total"`
+	StockLeft       int64      `json:"stock_left"`
+	Queued          int64      `json:"queued"`
+	OrdersPending   int64      `json:"orders_pending"`
+	OrdersPaid      int64      `json:"orders_paid"`
+	OrdersCancelled int64      `json:"orders_cancelled"`
+	Line            *LineStats `json:"line,omitempty"` // a queue sale's item: its waiting room
+}
+
+// LineStats are the figures of an item's waiting room.
+type LineStats struct {
+	State    string `json:"state"` // open, drawing, drawn ("" before the room opens)
+	Joined   int64  `json:"joined"`
+	LetIn    int64  `json:"let_in"`
+	Bought   int64  `json:"bought"`
+	Missed   int64  `json:"missed"`
+	Waiting  int64  `json:"waiting"` // placed and not let in yet
+	SeedHash string `json:"seed_hash"`
+	Seed     string `json:"seed"` // once the draw is written
 }
 
 // ActivityStats is the contract's stats with the items' and the answers per second added.
@@ -66,6 +79,13 @@ func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
 			st.StockLeft = max(left, 0)
 		}
 		st.Queued = queued[it.ID]
+		if a.SaleMode == models.SaleQueue {
+			if r, err := h.Ledger.RoomOf(ctx, it.ID); err == nil {
+				joined := max(r.Tail, r.Entrants)
+				st.Line = &LineStats{State: r.State, Joined: joined, LetIn: r.LetIn, Bought: r.Bought, Missed: r.Missed,
+					Waiting: max(r.Tail-r.Cursor, 0), SeedHash: r.SeedHash, Seed: r.Seed}
+			}
+		}
 		out.Items = append(out.Items, st)
 		out.StockTotal += st.StockTotal
 		out.StockLeft += st.StockLeft

@@ -9,7 +9,14 @@
   function refresh() {
     api("GET", box.dataset.stats).then(function (st) {
       fill(box.querySelector('tr[data-item="all"]'), st);
-      st.items.forEach(function (it) { fill(box.querySelector('tr[data-item="' + it.id + '"]'), it); });
+      st.items.forEach(function (it) {
+        fill(box.querySelector('tr[data-item="' + it.id + '"]'), it);
+        if (it.line) {
+          // The draw: the seed's hash from the room's opening, the seed itself once the draw is written.
+          it.line.draw = it.line.seed ? "seed " + it.line.seed : (it.line.seed_hash ? "SHA-256 " + it.line.seed_hash : "");
+          fill(box.querySelector('tr[data-line="' + it.id + '"]'), it.line);
+        }
+      });
     }).catch(function () {});
     var img = new Image();
     img.onload = function () { chart.src = img.src; };
