@@ -221,6 +221,9 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 	case p.Bought || p.Done == "bought":
 		out.State = QueueBought
 		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
+	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds) && h.Flags.SoldOut(it.ID):
+		out.State = QueueSoldOut // a turn with nothing left to buy: the place is kept, as in line
+		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
 	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds):
 		out.State = QueueTurn
 		out.Ticket, out.Position, out.Path = &p.Ticket, nonZero(p.Place), &p.Path

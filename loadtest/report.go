@@ -15,6 +15,11 @@ func Markdown(reports []*Report, charts map[string]string) string {
 	for _, r := range reports {
 		res := r.Result
 		fmt.Fprintf(&b, "### %s\n\n", r.Scenario)
+		if r.Crowd != nil {
+			crowdMarkdown(&b, r)
+			writeAudit(&b, r)
+			continue
+		}
 		fmt.Fprintf(&b, "%d requests over %d connections in %.2f s: **%.0f req/s**", res.Requests, r.Options.Conns, res.Elapsed.Seconds(), res.Throughput())
 		if r.BaselineRS > 0 {
 			fmt.Fprintf(&b, "; %s measured in the same run: %.0f req/s, ratio **%.2f**", r.Baseline, r.BaselineRS, r.Ratio())
@@ -48,17 +53,7 @@ func Markdown(reports []*Report, charts map[string]string) string {
 		if r.Drain > 0 || r.DrainRate > 0 {
 			fmt.Fprintf(&b, "Queue drained %s after the last answer; orders written at %.0f/s from the first buy to the drained queue.\n\n", ms(r.Drain), r.DrainRate)
 		}
-		if r.Audit != nil {
-			verdict := "**passed**"
-			if !r.Audit.OK() {
-				verdict = "**FAILED**"
-			}
-			fmt.Fprintf(&b, "Audit %s:\n\n", verdict)
-			for _, c := range r.Audit.Checks {
-				fmt.Fprintf(&b, "- %s\n", c)
-			}
-			b.WriteString("\n")
-		}
+		writeAudit(&b, r)
 		if f, ok := charts[r.Scenario]; ok {
 			fmt.Fprintf(&b, "![%s: latency and throughput over time](%s)\n\n", r.Scenario, f)
 		}
@@ -66,11 +61,37 @@ func Markdown(reports []*Report, charts map[string]string) string {
 	return b.String()
 }
 
+func writeAudit(b *strings.Builder, r *Report) {
+	if r.Audit == nil {
+		return
+	}
+	verdict := "**passed**"
+	if !r.Audit.OK() {
+		verdict = "**FAILED**"
+	}
+	fmt.Fprintf(b, "Audit %s:\n\n", verdict)
+	for _, c := range r.Audit.Checks {
+		fmt.Fprintf(b, "- %s\n", c)
+	}
+	b.WriteString("\n")
+}
+
 // Terminal is a short summary for the terminal.
 func Terminal(reports []*Report) string {
 	var b strings.Builder
 	for _, r := range reports {
 		res := r.Result
+		if cr := r.Crowd; cr != nil {
+			fmt.Fprintf(&b, "%-8s %d shoppers: start → final p50 %s p90 %s p99 %s; final %v; 429 %v; PostgreSQL max %.0f/s",
+				r.Scenario, cr.Shoppers, ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), cr.Final, cr.Limited, cr.PGMax())
+			if r.Audit != nil && !r.Audit.OK() {
+				fmt.Fprintf(&b, "  AUDIT FAILED: %s", strings.Join(r.Audit.Failures, "; "))
+			} else if r.Audit != nil {
+				b.WriteString("  audit ok")
+			}
+			b.WriteString("\n")
+			continue
+		}
 		fmt.Fprintf(&b, "%-8s %8.0f req/s", r.Scenario, res.Throughput())
 		if r.BaselineRS > 0 {
 			fmt.Fprintf(&b, " (%.2f of %s)", r.Ratio(), r.Baseline)
@@ -158,6 +179,21 @@ func Goals(reports []*Report) string {
 	}
 	if r := by["pages"]; r != nil {
 		row("detail page ≥ 0.7 of a bare handler (pages)", fmt.Sprintf("%.2f", r.Ratio()), r.Ratio() >= 0.7)
+	}
+	for _, name := range []string{"queue", "crowd"} {
+		if r := by[name]; r != nil && r.Crowd != nil {
+			cr := r.Crowd
+			row(fmt.Sprintf("every shopper a final answer, p99 ≤ 5 s from the start or a later arrival (%s)", name), ms(cr.Wait.P99),
+				cr.Wait.P99 <= 5*time.Second && cr.Final["bought"]+cr.Final["sold out"] == cr.Shoppers)
+			limited := 0
+			for _, n := range cr.Limited {
+				limited += n
+			}
+			row(fmt.Sprintf("no 429 to a shopper asking at most once a second (%s)", name), fmt.Sprint(cr.Limited), limited == 0)
+			if name == "queue" && len(cr.PGPerSecond) > 0 {
+				row("PostgreSQL ≤ 50 transactions a second during the crowd (queue)", fmt.Sprintf("%.0f/s", cr.PGMax()), cr.PGMax() <= 50)
+			}
+		}
 	}
 	if r := by["rush"]; r != nil {
 		row(fmt.Sprintf("p99 < 50 ms at %d connections (rush)", r.Options.Conns), ms(r.Result.Latency.P99), r.Result.Latency.P99 < 50*time.Millisecond)

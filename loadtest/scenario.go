@@ -42,6 +42,7 @@ type Report struct {
 	Sale  *Sale
 	Stats Stats
 	Users []*User
+	Crowd *CrowdReport // the crowd scenarios' own figures
 }
 
 // Ratio is the scenario's throughput over its baseline's.

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-1}
-SCENARIOS=${SCENARIOS:-rush,big,soldout,pages}
+SCENARIOS=${SCENARIOS:-rush,big,soldout,pages,crowd,queue}
 PORT=${BENCH_PORT:-18080}
 PG=${BENCH_PG:-postgres://postgres:postgres@127.0.0.1:5432}
 REDIS_DB=${BENCH_REDIS_DB:-14}
@@ -34,7 +34,7 @@ run=$(mktemp -d)
 # make bench-cluster's section of the report stays as it is.
 awk '/^<!-- cluster:/,/^<!-- \/cluster -->/' "$OUT" >"$run/cluster.md" 2>/dev/null || true
 bin/loadtest -base "$BASE_URL" -redis "$REDIS_URL" -admin bench_admin:bench-admin-pass -merchant bench_merchant:bench-merchant-pass \
-  -scenario "$SCENARIOS" -scale "$SCALE" -report "$run/performance.md"
+  -scenario "$SCENARIOS" -scale "$SCALE" -db "$DATABASE_URL" -report "$run/performance.md"
 
 {
   cat <<MD
@@ -60,5 +60,5 @@ MD
   sed 's/^## Load tool run/## Run/' "$run/performance.md"
   if [ -s "$run/cluster.md" ]; then echo; cat "$run/cluster.md"; fi
 } > "$OUT"
-cp "$run"/*.svg "$(dirname "$OUT")/"
+for f in "$run"/*.svg; do [ -e "$f" ] && cp "$f" "$(dirname "$OUT")/"; done
 echo "wrote $OUT"

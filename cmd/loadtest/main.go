@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/loadtest"
@@ -48,6 +49,8 @@ var sizes = map[string]struct {
 	"big":     {scale{10_000, 10_000, 1000}, 10_000},
 	"soldout": {scale{1_000, 100_000, 1000}, 1},
 	"pages":   {scale{0, 50_000, 1000}, 0},
+	"crowd":   {scale{10_000, 0, 1000}, 500}, // first come: half of the shoppers arrive after the start
+	"queue":   {scale{10_000, 0, 1000}, 500}, // the same crowd through the waiting room
 }
 
 func run(ctx context.Context, args []string) error {
@@ -59,7 +62,9 @@ func run(ctx context.Context, args []string) error {
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline): redis://host:port/db, or host:port,host:port,... of a cluster")
 	admin := fs.String("admin", "", "an admin's username:password")
 	merchant := fs.String("merchant", "", "a merchant's username:password")
-	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages; name:N splits the item's stock over N shards (big:4)")
+	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages, crowd, queue; name:N splits the item's stock over N shards (big:4)")
+	countdown := fs.Duration("countdown", 15*time.Second, "crowd and queue: how long before the start the sale is set up (half the shoppers arrive over it)")
+	dbURL := fs.String("db", "", "crowd and queue: the server's PostgreSQL, to count its transactions a second during the crowd")
 	scaleBy := fs.Float64("scale", 1, "multiply users and requests by this (0.1 for a quick run)")
 	conns := fs.Int("conns", 0, "connections (default per scenario: 1000)")
 	shards := fs.Int("shards", 1, "stock shards of the rush and big scenarios' item (soldout and pages use one)")
@@ -102,6 +107,20 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer rdb.Close()
 
+	var transactions func(context.Context) (int64, error)
+	if *dbURL != "" {
+		pool, err := pgxpool.New(ctx, *dbURL)
+		if err != nil {
+			return fmt.Errorf("-db: %w", err)
+		}
+		defer pool.Close()
+		transactions = func(ctx context.Context) (int64, error) {
+			var n int64
+			err := pool.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
+			return n, err
+		}
+	}
+
 	var reports []*loadtest.Report
 	for _, name := range strings.Split(*scenarios, ",") {
 		// name:N runs the scenario with its item's stock split over N shards (big:4).
@@ -115,13 +134,16 @@ func run(ctx context.Context, args []string) error {
 		if !ok {
 			return fmt.Errorf("unknown scenario %q", name)
 		}
-		if name != "rush" && name != "big" {
+		if name != "rush" && name != "big" && name != "crowd" && name != "queue" {
 			itemShards = 1 // soldout's one unit and pages' views take no stock from shards
 		}
 		o := loadtest.Options{Admin: adm, Merchant: mer, Users: int(float64(size.users) * *scaleBy), Requests: int(float64(size.requests) * *scaleBy),
 			Conns: size.conns, Stock: size.stock, Shards: itemShards, CPU: procs, Log: os.Stderr}
 		if name == "big" {
 			o.Stock = int64(o.Users)
+		}
+		if name == "crowd" || name == "queue" { // the crowd keeps its proportion of shoppers to units
+			o.Stock = max(int64(float64(size.stock)**scaleBy), 1)
 		}
 		if *conns > 0 {
 			o.Conns = *conns
@@ -136,13 +158,16 @@ func run(ctx context.Context, args []string) error {
 			rep, err = client.SoldOut(ctx, rdb, o)
 		case "pages":
 			rep, err = client.Pages(ctx, o)
+		case "crowd", "queue":
+			mode := map[string]string{"crowd": "first_come", "queue": "queue"}[name]
+			rep, err = client.Crowd(ctx, rdb, mode, *countdown, o, transactions)
 		}
 		client.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		// The baseline, by the same tool, in the same run, with as many requests and connections.
-		if *withBaseline {
+		if *withBaseline && rep.Crowd == nil { // a crowd is measured by what its shoppers wait for, not against a handler
 			kind, n := baselineOf(name), rep.Result.Requests
 			rep.Baseline, rep.BaselineRS, err = baseline(ctx, kind, rdb, n, o.Conns)
 			if err != nil {
@@ -156,6 +181,9 @@ func run(ctx context.Context, args []string) error {
 	if *report != "" {
 		charts := map[string]string{}
 		for _, r := range reports {
+			if r.Crowd != nil {
+				continue // no per-second chart: its shoppers' waits are in the report
+			}
 			f := strings.TrimSuffix(filepath.Base(*report), filepath.Ext(*report)) + "-" + r.Scenario + ".svg"
 			if err := os.WriteFile(filepath.Join(filepath.Dir(*report), f), loadtest.ChartSVG(r), 0o644); err != nil {
 				return err

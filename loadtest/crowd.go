@@ -1,0 +1,464 @@
+package loadtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The crowd: shoppers who behave as the pages make people behave. Each arrives at a moment of their own
+// (during the countdown, or after the start), opens the item page (which polls the item every 2 s), and
+// then, in a first-come sale (scenario crowd), gets a captcha, clicks Buy within a second of the start and
+// tries again a second after any answer that is not final; in a queue sale (scenario queue), joins the
+// line with a captcha, polls their standing as the page does, and buys when their turn comes. What is
+// measured is what a shopper waits for: from the start (or a later arrival) to their final answer,
+// bought or sold out.
+
+// CrowdReport is what a crowd scenario saw.
+type CrowdReport struct {
+	Mode          string // first_come or queue
+	Shoppers      int
+	Late          int // arrived after the start
+	Final         map[string]int
+	Wait          Summary        // from the start (or a later arrival) to the final answer
+	Limited       map[string]int // 429 answers by step
+	Errors        int            // transport errors
+	PGPerSecond   []float64      // PostgreSQL transactions each second of the crowd (when measured)
+	Requests      int
+	Missed        int // queue: turns that ran out
+	SoldOutLearnt time.Duration
+}
+
+// PGMax is the most PostgreSQL transactions in a second of the crowd.
+func (r *CrowdReport) PGMax() float64 {
+	m := 0.0
+	for _, v := range r.PGPerSecond {
+		m = max(m, v)
+	}
+	return m
+}
+
+type crowdShopper struct {
+	u       *User
+	who     int
+	arrive  time.Time
+	final   string
+	waited  time.Duration
+	queued  int // 202 answers
+	mu      sync.Mutex
+	limited map[string]int
+	errors  int
+	reqs    int
+}
+
+func (s *crowdShopper) count(a Answer, err error, step string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs++
+	switch {
+	case err != nil:
+		s.errors++
+	case a.Status == http.StatusTooManyRequests:
+		s.limited[step]++
+	}
+}
+
+// Crowd runs a crowd of o.Users shoppers for o.Stock units: half arrive over the countdown, half in the
+// seconds after the start; mode is "first_come" or "queue". transactions, when set, reads PostgreSQL's
+// count of transactions, sampled each second.
+func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode string, countdown time.Duration, o Options,
+	transactions func(context.Context) (int64, error)) (*Report, error) {
+	setup := time.Now()
+	if err := c.logins(ctx, &o); err != nil {
+		return nil, err
+	}
+	prefix := Name("cr")
+	logf(o.Log, "%s: registering %d shoppers", mode, o.Users)
+	users, err := c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
+	if err != nil {
+		return nil, err
+	}
+	if transactions != nil {
+		// PostgreSQL counts a backend's transactions when it reports them, up to 10 s after it went idle:
+		// the registrations' are let through before the crowd is measured.
+		logf(o.Log, "%s: waiting 11 s for PostgreSQL's statistics to settle", mode)
+		if !sleep(ctx, 11*time.Second) {
+			return nil, ctx.Err()
+		}
+	}
+	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown, mode)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	shoppers := make([]*crowdShopper, len(users))
+	late := 0
+	for i, u := range users {
+		at := now.Add(time.Duration(rand.Int64N(int64(max(sale.StartsAt.Sub(now), time.Millisecond)))))
+		if i%2 == 1 { // half arrive in the five seconds after the start
+			at = sale.StartsAt.Add(time.Duration(rand.Int64N(int64(5 * time.Second))))
+			late++
+		}
+		shoppers[i] = &crowdShopper{u: u, who: i, arrive: at, limited: map[string]int{}}
+	}
+	rep := &Report{Scenario: map[string]string{"first_come": "crowd", "queue": "queue"}[mode], Options: o, Setup: time.Since(setup)}
+	cr := &CrowdReport{Mode: mode, Shoppers: len(users), Late: late, Final: map[string]int{}, Limited: map[string]int{}}
+	logf(o.Log, "%s: %d shoppers arriving over the %v countdown and the 5 s after the start", mode, len(users), countdown.Round(time.Second))
+
+	crowdCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
+	defer stop()
+	var pg []float64
+	var pgDone chan struct{}
+	if transactions != nil {
+		pgDone = make(chan struct{})
+		go func() {
+			defer close(pgDone)
+			last, err := transactions(ctx)
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for err == nil {
+				select {
+				case <-crowdCtx.Done():
+					return
+				case <-t.C:
+				}
+				n, e := transactions(ctx)
+				if e != nil {
+					return
+				}
+				pg = append(pg, float64(max(n-last-1, 0))) // less the sampling query's own
+				last = n
+			}
+		}()
+	}
+	started := time.Now()
+	var wg sync.WaitGroup
+	progress := bar(o.Log, "answered", len(shoppers))
+	var finished int
+	var fmu sync.Mutex
+	var lastSold time.Time
+	for _, s := range shoppers {
+		wg.Go(func() {
+			c.shop(crowdCtx, rdb, sale, s, mode)
+			fmu.Lock()
+			finished++
+			if now := time.Now(); s.final == "bought" && now.After(lastSold) {
+				lastSold = now
+			}
+			progress(finished)
+			fmu.Unlock()
+		})
+	}
+	wg.Wait()
+	stop()
+	if pgDone != nil {
+		<-pgDone
+	}
+	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
+	lat := newHist()
+	var learnt time.Duration
+	for _, s := range shoppers {
+		cr.Final[s.final]++
+		rep.Result.Requests += s.reqs
+		cr.Errors += s.errors
+		for k, v := range s.limited {
+			cr.Limited[k] += v
+		}
+		if s.queued > 0 {
+			rep.Result.Queued[s.who] = s.queued
+		}
+		rep.Result.Kinds[s.final]++
+		if s.final == "bought" || s.final == "sold out" {
+			_ = lat.RecordValue(max(s.waited.Microseconds(), 1))
+		}
+		if s.final == "sold out" && !lastSold.IsZero() {
+			learnt = max(learnt, s.arrive.Add(s.waited).Sub(lastSold))
+		}
+	}
+	cr.Wait, cr.Requests, cr.PGPerSecond, cr.SoldOutLearnt = summarize(lat), rep.Result.Requests, pg, learnt
+	rep.Crowd = cr
+	st, drain, err := c.WaitDrained(ctx, &o.Admin, sale, 5*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	rep.Drain, rep.Sale, rep.Stats, rep.Users = drain, sale, st, users
+	rep.Audit = c.AuditSale(ctx, sale, st, users, rep.Result)
+	rep.Audit.check(cr.Final["bought"]+cr.Final["sold out"] == len(shoppers),
+		"every shopper has a final answer, bought or sold out (%d of %d; %v)", cr.Final["bought"]+cr.Final["sold out"], len(shoppers), cr.Final)
+	if mode == "queue" {
+		ok, err := c.checkDraw(ctx, sale.ItemID)
+		rep.Audit.check(ok && err == nil, "the draw is the rule's order, checked from its public record (%v)", err)
+	}
+	return rep, nil
+}
+
+// shop is one shopper, from arrival to a final answer (or the crowd's end).
+func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale, s *crowdShopper, mode string) {
+	if err := WaitUntil(ctx, s.arrive); err != nil {
+		return
+	}
+	from := s.arrive
+	if from.Before(sale.StartsAt) {
+		from = sale.StartsAt
+	}
+	end := func(final string) {
+		s.final, s.waited = final, time.Since(from)
+	}
+	// The item page polls the item every 2 s while it is open.
+	pageCtx, closePage := context.WithCancel(ctx)
+	defer closePage()
+	go func() {
+		for {
+			a, err := c.Do(pageCtx, http.MethodGet, fmt.Sprintf("/api/items/%d", sale.ItemID), nil, nil)
+			if pageCtx.Err() != nil {
+				return
+			}
+			s.count(a, err, "item")
+			select {
+			case <-pageCtx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	captcha := func() map[string]string {
+		for ctx.Err() == nil {
+			fields, retry, err := c.SolveCaptcha(ctx, rdb, s.u)
+			s.count(Answer{Status: map[bool]int{true: 429, false: 200}[retry]}, err, "captcha")
+			if err == nil && !retry {
+				return fields
+			}
+			sleep(ctx, time.Second)
+		}
+		return nil
+	}
+	wait := func(d time.Duration) bool { return sleep(ctx, d) }
+	if mode == "queue" {
+		c.queueShopper(ctx, sale, s, captcha, wait, end)
+		return
+	}
+	fields := captcha()
+	if fields == nil {
+		return
+	}
+	if time.Now().Before(sale.StartsAt) { // everyone clicks within a second of the start
+		if !wait(time.Until(sale.StartsAt) + time.Duration(rand.Int64N(int64(time.Second)))) {
+			return
+		}
+	}
+	for ctx.Err() == nil {
+		a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/path", sale.ItemID), fields, s.u)
+		s.count(a, err, "path")
+		switch {
+		case err != nil || a.Status == http.StatusTooManyRequests:
+		case a.Code == "sold_out":
+			end("sold out")
+			return
+		case a.Code == "already_bought":
+			end("bought")
+			return
+		case a.Status == 200:
+			var p struct{ Path string }
+			_ = jsonUnmarshal(a.Body, &p)
+			b, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/buy/%s", sale.ItemID, p.Path), nil, s.u)
+			s.count(b, err, "buy")
+			switch {
+			case err == nil && b.Status == http.StatusAccepted:
+				s.queued++
+				end(c.followResult(ctx, sale, s, wait))
+				return
+			case err == nil && b.Code == "sold_out":
+				end("sold out")
+				return
+			}
+			fields = captcha() // the captcha was used: a new one for the next try
+		default: // bad_captcha, not_started, ...: the captcha is used up
+			fields = captcha()
+		}
+		if fields == nil || !wait(time.Second) {
+			return
+		}
+	}
+}
+
+// followResult polls the buyer's result each second as the page does, until it is final.
+func (c *Client) followResult(ctx context.Context, sale *Sale, s *crowdShopper, wait func(time.Duration) bool) string {
+	for ctx.Err() == nil {
+		var r struct{ Status string }
+		a, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/result", sale.ItemID), nil, s.u)
+		s.count(a, err, "result")
+		if err == nil && a.Status == 200 && jsonUnmarshal(a.Body, &r) == nil {
+			switch r.Status {
+			case "success":
+				return "bought"
+			case "failed", "sold_out":
+				return "sold out"
+			}
+		}
+		if !wait(time.Second) {
+			break
+		}
+	}
+	return ""
+}
+
+// queueShopper joins the line and follows the standing until bought or sold out.
+func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, captcha func() map[string]string,
+	wait func(time.Duration) bool, end func(string)) {
+	join := func() bool {
+		for ctx.Err() == nil {
+			fields := captcha()
+			if fields == nil {
+				return false
+			}
+			a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), fields, s.u)
+			s.count(a, err, "join")
+			if err == nil && a.Status == 200 {
+				return true
+			}
+			if !wait(time.Second) {
+				return false
+			}
+		}
+		return false
+	}
+	if !join() {
+		return
+	}
+	for ctx.Err() == nil {
+		var q struct {
+			State string `json:"state"`
+			Ahead *int64 `json:"ahead"`
+			Path  string `json:"path"`
+		}
+		a, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), nil, s.u)
+		s.count(a, err, "status")
+		next := 2 * time.Second
+		if err == nil && a.Status == 200 && jsonUnmarshal(a.Body, &q) == nil {
+			switch q.State {
+			case "your_turn":
+				b, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/buy/%s", sale.ItemID, q.Path), nil, s.u)
+				s.count(b, err, "buy")
+				if err == nil && b.Status == http.StatusAccepted {
+					s.queued++
+					end(c.followResult(ctx, sale, s, wait))
+					return
+				}
+				if err == nil && b.Code == "sold_out" {
+					end("sold out")
+					return
+				}
+				next = time.Second
+			case "bought":
+				end(c.followResult(ctx, sale, s, wait))
+				return
+			case "sold_out", "ended":
+				end("sold out")
+				return
+			case "missed", "out":
+				if !join() {
+					return
+				}
+				continue
+			default:
+				if q.Ahead != nil && *q.Ahead < 50 {
+					next = time.Second
+				}
+			}
+		}
+		if !wait(next) {
+			return
+		}
+	}
+}
+
+// checkDraw reads the draw's public record and checks its order by the rule.
+func (c *Client) checkDraw(ctx context.Context, itemID int64) (bool, error) {
+	var d struct {
+		SeedHash string   `json:"seed_hash"`
+		Seed     string   `json:"seed"`
+		Tickets  []string `json:"tickets"`
+	}
+	if err := c.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/draw", itemID), nil, nil, &d); err != nil {
+		return false, err
+	}
+	if sha256hex(d.Seed) != d.SeedHash {
+		return false, fmt.Errorf("the seed does not hash to the published hash")
+	}
+	if !sort.SliceIsSorted(d.Tickets, func(i, j int) bool {
+		return sha256hex(d.Seed+d.Tickets[i]) < sha256hex(d.Seed+d.Tickets[j])
+	}) {
+		return false, fmt.Errorf("the tickets are not in the rule's order")
+	}
+	return true, nil
+}
+
+func sha256hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// sleep waits d or until ctx ends, and reports whether it waited the whole time.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// crowdMarkdown is a crowd scenario's section body.
+func crowdMarkdown(b *strings.Builder, r *Report) {
+	cr := r.Crowd
+	fmt.Fprintf(b, "%d shoppers (%d arriving after the start) for %d units, %s; %d requests in %.1f s.\n\n",
+		cr.Shoppers, cr.Late, r.Options.Stock, map[string]string{"queue": "through the waiting room", "first_come": "first come"}[cr.Mode],
+		cr.Requests, r.Result.Elapsed.Seconds())
+	b.WriteString("| start (or later arrival) → final answer | p50 | p90 | p99 | max |\n| --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(b, "| | %s | %s | %s | %s |\n\n", ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), ms(cr.Wait.Max))
+	b.WriteString("| final answer | shoppers |\n| --- | --- |\n")
+	for _, k := range sortedKeys(cr.Final) {
+		name := k
+		if name == "" {
+			name = "none (the crowd's time ran out)"
+		}
+		fmt.Fprintf(b, "| %s | %d |\n", name, cr.Final[k])
+	}
+	b.WriteString("\n| 429 answers by step | count |\n| --- | --- |\n")
+	for _, k := range sortedKeys(cr.Limited) {
+		fmt.Fprintf(b, "| %s | %d |\n", k, cr.Limited[k])
+	}
+	if len(cr.Limited) == 0 {
+		b.WriteString("| (none) | 0 |\n")
+	}
+	if len(cr.PGPerSecond) > 0 {
+		fmt.Fprintf(b, "\nPostgreSQL during the crowd: at most %.0f transactions a second (each second: %v).\n", cr.PGMax(), cr.PGPerSecond)
+	}
+	if cr.Errors > 0 {
+		fmt.Fprintf(b, "\nTransport errors: %d.\n", cr.Errors)
+	}
+	b.WriteString("\n")
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
