@@ -19,6 +19,7 @@ import (
 	"seckill/internal/testenv"
 	"seckill/jobs"
 	"seckill/models"
+	"seckill/stock"
 )
 
 // The buy endpoint's speed goal is relative: measured in one run against a bare Fiber handler and a Fiber
@@ -209,4 +210,62 @@ func BenchmarkPageDetail(b *testing.B) {
 	_, addr, itemID := benchServer(b, 100)
 	path := fmt.Sprintf("/items/%d", itemID)
 	hammerMethod(b, "GET", addr, b.N, func(int) (string, string, string) { return path, "", "" }, 200)
+}
+
+// BenchmarkBaselineBareJSON is a Fiber handler that answers a fixed JSON body the size of a status poll's.
+func BenchmarkBaselineBareJSON(b *testing.B) {
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	body := []byte(`{"state":"waiting","ticket":"0123456789abcdef0123456789abcdef","position":1234,"ahead":1000,"stock_left":312,` +
+		`"wait_seconds":20,"path":null,"turn_ends_at":null,"queue_opens_at":"2026-11-23T09:50:00Z","starts_at":"2026-11-23T10:00:00Z",` +
+		`"seed_hash":"9b1e0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab","server_time":"2026-11-23T10:00:05Z"}`)
+	f.Get("/status", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(body)
+	})
+	addr := listen(b, f)
+	hammerMethod(b, "GET", addr, b.N, func(int) (string, string, string) { return "/status", "", "" }, 200)
+}
+
+// BenchmarkCatalogItem is GET /api/items/{id} through the whole app: from the catalog's snapshot and
+// the stock-left cache.
+func BenchmarkCatalogItem(b *testing.B) {
+	_, addr, itemID := benchServer(b, 100)
+	path := fmt.Sprintf("/api/items/%d", itemID)
+	hammerMethod(b, "GET", addr, b.N, func(int) (string, string, string) { return path, "", "" }, 200)
+}
+
+// BenchmarkQueueStatus is the waiting room's status poll through the whole app, by 1,000 shoppers in
+// line behind the ten let in: what a crowd's pages ask every two seconds.
+func BenchmarkQueueStatus(b *testing.B) {
+	srv, addr, itemID := benchServer(b, 10)
+	ctx := context.Background()
+	opens := time.Now().Add(-time.Hour)
+	if err := srv.OrderConsumer.DB.Model(&models.Activity{}).Where("id = (SELECT activity_id FROM items WHERE id = ?)", itemID).
+		Updates(map[string]any{"sale_mode": models.SaleQueue, "queue_opens_at": opens}).Error; err != nil {
+		b.Fatal(err)
+	}
+	w := stock.Window{Opens: opens, Starts: time.Now().Add(-time.Minute), Ends: time.Now().Add(time.Hour)}
+	const n = 1000
+	cookies := make([]string, n)
+	csrf := auth.NewCSRF(testConfig().SessionSecret)
+	csrfTok, _ := csrf.Token()
+	for i := range cookies {
+		u := models.User{ID: int64(2_000_000 + i), Role: models.RoleShopper, SessionVersion: 1}
+		_, cookie, err := srv.Sessions.Issue(&u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cookies[i] = handlers.SessionCookie + "=" + cookie + "; " + handlers.CSRFCookie + "=" + csrfTok
+		if _, err := srv.Ledger.Join(ctx, itemID, u.ID, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if drawn, err := srv.Ledger.Draw(ctx, itemID); !drawn || err != nil {
+		b.Fatalf("draw: %v %v", drawn, err)
+	}
+	if _, err := srv.Ledger.Admit(ctx, itemID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Hour}); err != nil {
+		b.Fatal(err)
+	}
+	path := fmt.Sprintf("/api/items/%d/queue", itemID)
+	hammerMethod(b, "GET", addr, b.N, func(i int) (string, string, string) { return path, cookies[i%n], csrfTok }, 200)
 }

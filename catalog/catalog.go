@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
 	"seckill/errs"
@@ -25,8 +26,12 @@ import (
 // (and remembered for a TTL), as is anything the snapshot does not hold.
 const Keep = 30 * 24 * time.Hour
 
-// maxLookups bounds the remembered lookups of sales outside the snapshot.
-const maxLookups = 4096
+// maxLookups bounds the remembered lookups of sales outside the snapshot; lookupsPerSecond bounds the
+// queries they make.
+const (
+	maxLookups       = 4096
+	lookupsPerSecond = 20
+)
 
 // Snapshot is the approved sales as the database had them at Built. It is never changed once made.
 type Snapshot struct {
@@ -61,10 +66,11 @@ type Catalog struct {
 	ttl time.Duration
 	log *slog.Logger
 
-	cur     atomic.Pointer[built]
-	seq     atomic.Uint64 // rebuilds started: a later one's snapshot is never replaced by an earlier one's
-	flight  singleflight.Group
-	lookups *expirable.LRU[int64, lookup] // sales outside the snapshot, found or not
+	cur        atomic.Pointer[built]
+	seq        atomic.Uint64 // rebuilds started: a later one's snapshot is never replaced by an earlier one's
+	flight     singleflight.Group
+	lookups    *expirable.LRU[int64, lookup] // sales outside the snapshot, found or not
+	lookupRate *rate.Limiter
 }
 
 type built struct {
@@ -81,7 +87,8 @@ type lookup struct {
 
 // New returns a catalog that rebuilds its snapshot at most once per ttl.
 func New(db *gorm.DB, now func() time.Time, ttl time.Duration, log *slog.Logger) *Catalog {
-	return &Catalog{db: db, now: now, ttl: ttl, log: log, lookups: expirable.NewLRU[int64, lookup](maxLookups, nil, ttl)}
+	return &Catalog{db: db, now: now, ttl: ttl, log: log, lookups: expirable.NewLRU[int64, lookup](maxLookups, nil, ttl),
+		lookupRate: rate.NewLimiter(lookupsPerSecond, lookupsPerSecond)}
 }
 
 // Snapshot answers the current snapshot. One older than the TTL is rebuilt by one caller while the
@@ -207,6 +214,11 @@ func (c *Catalog) Item(ctx context.Context, id int64) (*models.Item, *models.Act
 func (c *Catalog) lookup(ctx context.Context, key int64, find func() lookup) lookup {
 	if l, ok := c.lookups.Get(key); ok {
 		return l
+	}
+	// Someone walking the ids past the snapshot must not turn each request into a query: beyond a few
+	// lookups a second, what the snapshot does not hold is not found, until the next snapshot.
+	if !c.lookupRate.Allow() {
+		return lookup{err: errNoItem}
 	}
 	v, _, _ := c.flight.Do(lookupKey(key), func() (any, error) {
 		l := find()

@@ -71,8 +71,12 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, a, err := h.Catalog.Item(ctx, itemID); err == nil && a.SaleMode == models.SaleQueue {
-		return errUseQueue // before the captcha is used up
+	// A queue item's paths come with turns in its line: refused before the captcha is used up. When the
+	// catalog cannot tell (the database is away), no path is issued either.
+	if _, a, err := h.Catalog.Item(ctx, itemID); err != nil {
+		return err
+	} else if a.SaleMode == models.SaleQueue {
+		return errUseQueue
 	}
 	var in struct {
 		CaptchaID     string `json:"captcha_id"`

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"sync"
 	"time"
@@ -36,7 +37,7 @@ type Queue struct {
 	once   sync.Once
 	rooms  *expirable.LRU[int64, roomView]      // each room as last read, for a quarter of a second
 	places *expirable.LRU[placeKey, knownPlace] // shoppers whose standing is known without Redis
-	draws  *expirable.LRU[int64, []string]      // the drawn tickets of written draws (they never change)
+	draws  *expirable.LRU[int64, []byte]        // the answers of written draws (they never change)
 	flight singleflight.Group                   // one read of a draw's tickets at a time
 }
 
@@ -66,7 +67,7 @@ func (h *Queue) init() {
 	h.once.Do(func() {
 		h.rooms = expirable.NewLRU[int64, roomView](maxRoomViews, nil, roomViewTTL)
 		h.places = expirable.NewLRU[placeKey, knownPlace](maxKnownPlaces, nil, time.Hour)
-		h.draws = expirable.NewLRU[int64, []string](maxDraws, nil, 24*time.Hour)
+		h.draws = expirable.NewLRU[int64, []byte](maxDraws, nil, 24*time.Hour)
 	})
 }
 
@@ -113,6 +114,9 @@ func (h *Queue) queueItem(ctx context.Context, itemID int64) (*models.Item, *mod
 	if a.SaleMode != models.SaleQueue || a.QueueOpensAt == nil {
 		return nil, nil, errFirstCome
 	}
+	// The catalog knows the item's shard count: the ledger need not ask Redis for it (a poll before the
+	// sale is loaded would otherwise cost a command more).
+	h.Ledger.RememberOnce(it.ID, it.StockShards)
 	return it, a, nil
 }
 
@@ -213,7 +217,7 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 		return err
 	}
 	room := h.noteRoom(it.ID, st.Room)
-	out.StockLeft = h.left(it, st.Left, st.Room.State != "")
+	out.StockLeft = h.left(it, st.Left, st.LeftKnown)
 	out.SeedHash = seedHash(st.Room)
 	p := st.Place
 	switch {
@@ -344,19 +348,30 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 	}
 	out.SeedHash, out.Entrants = &r.SeedHash, r.Entrants
 	if r.State == stock.RoomDrawn {
-		tickets, ok := h.draws.Get(itemID)
-		if !ok {
-			v, err, _ := h.flight.Do("draw:"+strconv.FormatInt(itemID, 10), func() (any, error) {
-				return h.Ledger.DrawnTickets(ctx, itemID)
-			})
-			if err != nil {
-				return err
+		// A written draw never changes: its answer is made once per instance and kept.
+		v, err, _ := h.flight.Do("draw:"+strconv.FormatInt(itemID, 10), func() (any, error) {
+			if body, ok := h.draws.Get(itemID); ok {
+				return body, nil
 			}
-			tickets = v.([]string)
-			h.draws.Add(itemID, tickets)
+			tickets, err := h.Ledger.DrawnTickets(context.WithoutCancel(ctx), itemID)
+			if err != nil {
+				return nil, err
+			}
+			drawn := r.DrawnAt
+			out.Seed, out.DrawnAt, out.Tickets = &r.Seed, &drawn, tickets
+			body, err := json.Marshal(out)
+			if err != nil {
+				return nil, err
+			}
+			h.draws.Add(itemID, body)
+			return body, nil
+		})
+		if err != nil {
+			return err
 		}
-		drawn := r.DrawnAt
-		out.Seed, out.DrawnAt, out.Tickets = &r.Seed, &drawn, tickets
+		c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(v.([]byte))
 	}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
 	return c.JSON(out)

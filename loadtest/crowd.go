@@ -23,6 +23,9 @@ import (
 // measured is what a shopper waits for: from the start (or a later arrival) to their final answer,
 // bought or sold out.
 
+// crowdLead is how long before its countdown the crowd's sale is approved.
+const crowdLead = 30 * time.Second
+
 // CrowdReport is what a crowd scenario saw.
 type CrowdReport struct {
 	Mode          string // first_come or queue
@@ -95,9 +98,15 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			return nil, ctx.Err()
 		}
 	}
-	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown, mode)
+	// The sale is approved a while before its countdown, as a real one is: each instance draws captchas
+	// for the shoppers it expects in the meantime.
+	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown+crowdLead, mode)
 	if err != nil {
 		return nil, err
+	}
+	logf(o.Log, "%s: the sale is approved; the crowd comes in %v", mode, crowdLead)
+	if !sleep(ctx, time.Until(sale.StartsAt.Add(-countdown))) {
+		return nil, ctx.Err()
 	}
 	now := time.Now()
 	shoppers := make([]*crowdShopper, len(users))

@@ -2,41 +2,47 @@
 -- in and not done are fewer than the stock left times the overbooking, and no faster than the rate.
 -- KEYS: 1 room hash, 2 the line (zset: user by place), 3 turns (user → path:turn end), 4 in flight (zset:
 --       user by turn end), 5 done (user → bought|missed), 6 let in and their paths not yet written
--- ARGV: 1 now (ms), 2 stock left, 3 overbooking, 4 rate (a second), 5 turn (ms), 6 how many users follow
---       who bought, 7.. those users, then path tokens for the shoppers let in now (as many as may be)
+-- ARGV: 1 now (ms), 2 stock left, 3 overbooking, 4 rate (a second), 5 turn (ms), 6 grace (ms): how long
+--       after its end a turn is settled as missed (instances' clocks differ: a buy may still be accepted
+--       a moment after the turn ends here), 7 when the keys expire (ms), 8 how many users follow who
+--       bought, 9.. those users, then path tokens for the shoppers let in now (as many as may be)
 -- Answers {user, path, turn end, ...} for the shoppers let in now.
 local now, left, overbook = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local rate, turn, nb = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local rate, turn, grace, nb = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8])
+local first = 8 + nb -- the first path token
 local r = redis.call('HMGET', KEYS[1], 'state', 'cursor', 'tokens', 'tokens_at')
 if r[1] ~= 'drawn' then
   return {}
 end
 for i = 1, nb do
-  local uid = ARGV[6 + i]
+  local uid = ARGV[8 + i]
   if redis.call('ZREM', KEYS[4], uid) == 1 then
     redis.call('HSET', KEYS[5], uid, 'bought')
     redis.call('HINCRBY', KEYS[1], 'bought', 1)
   end
 end
-for _, uid in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do
+for _, uid in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - grace)) do
   redis.call('ZREM', KEYS[4], uid)
   redis.call('HSET', KEYS[5], uid, 'missed')
   redis.call('HINCRBY', KEYS[1], 'missed', 1)
 end
 
--- A token bucket of one second's worth: the rate holds across every instance that runs this step.
+-- A token bucket of one second's worth: the rate holds across every instance that runs this step. Its
+-- time only moves forward: an instance whose clock is behind cannot refill it.
 local tokens = tonumber(r[3]) or rate
 local at = tonumber(r[4]) or now
 tokens = math.min(rate, tokens + math.max(now - at, 0) * rate / 1000)
-local room = math.floor(left * overbook) - redis.call('ZCARD', KEYS[4])
-local k = math.min(room, math.floor(tokens), #ARGV - 6 - nb)
+at = math.max(at, now)
+-- (a hair over the product: 100 × 1.15 is 114.99999 in floating point)
+local room = math.floor(left * overbook + 1e-6) - redis.call('ZCARD', KEYS[4])
+local k = math.min(room, math.floor(tokens), #ARGV - first)
 local out = {}
 if k > 0 then
   local cursor = tonumber(r[2]) or 0
   local line = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, k)
   local ends = now + turn
   for i = 1, #line, 2 do
-    local uid, path = line[i], ARGV[6 + nb + (i + 1) / 2]
+    local uid, path = line[i], ARGV[first + (i + 1) / 2]
     redis.call('HSET', KEYS[3], uid, path .. ':' .. ends)
     redis.call('ZADD', KEYS[4], ends, uid)
     redis.call('SADD', KEYS[6], uid)
@@ -50,5 +56,8 @@ if k > 0 then
   redis.call('HSET', KEYS[1], 'cursor', cursor)
   redis.call('HINCRBY', KEYS[1], 'let_in', n)
 end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'tokens_at', now)
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'tokens_at', at)
+for i = 3, 6 do
+  redis.call('PEXPIREAT', KEYS[i], ARGV[7])
+end
 return out

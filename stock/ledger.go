@@ -158,6 +158,14 @@ func (l *Ledger) ShardsKnown(ctx context.Context, itemID int64) (int, bool, erro
 // Remember records an item's shard count, known from the database (stock_shards).
 func (l *Ledger) Remember(itemID int64, n int) { l.shards.Store(itemID, max(n, 1)) }
 
+// RememberOnce is Remember for callers on a hot path (the catalog knows every item's count): it writes
+// only the first time.
+func (l *Ledger) RememberOnce(itemID int64, n int) {
+	if _, ok := l.shards.Load(itemID); !ok {
+		l.shards.LoadOrStore(itemID, max(n, 1))
+	}
+}
+
 // Sale is what preheating loads for an item.
 type Sale struct {
 	ItemID, ActivityID int64

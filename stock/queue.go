@@ -30,13 +30,14 @@ import (
 
 // roomKeys are the keys of an item's waiting room.
 type roomKeys struct {
-	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, DrawLock string
+	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, DrawLock, AdmitLock string
 }
 
 func roomKeysOf(itemID int64) roomKeys {
 	p := ShardKeys(itemID, 0).item + "q:"
 	return roomKeys{Room: p + "room", Tickets: p + "tickets", Late: p + "late", Places: p + "places", Line: p + "line",
-		Done: p + "done", Turns: p + "turns", InFlight: p + "inflight", Pending: p + "pending", DrawLock: p + "drawlock"}
+		Done: p + "done", Turns: p + "turns", InFlight: p + "inflight", Pending: p + "pending", DrawLock: p + "drawlock",
+		AdmitLock: p + "admitlock"}
 }
 
 var (
@@ -181,9 +182,10 @@ func (p Place) In() bool { return p.Ticket != "" }
 
 // Standing is a shopper's place in a waiting room, the room itself, and the stock left.
 type Standing struct {
-	Room  Room
-	Place Place
-	Left  int64 // in the item's first shard: the whole stock left unless the item is split
+	Room      Room
+	Place     Place
+	Left      int64 // in the item's first shard: the whole stock left unless the item is split
+	LeftKnown bool  // false: the sale is not loaded in Redis (Left says nothing)
 }
 
 // StandingOf reads the room, the shopper's place in it and the stock left, in one command.
@@ -223,7 +225,9 @@ func (l *Ledger) StandingOf(ctx context.Context, itemID, userID int64) (Standing
 		ms, _ := strconv.ParseInt(ends, 10, 64)
 		p.Path, p.TurnEnds = path, time.UnixMilli(ms)
 	}
-	st.Left, _ = strconv.ParseInt(str(nf+6), 10, 64)
+	if left, err := strconv.ParseInt(str(nf+6), 10, 64); err == nil {
+		st.Left, st.LeftKnown = left, true
+	}
 	return st, nil
 }
 
@@ -281,6 +285,26 @@ func (l *Ledger) RoomOf(ctx context.Context, itemID int64) (Room, error) {
 // drawChunk is how many places one pipeline writes.
 const drawChunk = 1000
 
+// drawLockTTL is how long the draw's lock outlives its holder's last sign of life.
+const drawLockTTL = 5 * time.Second
+
+// unlockScript deletes a lock only if it is still the caller's.
+var unlockScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+// lock takes a lock for ttl, and answers how to let it go (only if it is still ours).
+func (l *Ledger) lock(ctx context.Context, key string, ttl time.Duration) (unlock func(), ok bool, err error) {
+	raw := make([]byte, 16)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, false, err
+	}
+	owner := hex.EncodeToString(raw)
+	ok, err = l.rdb.SetNX(ctx, key, owner, ttl).Result()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return func() { unlockScript.Run(context.WithoutCancel(ctx), l.rdb, []string{key}, owner) }, true, nil
+}
+
 // Draw closes the draw once the sale has started, places its entrants in the drawn order and lets the
 // line move. Any instance may run it, at any time, as often as it likes: one draws at a time (a lock),
 // places are written only where none is (so a slow or repeated draw never moves anyone), and the same
@@ -299,15 +323,18 @@ func (l *Ledger) Draw(ctx context.Context, itemID int64) (bool, error) {
 	default:
 		return false, nil
 	}
-	got, err := l.rdb.SetNX(ctx, k.DrawLock, now, time.Minute).Result()
+	// One instance draws at a time (the others would only repeat its work); a lock that its holder keeps
+	// alive chunk by chunk, so that a holder that dies holds the line up for seconds, not minutes.
+	unlock, got, err := l.lock(ctx, k.DrawLock, drawLockTTL)
 	if err != nil || !got {
 		return false, err
 	}
-	defer l.rdb.Del(context.WithoutCancel(ctx), k.DrawLock)
+	defer unlock()
 	order, err := l.drawnOrder(ctx, itemID)
 	if err != nil {
 		return false, err
 	}
+	expire := time.UnixMilli(now).Add(roomKeep + 24*time.Hour)
 	for i := 0; i < len(order); i += drawChunk {
 		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for j := i; j < min(i+drawChunk, len(order)); j++ {
@@ -315,6 +342,9 @@ func (l *Ledger) Draw(ctx context.Context, itemID int64) (bool, error) {
 				p.HSetNX(ctx, k.Places, order[j].user, place)
 				p.ZAddNX(ctx, k.Line, redis.Z{Score: float64(place), Member: order[j].user})
 			}
+			p.PExpireAt(ctx, k.Places, expire)
+			p.PExpireAt(ctx, k.Line, expire)
+			p.PExpire(ctx, k.DrawLock, drawLockTTL)
 			return nil
 		})
 		if err != nil {
@@ -376,6 +406,10 @@ type Admission struct {
 // admitBatch bounds the shoppers one step lets in.
 const admitBatch = 500
 
+// turnGrace is how long after its end a turn is settled as missed: the instances' clocks differ, and a
+// buy may still be accepted by one a moment after the turn ended by another's.
+const turnGrace = 2 * time.Second
+
 // Admit moves the item's line one step: turns whose shoppers bought or whose time is up are settled,
 // and the next in line are let in, each with a purchase path of their own in their home shard. Any
 // instance may run it at any time: the step itself is one script, and paths not yet written (the
@@ -386,6 +420,13 @@ func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, err
 		return 0, err
 	}
 	k := roomKeysOf(itemID)
+	// One step at a time per item, over all instances: a step reads who bought and the stock left before
+	// its script runs, and two steps at once would each let in against the same room.
+	unlock, ok, err := l.lock(ctx, k.AdmitLock, 5*time.Second)
+	if err != nil || !ok {
+		return 0, err
+	}
+	defer unlock()
 	var inflight, pending *redis.StringSliceCmd
 	var state *redis.StringCmd
 	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -411,7 +452,8 @@ func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, err
 	if err != nil {
 		return 0, err
 	}
-	args := []any{l.now().UnixMilli(), max(left, 0), a.Overbook, a.Rate, a.Turn.Milliseconds(), len(bought)}
+	args := []any{l.now().UnixMilli(), max(left, 0), a.Overbook, a.Rate, a.Turn.Milliseconds(), turnGrace.Milliseconds(),
+		l.now().Add(a.Turn + roomKeep).UnixMilli(), len(bought)}
 	for _, u := range bought {
 		args = append(args, u)
 	}

@@ -17,15 +17,12 @@ local done = redis.call('HGET', KEYS[6], uid)
 if done == 'bought' then
   return {'already_bought'}
 end
-for i = 2, 7 do
-  redis.call('PEXPIREAT', KEYS[i], ARGV[5])
-end
-
 local state = r[1]
 if state == 'open' then
   if now < tonumber(r[2]) then
     -- Before the start: into the draw, once; joining again keeps the first ticket.
     redis.call('HSETNX', KEYS[2], uid, ARGV[2])
+    redis.call('PEXPIREAT', KEYS[2], ARGV[5])
     return {'joined', redis.call('HGET', KEYS[2], uid), ''}
   end
   -- The first to come after the start closes the draw: who joins from now on goes behind it.
@@ -51,4 +48,7 @@ redis.call('HSET', KEYS[4], uid, place)
 redis.call('ZADD', KEYS[5], place, uid)
 redis.call('HDEL', KEYS[6], uid)
 redis.call('HDEL', KEYS[7], uid)
+for i = 3, 5 do
+  redis.call('PEXPIREAT', KEYS[i], ARGV[5])
+end
 return {'joined', ticket, tostring(place)}

@@ -193,8 +193,9 @@ func TestLineMovesWithTheStock(t *testing.T) {
 	if room.Bought != 3 {
 		t.Errorf("the room counts %d bought, want 3", room.Bought)
 	}
-	// The turns run out: three missed, and the next in line gets the unit left.
-	r.clock.add(31 * time.Second)
+	// The turns run out (and the grace for the instances' clocks): three missed, and the next in line
+	// gets the unit left.
+	r.clock.add(33 * time.Second)
 	if n := r.admit(t, a); n != 1 {
 		t.Fatalf("after the turns ran out, with 1 left: %d let in, want 1", n)
 	}
@@ -355,5 +356,36 @@ func TestWaitingRoomRunsOnTheDemosRedis(t *testing.T) {
 	}
 	if bought != 2 {
 		t.Errorf("%d bought with their turns, want 2", bought)
+	}
+}
+
+// Instances' clocks differ: one whose clock is behind must not refill the rate's bucket for the others.
+func TestRateHoldsWhenClocksDiffer(t *testing.T) {
+	r := newRoomRig(t, 1000, 1, 200)
+	ctx := context.Background()
+	for _, u := range r.users {
+		r.join(t, u)
+	}
+	r.clock.add(2 * time.Minute)
+	if _, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	behind := &clock{t: r.clock.now().Add(-time.Second)}
+	other := stock.NewLedger(r.rdb, behind.now)
+	a := stock.Admission{Overbook: 1.5, Rate: 10, Turn: time.Minute}
+	total := 0
+	for range 20 { // two seconds, two instances stepping in turn every 100 ms
+		for _, l := range []*stock.Ledger{r.ledger, other} {
+			n, err := l.Admit(ctx, r.item.ID, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += n
+		}
+		r.clock.add(100 * time.Millisecond)
+		behind.add(100 * time.Millisecond)
+	}
+	if total > 31 { // a full bucket, then ten a second for two seconds
+		t.Errorf("two instances a second apart let in %d in two seconds at 10 a second", total)
 	}
 }

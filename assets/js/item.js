@@ -77,6 +77,8 @@
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
   function showQueue(s) {
     q = s;
+    // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
+    final = s.state === "ended";
     var joinable = s.state === "out" || s.state === "missed";
     captchaBox.hidden = !joinable;
     if (s.state === "your_turn") {
