@@ -27,7 +27,7 @@ bench-cluster: ## the scenarios through nginx on a Redis Cluster, two instances 
 	./scripts/bench-cluster.sh
 
 bench-go: services ## Go benchmarks: the buy path against its baselines, the consumer's drain rate, captcha drawing (medians of 5)
-	$(GO) test -run '^$$' -bench 'Baseline|Buy|Page' -benchtime 30000x -count 5 ./app
+	$(GO) test -run '^$$' -bench 'Baseline|Buy|Page|Catalog|QueueStatus' -benchtime 30000x -count 5 ./app
 	$(GO) test -run '^$$' -bench ConsumerDrain -benchtime 20000x -count 5 ./jobs
 	$(GO) test -run '^$$' -bench Draw -cpu 1 -count 5 ./captcha
 

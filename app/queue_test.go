@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/jobs"
 	"seckill/models"
@@ -207,5 +208,59 @@ func TestQueueStatusPollCostsAtMostOneRedisCommand(t *testing.T) {
 	}
 	if n := hook.n.Load(); n >= 80 {
 		t.Errorf("80 polls cost %d Redis commands: the waiting should mostly be answered from memory", n)
+	}
+}
+
+// TestInstanceLostWithShoppersInLine: the line lives in Redis, so shoppers who joined through an instance
+// that then dies keep their tickets and places on another, and are let in there.
+func TestInstanceLostWithShoppersInLine(t *testing.T) {
+	db := testenv.Postgres(t)
+	_, item := queueSale(t, db, nil, 2)
+	a := startLive(t, liveOpts{db: db, noBackground: true})
+	b := startLive(t, liveOpts{db: db, rdb: a.Redis, noBackground: true})
+	ctx := context.Background()
+	if _, err := a.Srv.Ledger.Preheat(ctx, jobs.Books{DB: db}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	path := "/api/items/" + itoa(item.ID) + "/queue"
+	type shopper struct {
+		onA, onB *browser
+		ticket   string
+	}
+	var shoppers []shopper
+	for i := range 3 {
+		onA := newBrowser(t, a.URL)
+		onA.register("survivor_"+itoa(int64(i)), "survivor password")
+		r := onA.join(item.ID)
+		if r.Status != 200 {
+			t.Fatalf("join on A: %d %s", r.Status, r.Body)
+		}
+		// The same shopper's session cookie works on every instance.
+		onB := newBrowser(t, b.URL)
+		onB.setCookie(handlers.SessionCookie, onA.cookie(handlers.SessionCookie))
+		shoppers = append(shoppers, shopper{onA: onA, onB: onB, ticket: r.json(t)["ticket"].(string)})
+	}
+	if err := a.Srv.Fiber.Shutdown(); err != nil { // instance A is gone
+		t.Fatal(err)
+	}
+	b.Clock.Set(time.Now().Add(time.Minute + time.Second))
+	if drawn, err := b.Srv.Ledger.Draw(ctx, item.ID); !drawn || err != nil {
+		t.Fatalf("draw on B: %v %v", drawn, err)
+	}
+	if _, err := b.Srv.Ledger.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	turns := 0
+	for _, s := range shoppers {
+		q := s.onB.call("GET", path, nil).json(t)
+		if q["ticket"] != s.ticket || q["position"] == nil {
+			t.Errorf("on B after A died: %v, want ticket %s with a place", q, s.ticket)
+		}
+		if q["state"] == "your_turn" {
+			turns++
+		}
+	}
+	if turns != 2 {
+		t.Errorf("%d turns on B for 2 units, want 2", turns)
 	}
 }

@@ -378,8 +378,8 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 					return
 				}
 				continue
-			default:
-				if q.Ahead != nil && *q.Ahead < 50 {
+			default: // as item.js does: every second near the front or in the first 15 s after the start
+				if q.Ahead != nil && *q.Ahead < 50 || time.Since(sale.StartsAt) < 15*time.Second {
 					next = time.Second
 				}
 			}

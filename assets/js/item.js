@@ -107,8 +107,10 @@
     api("GET", "/api/items/" + id + "/queue").then(function (s) {
       showQueue(s);
       if (s.state === "bought" || s.state === "ended") return;
-      // Near the front, or with a turn, the page looks every second; further back, every two.
-      polling = setTimeout(pollQueue, s.state === "your_turn" || (s.ahead != null && s.ahead < 50) ? 1000 : 2000);
+      // Near the front, with a turn, or in the first seconds after the start (when the line moves
+      // fastest and may sell out), the page looks every second; otherwise every two.
+      var soon = window.serverNow() - starts < 15000;
+      polling = setTimeout(pollQueue, s.state === "your_turn" || soon || (s.ahead != null && s.ahead < 50) ? 1000 : 2000);
     }).catch(function (e) { if (e.code === "unauthenticated") { sayError(e); return; } polling = setTimeout(pollQueue, 2000); });
   }
   if (queueMode) {
