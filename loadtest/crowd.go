@@ -28,17 +28,15 @@ const crowdLead = 30 * time.Second
 
 // CrowdReport is what a crowd scenario saw.
 type CrowdReport struct {
-	Mode          string // first_come or queue
-	Shoppers      int
-	Late          int // arrived after the start
-	Final         map[string]int
-	Wait          Summary        // from the start (or a later arrival) to the final answer
-	Limited       map[string]int // 429 answers by step
-	Errors        int            // transport errors
-	PGPerSecond   []float64      // PostgreSQL transactions each second of the crowd (when measured)
-	Requests      int
-	Missed        int // queue: turns that ran out
-	SoldOutLearnt time.Duration
+	Mode        string // first_come or queue
+	Shoppers    int
+	Late        int // arrived after the start
+	Final       map[string]int
+	Wait        Summary        // from the start (or a later arrival) to the final answer
+	Limited     map[string]int // 429 answers by step
+	Errors      int            // transport errors
+	PGPerSecond []float64      // PostgreSQL transactions each second of the crowd (when measured)
+	Requests    int
 }
 
 // PGMax is the most PostgreSQL transactions in a second of the crowd.
@@ -154,15 +152,11 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	progress := bar(o.Log, "answered", len(shoppers))
 	var finished int
 	var fmu sync.Mutex
-	var lastSold time.Time
 	for _, s := range shoppers {
 		wg.Go(func() {
 			c.shop(crowdCtx, rdb, sale, s, mode)
 			fmu.Lock()
 			finished++
-			if now := time.Now(); s.final == "bought" && now.After(lastSold) {
-				lastSold = now
-			}
 			progress(finished)
 			fmu.Unlock()
 		})
@@ -174,7 +168,6 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	}
 	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
 	lat := newHist()
-	var learnt time.Duration
 	for _, s := range shoppers {
 		cr.Final[s.final]++
 		rep.Result.Requests += s.reqs
@@ -189,11 +182,8 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		if s.final == "bought" || s.final == "sold out" {
 			_ = lat.RecordValue(max(s.waited.Microseconds(), 1))
 		}
-		if s.final == "sold out" && !lastSold.IsZero() {
-			learnt = max(learnt, s.arrive.Add(s.waited).Sub(lastSold))
-		}
 	}
-	cr.Wait, cr.Requests, cr.PGPerSecond, cr.SoldOutLearnt = summarize(lat), rep.Result.Requests, pg, learnt
+	cr.Wait, cr.Requests, cr.PGPerSecond = summarize(lat), rep.Result.Requests, pg
 	rep.Crowd = cr
 	st, drain, err := c.WaitDrained(ctx, &o.Admin, sale, 5*time.Minute)
 	if err != nil {
