@@ -78,25 +78,11 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	} else if a.SaleMode == models.SaleQueue {
 		return errUseQueue
 	}
-	var in struct {
-		CaptchaID     string `json:"captcha_id"`
-		CaptchaAnswer string `json:"captcha_answer"`
-	}
-	if err := ParseJSON(c, &in); err != nil {
+	in, err := readCaptcha(c)
+	if err != nil {
 		return err
 	}
-	if err := requireCaptcha(in.CaptchaID, in.CaptchaAnswer); err != nil {
-		return err
-	}
-	if err := h.Limits.Allow(ctx, "path:user:"+strconv.FormatInt(s.UserID, 10), pathPerUser); err != nil {
-		return err
-	}
-	if h.RateLimitIP {
-		if err := h.Limits.Allow(ctx, "path:ip:"+addressKey(c), pathPerIP); err != nil {
-			return err
-		}
-	}
-	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
+	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in); err != nil {
 		return err
 	}
 	if h.Flags.SoldOut(itemID) {
@@ -123,6 +109,36 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 }
 
 var errBadCaptcha = errs.Static(errs.BadCaptcha, "the captcha answer is wrong or the captcha was used: get a new one")
+
+// captchaInput is the body of the routes a captcha opens: a purchase path, a place in a line.
+type captchaInput struct {
+	CaptchaID     string `json:"captcha_id"`
+	CaptchaAnswer string `json:"captcha_answer"`
+}
+
+// readCaptcha reads a captcha's fields, answering bad_request when one is missing.
+func readCaptcha(c *fiber.Ctx) (captchaInput, error) {
+	var in captchaInput
+	if err := ParseJSON(c, &in); err != nil {
+		return in, err
+	}
+	return in, requireCaptcha(in.CaptchaID, in.CaptchaAnswer)
+}
+
+// passCaptcha counts the attempt against the purchase path's limits (per user, and unless off per
+// address) and then uses up the captcha, answering bad_captcha unless it was solved.
+func passCaptcha(c *fiber.Ctx, limits *ratelimit.Shared, captchas *captcha.Captchas, perIP bool, userID int64, in captchaInput) error {
+	ctx := c.UserContext()
+	if err := limits.Allow(ctx, "path:user:"+strconv.FormatInt(userID, 10), pathPerUser); err != nil {
+		return err
+	}
+	if perIP {
+		if err := limits.Allow(ctx, "path:ip:"+addressKey(c), pathPerIP); err != nil {
+			return err
+		}
+	}
+	return checkCaptcha(ctx, captchas, in.CaptchaID, in.CaptchaAnswer)
+}
 
 // requireCaptcha answers bad_request when a captcha field is missing.
 func requireCaptcha(id, answer string) error {

@@ -185,7 +185,7 @@ func (h *Consoles) AdminHome(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	approved, err := models.OpenActivities(ctx, h.DB, h.Now())
+	approved, err := models.ApprovedEndingAfter(ctx, h.DB, h.Now())
 	if err != nil {
 		return err
 	}

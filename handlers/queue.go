@@ -133,14 +133,8 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
-		CaptchaID     string `json:"captcha_id"`
-		CaptchaAnswer string `json:"captcha_answer"`
-	}
-	if err := ParseJSON(c, &in); err != nil {
-		return err
-	}
-	if err := requireCaptcha(in.CaptchaID, in.CaptchaAnswer); err != nil {
+	in, err := readCaptcha(c)
+	if err != nil {
 		return err
 	}
 	it, a, err := h.queueItem(ctx, itemID)
@@ -154,15 +148,7 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	case !now.Before(a.EndsAt):
 		return stock.ErrEnded
 	}
-	if err := h.Limits.Allow(ctx, "path:user:"+strconv.FormatInt(s.UserID, 10), pathPerUser); err != nil {
-		return err
-	}
-	if h.RateLimitIP {
-		if err := h.Limits.Allow(ctx, "path:ip:"+addressKey(c), pathPerIP); err != nil {
-			return err
-		}
-	}
-	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
+	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in); err != nil {
 		return err
 	}
 	if _, err := h.Ledger.Join(ctx, itemID, s.UserID, window(a)); err != nil {

@@ -13,20 +13,6 @@ import (
 	"seckill/errs"
 )
 
-// OpenActivities lists the approved activities that have not ended at now, soonest first, with their items.
-func OpenActivities(ctx context.Context, db *gorm.DB, now time.Time) ([]Activity, error) {
-	var acts []Activity
-	err := db.WithContext(ctx).
-		Preload("Items", func(db *gorm.DB) *gorm.DB { return db.Order("id") }).
-		Where("state = ? AND ends_at > ?", ActivityApproved, now).
-		Order("starts_at, id").
-		Find(&acts).Error
-	if err != nil {
-		return nil, fmt.Errorf("open activities: %w", err)
-	}
-	return acts, nil
-}
-
 // ApprovedEndingAfter lists the approved activities that end after t, with their items, soonest start
 // first: what the catalog keeps in memory.
 func ApprovedEndingAfter(ctx context.Context, db *gorm.DB, t time.Time) ([]Activity, error) {

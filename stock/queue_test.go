@@ -54,6 +54,18 @@ func (r *roomRig) join(t *testing.T, user int64) stock.Joined {
 	return j
 }
 
+// joinAllAndDraw has every user join before the start, then starts the sale and writes the draw.
+func (r *roomRig) joinAllAndDraw(t *testing.T) {
+	t.Helper()
+	for _, u := range r.users {
+		r.join(t, u)
+	}
+	r.clock.add(2 * time.Minute)
+	if drawn, err := r.ledger.Draw(context.Background(), r.item.ID); !drawn || err != nil {
+		t.Fatalf("draw: %v %v", drawn, err)
+	}
+}
+
 func (r *roomRig) place(t *testing.T, user int64) (stock.Room, stock.Place) {
 	t.Helper()
 	st, err := r.ledger.StandingOf(context.Background(), r.item.ID, user)
@@ -150,13 +162,7 @@ func TestDrawPlacesEntrantsInTheRulesOrder(t *testing.T) {
 func TestLineMovesWithTheStock(t *testing.T) {
 	r := newRoomRig(t, 4, 1, 20)
 	ctx := context.Background()
-	for _, u := range r.users {
-		r.join(t, u)
-	}
-	r.clock.add(2 * time.Minute)
-	if _, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.joinAllAndDraw(t)
 	byPlace := make([]int64, len(r.users))
 	for _, u := range r.users {
 		_, p := r.place(t, u)
@@ -248,13 +254,7 @@ func TestLineMovesWithTheStock(t *testing.T) {
 func TestLineIsLetInNoFasterThanTheRate(t *testing.T) {
 	r := newRoomRig(t, 1000, 1, 100)
 	ctx := context.Background()
-	for _, u := range r.users {
-		r.join(t, u)
-	}
-	r.clock.add(2 * time.Minute)
-	if _, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.joinAllAndDraw(t)
 	a := stock.Admission{Overbook: 1.5, Rate: 10, Turn: 30 * time.Second}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -284,13 +284,7 @@ func TestLineIsLetInNoFasterThanTheRate(t *testing.T) {
 func TestLineOfAShardedItem(t *testing.T) {
 	r := newRoomRig(t, 8, 4, 8)
 	ctx := context.Background()
-	for _, u := range r.users {
-		r.join(t, u)
-	}
-	r.clock.add(2 * time.Minute)
-	if _, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.joinAllAndDraw(t)
 	if n := r.admit(t, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); n != 8 {
 		t.Fatalf("8 left: %d let in, want 8", n)
 	}
@@ -363,13 +357,7 @@ func TestWaitingRoomRunsOnTheDemosRedis(t *testing.T) {
 func TestRateHoldsWhenClocksDiffer(t *testing.T) {
 	r := newRoomRig(t, 1000, 1, 200)
 	ctx := context.Background()
-	for _, u := range r.users {
-		r.join(t, u)
-	}
-	r.clock.add(2 * time.Minute)
-	if _, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
-		t.Fatal(err)
-	}
+	r.joinAllAndDraw(t)
 	behind := &clock{t: r.clock.now().Add(-time.Second)}
 	other := stock.NewLedger(r.rdb, behind.now)
 	a := stock.Admission{Overbook: 1.5, Rate: 10, Turn: time.Minute}
