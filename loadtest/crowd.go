@@ -37,6 +37,8 @@ type CrowdReport struct {
 	Errors      int            // transport errors
 	PGPerSecond []float64      // PostgreSQL transactions each second of the crowd (when measured)
 	Requests    int
+	Missed      int64         // queue: turns that ran out, as the room counts them
+	SoldOutNews time.Duration // from the last unit taken (its 202) to the last shopper waiting then being told sold out
 }
 
 // PGMax is the most PostgreSQL transactions in a second of the crowd.
@@ -54,7 +56,9 @@ type crowdShopper struct {
 	arrive  time.Time
 	final   string
 	waited  time.Duration
-	queued  int // 202 answers
+	queued  int       // 202 answers
+	took    time.Time // when the last 202 came
+	done    time.Time // when the final answer came
 	mu      sync.Mutex
 	limited map[string]int
 	errors  int
@@ -184,12 +188,39 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		}
 	}
 	cr.Wait, cr.Requests, cr.PGPerSecond = summarize(lat), rep.Result.Requests, pg
+	var lastTaken time.Time
+	for _, s := range shoppers {
+		if s.took.After(lastTaken) {
+			lastTaken = s.took
+		}
+	}
+	for _, s := range shoppers {
+		if s.final == "sold out" && s.arrive.Before(lastTaken) && s.done.Sub(lastTaken) > cr.SoldOutNews {
+			cr.SoldOutNews = s.done.Sub(lastTaken)
+		}
+	}
 	rep.Crowd = cr
 	st, drain, err := c.WaitDrained(ctx, &o.Admin, sale, 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	rep.Drain, rep.Sale, rep.Stats, rep.Users = drain, sale, st, users
+	if mode == "queue" {
+		var full struct {
+			Items []struct {
+				Line *struct {
+					Missed int64 `json:"missed"`
+				} `json:"line"`
+			} `json:"items"`
+		}
+		if err := c.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/admin/activities/%d/stats", sale.ActivityID), nil, &o.Admin, &full); err == nil {
+			for _, it := range full.Items {
+				if it.Line != nil {
+					cr.Missed += it.Line.Missed
+				}
+			}
+		}
+	}
 	rep.Audit = c.AuditSale(ctx, sale, st, users, rep.Result)
 	rep.Audit.check(cr.Final["bought"]+cr.Final["sold out"] == len(shoppers),
 		"every shopper has a final answer, bought or sold out (%d of %d; %v)", cr.Final["bought"]+cr.Final["sold out"], len(shoppers), cr.Final)
@@ -210,7 +241,7 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 		from = sale.StartsAt
 	}
 	end := func(final string) {
-		s.final, s.waited = final, time.Since(from)
+		s.final, s.waited, s.done = final, time.Since(from), time.Now()
 	}
 	// The item page polls the item every 2 s while it is open.
 	pageCtx, closePage := context.WithCancel(ctx)
@@ -273,6 +304,7 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 			switch {
 			case err == nil && b.Status == http.StatusAccepted:
 				s.queued++
+				s.took = time.Now()
 				end(c.followResult(ctx, sale, s, wait))
 				return
 			case err == nil && b.Code == "sold_out":
@@ -349,6 +381,7 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 				s.count(b, err, "buy")
 				if err == nil && b.Status == http.StatusAccepted {
 					s.queued++
+					s.took = time.Now()
 					end(c.followResult(ctx, sale, s, wait))
 					return
 				}
@@ -444,6 +477,11 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 	if len(cr.Limited) == 0 {
 		b.WriteString("| (none) | 0 |\n")
 	}
+	fmt.Fprintf(b, "\nThe last shopper waiting when the last unit was taken heard it was sold out %s after.", ms(cr.SoldOutNews))
+	if cr.Mode == "queue" {
+		fmt.Fprintf(b, " Turns that ran out unused: %d.", cr.Missed)
+	}
+	b.WriteString("\n")
 	if len(cr.PGPerSecond) > 0 {
 		fmt.Fprintf(b, "\nPostgreSQL during the crowd: at most %.0f transactions a second (each second: %v).\n", cr.PGMax(), cr.PGPerSecond)
 	}

@@ -82,8 +82,8 @@ func Terminal(reports []*Report) string {
 	for _, r := range reports {
 		res := r.Result
 		if cr := r.Crowd; cr != nil {
-			fmt.Fprintf(&b, "%-8s %d shoppers: start → final p50 %s p90 %s p99 %s; final %v; 429 %v; PostgreSQL max %.0f/s",
-				r.Scenario, cr.Shoppers, ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), cr.Final, cr.Limited, cr.PGMax())
+			fmt.Fprintf(&b, "%-8s %d shoppers: start → final p50 %s p90 %s p99 %s; final %v; 429 %v; PostgreSQL max %.0f/s; sold-out news %s; missed turns %d",
+				r.Scenario, cr.Shoppers, ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), cr.Final, cr.Limited, cr.PGMax(), ms(cr.SoldOutNews), cr.Missed)
 			if r.Audit != nil && !r.Audit.OK() {
 				fmt.Fprintf(&b, "  AUDIT FAILED: %s", strings.Join(r.Audit.Failures, "; "))
 			} else if r.Audit != nil {
