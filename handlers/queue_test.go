@@ -1,0 +1,37 @@
+package handlers
+
+import (
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// The status poll's hand-written JSON is what encoding/json would write, for every state's shape.
+func TestQueueJSONByHand(t *testing.T) {
+	ticket, path, hash := "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210", "9b1e"
+	pos, ahead, wait := int64(1234), int64(0), int64(20)
+	ends := time.Date(2026, 11, 23, 10, 0, 30, 123456789, time.UTC)
+	opens := time.Date(2026, 11, 23, 9, 50, 0, 0, time.UTC)
+	for _, q := range []QueueJSON{
+		{State: QueueOut, StartsAt: opens.Add(10 * time.Minute), ServerTime: ends},
+		{State: QueueWaiting, Ticket: &ticket, StockLeft: 312, QueueOpensAt: &opens, StartsAt: opens, SeedHash: &hash, ServerTime: ends},
+		{State: QueueWaiting, Ticket: &ticket, Position: &pos, Ahead: &ahead, WaitSeconds: &wait, StockLeft: -1, StartsAt: opens, ServerTime: ends},
+		{State: QueueTurn, Ticket: &ticket, Position: &pos, Path: &path, TurnEndsAt: &ends, QueueOpensAt: &opens, StartsAt: opens, ServerTime: ends},
+	} {
+		app := fiber.New()
+		app.Get("/", func(c *fiber.Ctx) error { return sendQueue(c, &q) })
+		resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		want, _ := json.Marshal(q)
+		if string(got) != string(want) || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("by hand:\n%s\nencoding/json:\n%s", got, want)
+		}
+	}
+}
