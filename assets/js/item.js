@@ -81,6 +81,8 @@
     final = s.state === "ended";
     var joinable = s.state === "out" || s.state === "missed";
     captchaBox.hidden = !joinable;
+    // In line the button has nothing to do until the turn comes: it is shown only to join or to buy.
+    btn.hidden = !(joinable || s.state === "your_turn");
     if (s.state === "your_turn") {
       var secs = Math.max(0, Math.ceil((Date.parse(s.turn_ends_at) - window.serverNow()) / 1000));
       btn.textContent = w("queue.turn") + " (" + fmt("queue.turnLeft", secs) + ")";
