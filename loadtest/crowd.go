@@ -245,8 +245,10 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 	}
 	// The item page polls the item every 2 s while it is open.
 	pageCtx, closePage := context.WithCancel(ctx)
-	defer closePage()
+	pageDone := make(chan struct{})
+	defer func() { closePage(); <-pageDone }() // the page's counts are read once the shopper is done
 	go func() {
+		defer close(pageDone)
 		for {
 			a, err := c.Do(pageCtx, http.MethodGet, fmt.Sprintf("/api/items/%d", sale.ItemID), nil, nil)
 			if pageCtx.Err() != nil {

@@ -61,7 +61,7 @@
         link.href = "/orders/" + r.order_no; link.className = "btn"; link.textContent = w("buy.pay");
         status.appendChild(msg); status.appendChild(no); status.appendChild(document.createTextNode(" ")); status.appendChild(link);
         status.className = "buy-status good";
-      } else if (r.status === "failed") { say(r.message || w("err.failed"), "bad"); newCaptcha(); }
+      } else if (r.status === "failed") { say(r.message || w("err.failed"), "bad"); if (queueMode) pollQueue(); else newCaptcha(); }
       else if (r.status === "sold_out") { final = true; say(w("err.sold_out"), "bad"); }
       update();
     }).catch(function () { setTimeout(follow, 2000); });
