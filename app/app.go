@@ -288,7 +288,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	trustProxies(&fcfg, cfg.Proxies())
 	s.Fiber = fiber.New(fcfg)
-	s.Fiber.Use(requestid.New())
+	s.Fiber.Use(requestid.New(requestid.Config{Generator: requestIDs()}))
 	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
 	s.Fiber.Use(recover.New())
 	s.Fiber.Use(securityHeaders(cfg))

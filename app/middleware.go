@@ -2,13 +2,17 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/helmet"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -23,6 +27,18 @@ func routerMiss(err error) bool {
 	return errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed)
 }
 
+// requestIDs makes request ids: a random prefix per process and a counter, sixteen characters or so
+// (the default UUIDs are half of a poll's X-Request-Id cost and twice as long), unique across instances.
+func requestIDs() func() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := hex.EncodeToString(b[:]) + "-"
+	var n atomic.Uint64
+	return func() string {
+		return prefix + strconv.FormatUint(n.Add(1), 36)
+	}
+}
+
 func requestID(c *fiber.Ctx) string {
 	id, _ := c.Locals(requestid.ConfigDefault.ContextKey).(string)
 	return id
@@ -32,7 +48,25 @@ func requestID(c *fiber.Ctx) string {
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+
+	// resolved keeps each (route, method, status)'s series, so that a request costs a map read instead of
+	// hashing and checking its label values; bounded, since a handler may set any status.
+	resolved sync.Map // routeKey → routeSeries
+	count    atomic.Int64
 }
+
+type routeKey struct {
+	route  *fiber.Route // nil for requests no route took
+	method string
+	status int
+}
+
+type routeSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+const maxResolvedSeries = 1024
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	m := &httpMetrics{
@@ -48,6 +82,25 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	}
 	reg.MustRegister(m.requests, m.latency)
 	return m
+}
+
+// series answers the counter and histogram of a route's requests.
+func (m *httpMetrics) series(route *fiber.Route, method string, status int) routeSeries {
+	k := routeKey{route, method, status}
+	if s, ok := m.resolved.Load(k); ok {
+		return s.(routeSeries)
+	}
+	path := unmatched
+	if route != nil {
+		path = route.Path
+	}
+	s := routeSeries{m.requests.WithLabelValues(method, path, strconv.Itoa(status)), m.latency.WithLabelValues(method, path)}
+	if m.count.Load() < maxResolvedSeries {
+		if _, loaded := m.resolved.LoadOrStore(k, s); !loaded {
+			m.count.Add(1)
+		}
+	}
+	return s
 }
 
 // methodLabel names a request's method with a string of its own: Fiber's lives in a buffer the next
@@ -67,23 +120,23 @@ func methodLabel(m string) string {
 func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		start := time.Now() // latency, by the wall clock
-		route := ""
+		matched := true
 		if err := c.Next(); err != nil {
-			if routerMiss(err) {
-				route = unmatched
-			}
+			matched = !routerMiss(err)
 			if herr := c.App().ErrorHandler(c, err); herr != nil {
 				_ = c.SendStatus(fiber.StatusInternalServerError)
 			}
 		}
 		elapsed := time.Since(start)
 		status := c.Response().StatusCode()
-		if route == "" {
-			route = c.Route().Path
+		var route *fiber.Route
+		if matched {
+			route = c.Route()
 		}
 		method := methodLabel(c.Method())
-		m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
-		m.latency.WithLabelValues(method, route).Observe(elapsed.Seconds())
+		s := m.series(route, method, status)
+		s.requests.Inc()
+		s.latency.Observe(elapsed.Seconds())
 		if log.Enabled(c.UserContext(), slog.LevelInfo) {
 			log.LogAttrs(c.UserContext(), slog.LevelInfo, "request",
 				slog.String("method", method), slog.String("path", c.Path()), slog.Int("status", status),
@@ -98,36 +151,92 @@ func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https: http:; " +
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// securityHeaders sets the headers a browser needs to keep pages from being framed, sniffed or leaking
-// their addresses (Fiber's helmet), and HSTS when the site is served over TLS (BASE_URL https://, even
-// behind a proxy that ends TLS, where helmet would not see it).
-func securityHeaders(cfg Config) fiber.Handler {
-	h := helmet.New(helmet.Config{
-		ContentSecurityPolicy:     contentSecurityPolicy,
-		XFrameOptions:             "DENY",
-		ReferrerPolicy:            "same-origin",
-		CrossOriginEmbedderPolicy: "unsafe-none", // item images may be hosted elsewhere
-		CrossOriginResourcePolicy: "same-origin",
-	})
-	if !cfg.SecureCookies() {
-		return h
+// apiContentSecurityPolicy is a JSON answer's: it loads nothing and is framed by nobody, should a browser
+// ever open one as a document.
+const apiContentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'"
+
+type header struct{ key, value []byte }
+
+// pageHeaders and apiHeaders are the security headers of pages and of JSON answers: those a browser still
+// reads (the ones helmet adds for Internet Explorer and Flash are left out). Each answer costs a few
+// header writes: they are most of what a status poll or a sold-out answer sends.
+func pageHeaders(hsts bool) []header {
+	h := []header{
+		{[]byte(fiber.HeaderContentSecurityPolicy), []byte(contentSecurityPolicy)},
+		{[]byte(fiber.HeaderXContentTypeOptions), []byte("nosniff")},
+		{[]byte(fiber.HeaderXFrameOptions), []byte("DENY")},
+		{[]byte(fiber.HeaderReferrerPolicy), []byte("same-origin")},
+		{[]byte("Cross-Origin-Opener-Policy"), []byte("same-origin")},
+		{[]byte(fiber.HeaderCrossOriginResourcePolicy), []byte("same-origin")},
 	}
+	return withHSTS(h, hsts)
+}
+
+func apiHeaders(hsts bool) []header {
+	h := []header{
+		{[]byte(fiber.HeaderContentSecurityPolicy), []byte(apiContentSecurityPolicy)},
+		{[]byte(fiber.HeaderXContentTypeOptions), []byte("nosniff")},
+		{[]byte(fiber.HeaderXFrameOptions), []byte("DENY")},
+		{[]byte(fiber.HeaderReferrerPolicy), []byte("same-origin")},
+		{[]byte(fiber.HeaderCrossOriginResourcePolicy), []byte("same-origin")},
+	}
+	return withHSTS(h, hsts)
+}
+
+func withHSTS(h []header, hsts bool) []header {
+	if hsts {
+		h = append(h, header{[]byte(fiber.HeaderStrictTransportSecurity), []byte("max-age=31536000; includeSubDomains")})
+	}
+	return h
+}
+
+// securityHeaders sets the headers a browser needs to keep pages from being framed, sniffed or leaking
+// their addresses, and HSTS when the site is served over TLS (BASE_URL https://, even behind a proxy that
+// ends TLS, where the request itself would not tell). Fiber's helmet did this at a sixth of a status
+// poll's cost (it asks each request's protocol and writes twelve headers): the profile in
+// docs/performance.md.
+func securityHeaders(cfg Config) fiber.Handler {
+	pages, api := pageHeaders(cfg.SecureCookies()), apiHeaders(cfg.SecureCookies())
 	return func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderStrictTransportSecurity, "max-age=31536000; includeSubDomains")
-		return h(c)
+		set := pages
+		if strings.HasPrefix(c.Path(), "/api/") {
+			set = api
+		}
+		h := &c.Response().Header
+		for _, kv := range set {
+			h.SetCanonical(kv.key, kv.value)
+		}
+		return c.Next()
 	}
 }
 
 // requestDeadline bounds every request's database queries and Redis calls: none can hang past it.
 const requestDeadline = 15 * time.Second
 
+// deadlineTick is how long requests share one deadline context.
+const deadlineTick = 100 * time.Millisecond
+
 // deadline gives every request's context a deadline, so that no query or call made with
-// c.UserContext() waits forever on a server that stopped answering.
+// c.UserContext() waits forever on a server that stopped answering. The requests that start within the
+// same tenth of a second share one context, which ends d after the first of them started (its own timer
+// cancels it): a request costs an atomic read, not a context and a timer of its own.
 func deadline(d time.Duration) fiber.Handler {
+	var cur atomic.Pointer[deadlineCtx]
 	return func(c *fiber.Ctx) error {
-		ctx, cancel := context.WithTimeout(c.UserContext(), d)
-		defer cancel()
-		c.SetUserContext(ctx)
+		now := time.Now()
+		k := cur.Load()
+		if k == nil || now.Sub(k.start) >= deadlineTick || now.Before(k.start) {
+			ctx, cancel := context.WithDeadline(context.Background(), now.Add(d))
+			k = &deadlineCtx{ctx: ctx, cancel: cancel, start: now}
+			cur.Store(k)
+		}
+		c.SetUserContext(k.ctx)
 		return c.Next()
 	}
+}
+
+type deadlineCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc // called by nobody: the deadline's own timer ends the context
+	start  time.Time
 }

@@ -316,15 +316,19 @@ func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
 	}
 }
 
-// TestSecurityHeaders: pages cannot be framed or sniffed, scripts come from this site only, and HSTS is
-// sent when the site is served over TLS.
+// TestSecurityHeaders: pages and JSON answers cannot be framed or sniffed, scripts come from this site
+// only, and HSTS is sent when the site is served over TLS.
 func TestSecurityHeaders(t *testing.T) {
 	for _, base := range []string{"http://shop.example", "https://shop.example"} {
 		s := startLive(t, liveOpts{noBackground: true, tune: func(c *Config) { c.BaseURL = base }})
-		for _, path := range []string{"/", "/api/activities", "/login"} {
+		for _, path := range []string{"/", "/api/activities", "/login", "/api/nothing-here", "/nothing-here"} {
 			a := do(t, s.Srv.Fiber, "GET", path, nil)
 			h := a.Header
-			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'self'") {
+			want := "script-src 'self'" // a page's scripts come from this site; a JSON answer loads nothing
+			if strings.HasPrefix(path, "/api/") {
+				want = "default-src 'none'"
+			}
+			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, want) {
 				t.Errorf("%s%s: Content-Security-Policy %q", base, path, csp)
 			}
 			if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") == "" {
