@@ -200,7 +200,11 @@ type itemBody struct {
 // maxItemBodies bounds the item bodies kept.
 const maxItemBodies = 4096
 
-// itemPrefix is the item's JSON up to server_time, its last field.
+// itemPrefix is the item's JSON up to server_time, its last field. A body is kept per snapshot version
+// and stock left; an item outside the snapshot (an older sale, found by a lookup) is kept under the
+// snapshot's version too, which is right because only approved items are served and an approved sale is
+// never edited (only drafts and rejected sales are): should approved sales ever change (a pause, say),
+// their change must reach the key.
 func (h *Catalog) itemPrefix(it *models.Item, a *models.Activity, left int64, version uint64) []byte {
 	h.once.Do(func() { h.bodies = expirable.NewLRU[int64, itemBody](maxItemBodies, nil, time.Minute) })
 	if b, ok := h.bodies.Get(it.ID); ok && b.version == version && b.left == left {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -32,11 +33,12 @@ type CrowdReport struct {
 	Shoppers    int
 	Late        int // arrived after the start
 	Final       map[string]int
-	Wait        Summary        // from the start (or a later arrival) to the final answer
+	Wait        Summary        // queue: from the start (or a later arrival); first come: from the first click; to the final answer
 	Limited     map[string]int // 429 answers by step
 	Errors      int            // transport errors
 	PGPerSecond []float64      // PostgreSQL transactions each second of the crowd (when measured)
 	Requests    int
+	Unanswered  int           // shoppers without a final answer when the crowd's five minutes ran out
 	Missed      int64         // queue: turns that ran out, as the room counts them
 	SoldOutNews time.Duration // from the last unit taken (its 202) to the last shopper waiting then being told sold out
 }
@@ -63,6 +65,17 @@ type crowdShopper struct {
 	limited map[string]int
 	errors  int
 	reqs    int
+	lost    int // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
+}
+
+// lostAnswer reports whether a buy's answer was lost: the order may stand all the same, and the audit
+// looks for it on the result page.
+func lostAnswer(a Answer, err error) bool {
+	return err != nil || a.Status == http.StatusBadGateway || a.Status == http.StatusGatewayTimeout
+}
+
+func ctxEnded(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func (s *crowdShopper) count(a Answer, err error, step string) {
@@ -70,10 +83,14 @@ func (s *crowdShopper) count(a Answer, err error, step string) {
 	defer s.mu.Unlock()
 	s.reqs++
 	switch {
+	case err != nil && ctxEnded(err): // the crowd's cap, not the server
 	case err != nil:
 		s.errors++
 	case a.Status == http.StatusTooManyRequests:
 		s.limited[step]++
+	}
+	if step == "buy" && lostAnswer(a, err) {
+		s.lost++
 	}
 }
 
@@ -92,16 +109,10 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	if err != nil {
 		return nil, err
 	}
-	if transactions != nil {
-		// PostgreSQL counts a backend's transactions when it reports them, up to 10 s after it went idle:
-		// the registrations' are let through before the crowd is measured.
-		logf(o.Log, "%s: waiting 11 s for PostgreSQL's statistics to settle", mode)
-		if !sleep(ctx, 11*time.Second) {
-			return nil, ctx.Err()
-		}
-	}
 	// The sale is approved a while before its countdown, as a real one is: each instance draws captchas
-	// for the shoppers it expects in the meantime.
+	// for the shoppers it expects in the meantime. The lead also lets PostgreSQL report the
+	// registrations' transactions (a backend reports them up to 10 s after it went idle) before the crowd
+	// is measured.
 	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown+crowdLead, mode)
 	if err != nil {
 		return nil, err
@@ -182,9 +193,16 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		if s.queued > 0 {
 			rep.Result.Queued[s.who] = s.queued
 		}
+		if s.lost > 0 {
+			rep.Result.Lost[s.who] = s.lost
+		}
 		rep.Result.Kinds[s.final]++
-		if s.final == "bought" || s.final == "sold out" {
+		switch {
+		case s.final == "bought" || s.final == "sold out":
 			_ = lat.RecordValue(max(s.waited.Microseconds(), 1))
+		case s.final == "":
+			cr.Unanswered++ // at the crowd's cap: counted as waiting that long, so the percentiles do not flatter
+			_ = lat.RecordValue(max(rep.Result.Elapsed.Microseconds(), 1))
 		}
 	}
 	cr.Wait, cr.Requests, cr.PGPerSecond = summarize(lat), rep.Result.Requests, pg
@@ -287,6 +305,7 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 			return
 		}
 	}
+	from = time.Now() // a first-come shopper's wait counts from their first click
 	for ctx.Err() == nil {
 		a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/path", sale.ItemID), fields, s.u)
 		s.count(a, err, "path")
@@ -462,7 +481,7 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, "%d shoppers (%d arriving after the start) for %d units, %s; %d requests in %.1f s.\n\n",
 		cr.Shoppers, cr.Late, r.Options.Stock, map[string]string{"queue": "through the waiting room", "first_come": "first come"}[cr.Mode],
 		cr.Requests, r.Result.Elapsed.Seconds())
-	b.WriteString("| start (or later arrival) → final answer | p50 | p90 | p99 | max |\n| --- | --- | --- | --- | --- |\n")
+	b.WriteString("| start or later join (queue), first click (first come) → final answer | p50 | p90 | p99 | max |\n| --- | --- | --- | --- | --- |\n")
 	fmt.Fprintf(b, "| | %s | %s | %s | %s |\n\n", ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), ms(cr.Wait.Max))
 	b.WriteString("| final answer | shoppers |\n| --- | --- |\n")
 	for _, k := range sortedKeys(cr.Final) {
@@ -485,7 +504,16 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 	}
 	b.WriteString("\n")
 	if len(cr.PGPerSecond) > 0 {
-		fmt.Fprintf(b, "\nPostgreSQL during the crowd: at most %.0f transactions a second (each second: %v).\n", cr.PGMax(), cr.PGPerSecond)
+		total := 0.0
+		for _, v := range cr.PGPerSecond {
+			total += v
+		}
+		fmt.Fprintf(b, "\nPostgreSQL during the crowd: at most %.0f transactions a second, %.1f on average (each second: %v). "+
+			"A backend reports its transactions when it next goes idle, up to a second late, so a second's count "+
+			"may hold some of the one before; the average is exact.\n", cr.PGMax(), total/float64(len(cr.PGPerSecond)), cr.PGPerSecond)
+	}
+	if cr.Unanswered > 0 {
+		fmt.Fprintf(b, "\n%d shoppers had no final answer when the crowd's time ran out; the percentiles count them as waiting it all.\n", cr.Unanswered)
 	}
 	if cr.Errors > 0 {
 		fmt.Fprintf(b, "\nTransport errors: %d.\n", cr.Errors)

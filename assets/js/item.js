@@ -10,7 +10,7 @@
   var answer = document.getElementById("captcha-answer"), img = document.getElementById("captcha-img");
   var status = document.getElementById("buy-status"), loginLink = document.getElementById("login-to-buy");
   var stockLeft = document.getElementById("stock-left"), stockBar = document.getElementById("stock-bar");
-  var loggedIn = false, left = +box.dataset.left, busy = false, final = false, captchaId = null;
+  var loggedIn = false, left = +box.dataset.left, busy = false, final = false, bought = false, captchaId = null;
 
   function w(key) { return words[key] || key; }
   function say(text, kind) { status.textContent = text; status.className = "buy-status " + (kind || ""); }
@@ -50,7 +50,8 @@
       if (r.status === "queued") { setTimeout(follow, 1000); return; }
       busy = false;
       if (r.status === "success") {
-        final = true;
+        final = bought = true; // nothing a late poll says changes this
+        clearTimeout(polling);
         form.hidden = true; // bought: the captcha and the button have done their job
         status.innerHTML = "";
         var msg = document.createElement("span");
@@ -76,6 +77,7 @@
   function sayQueue(text, kind) { queueStatus.hidden = !text; queueStatus.textContent = text; queueStatus.className = "queue-status " + (kind || ""); }
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
   function showQueue(s) {
+    if (bought) return;
     q = s;
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
@@ -108,7 +110,7 @@
     clearTimeout(polling);
     api("GET", "/api/items/" + id + "/queue").then(function (s) {
       showQueue(s);
-      if (s.state === "bought" || s.state === "ended") return;
+      if (bought || s.state === "bought" || s.state === "ended") return;
       // Near the front, with a turn, or in the first seconds after the start (when the line moves
       // fastest and may sell out), the page looks every second; otherwise every two.
       var soon = window.serverNow() - starts < 15000;
@@ -132,7 +134,7 @@
       if (q && q.state === "your_turn") {
         say(w("buy.wait"));
         api("POST", "/api/items/" + id + "/buy/" + q.path)
-          .then(function () { busy = "queued"; say(w("buy.queued")); follow(); })
+          .then(function () { clearTimeout(polling); busy = "queued"; say(w("buy.queued")); follow(); })
           .catch(function (e) { sayError(e); busy = false; pollQueue(); });
         return;
       }
