@@ -15,6 +15,7 @@ services: ## start (or install) the local PostgreSQL and Redis the tests use
 
 test: services ## every test, with the race detector, against the real services
 	$(GO) test -race -count=1 ./...
+	GROUP_COMMIT=off $(GO) test -race -count=1 -run 'Buy|Take|Batch|Crowd|Shard|Rush|Queue|Order' ./stock ./jobs ./app
 	FUZZTIME=3s ./scripts/fuzz.sh
 
 fuzz: services ## every fuzz target for FUZZTIME each, default 60s

@@ -237,6 +237,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 
 	ledger := stock.NewLedger(d.Redis, d.Now)
+	ledger.GroupCommit(cfg.GroupCommit)
 	flags := stock.NewFlags(ledger, d.Redis, d.Log)
 	consumerRedis := dedicatedClient(d.Redis)
 	s := &Server{

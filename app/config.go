@@ -27,6 +27,7 @@ type Config struct {
 	SessionSecret   string        // SESSION_SECRET: signs session cookies; required outside demo mode
 	SessionTTL      time.Duration // SESSION_TTL: how long a login lasts
 	RateLimitIP     bool          // RATE_LIMIT_IP: per-IP limits on (off for a load test from one address)
+	GroupCommit     bool          // GROUP_COMMIT: concurrent takes of one stock shard share one script call
 	BcryptCost      int           // BCRYPT_COST
 	PayTimeout      time.Duration // PAY_TIMEOUT: how long an order waits for payment
 	PreheatWindow   time.Duration // PREHEAT_WINDOW: how long before its start a sale is loaded into Redis
@@ -135,6 +136,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SessionSecret:   getenv("SESSION_SECRET"),
 		SessionTTL:      p.duration("SESSION_TTL", 7*24*time.Hour),
 		RateLimitIP:     p.oneOf("RATE_LIMIT_IP", "on", "on", "off") == "on",
+		GroupCommit:     p.oneOf("GROUP_COMMIT", "on", "on", "off") == "on",
 		BcryptCost:      p.int("BCRYPT_COST", 12, bcrypt.MinCost, bcrypt.MaxCost),
 		PayTimeout:      p.duration("PAY_TIMEOUT", 15*time.Minute),
 		PreheatWindow:   p.duration("PREHEAT_WINDOW", 10*time.Minute),

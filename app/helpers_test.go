@@ -317,6 +317,7 @@ func testConfig() Config {
 	cfg.BcryptCost = 4
 	cfg.CaptchaPool = 0 // drawn on demand: the pool has tests of its own, and each server would fill one
 	cfg.SessionSecret = goodSecret
+	cfg.GroupCommit = testenv.GroupCommit() // .ci/run runs the buy tests both ways
 	return cfg
 }
 

@@ -16,7 +16,7 @@ import (
 // orders are queued in the item's stream first, then the clock runs while the consumer drains them.
 func BenchmarkConsumerDrain(b *testing.B) {
 	db, rdb := testenv.Postgres(b), testenv.Redis(b)
-	ledger := stock.NewLedger(rdb, time.Now)
+	ledger := testenv.Ledger(rdb, time.Now)
 	_, item := testenv.Sale(b, db, int64(b.N), time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
 	ctx := context.Background()
 	if _, err := ledger.Preheat(ctx, Books{DB: db}, item.ID); err != nil {

@@ -42,7 +42,7 @@ func newRig(t *testing.T, stockTotal int64, n int) *rig { return newShardedRig(t
 func newShardedRig(t *testing.T, stockTotal int64, n, shards int) *rig {
 	t.Helper()
 	r := &rig{db: testenv.Postgres(t), rdb: testenv.Redis(t)}
-	r.ledger = stock.NewLedger(r.rdb, time.Now)
+	r.ledger = testenv.Ledger(r.rdb, time.Now)
 	r.flags = stock.NewFlags(r.ledger, r.rdb, quiet)
 	_, r.item = testenv.Sale(t, r.db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
 	if shards > 1 {
@@ -201,7 +201,7 @@ func TestFreshConsumerFollowsEveryShardWhenShardZeroIsLost(t *testing.T) {
 	k := stock.ShardKeys(r.item.ID, 0)
 	r.rdb.Del(ctx, k.Sale, k.Buyers, k.Results, k.Stream, k.Loans, k.Received, "sk:shards")
 	c := r.consumer(r.db, "fresh")
-	c.Ledger = stock.NewLedger(r.rdb, time.Now) // a process that just started: nothing in memory
+	c.Ledger = testenv.Ledger(r.rdb, time.Now) // a process that just started: nothing in memory
 	stop := run(c)
 	deadline := time.Now().Add(20 * time.Second)
 	var orders int64

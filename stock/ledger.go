@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +24,11 @@ type Ledger struct {
 	rdb    redis.UniversalClient
 	now    func() time.Time
 	shards sync.Map // item id → its shard count, fixed once its sale is loaded
+
+	single   bool     // group commit off: every take its own script call
+	batchers sync.Map // shardKey → *batcher
+	calls    atomic.Int64
+	takes    atomic.Int64
 }
 
 // NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).
@@ -262,7 +268,13 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 	res, err := l.take(ctx, itemID, h, userID, path, orderNo, "")
 	for try := 0; err == nil && res[0] == "empty" && try < n; try++ {
 		var loan string
-		if loan, err = l.borrow(ctx, itemID, n, h, orderNo, try); err != nil || loan == "" {
+		if loan, err = l.borrow(ctx, itemID, n, h, orderNo, try); err != nil {
+			break
+		}
+		if loan == "" {
+			// No other shard lends: but units lent to this buyer's other tabs (refused, as their path was
+			// used) landed on the home shard meanwhile. One more look there, then it is sold out.
+			res, err = l.take(ctx, itemID, h, userID, path, orderNo, "")
 			break
 		}
 		res, err = l.take(ctx, itemID, h, userID, path, orderNo, loan)
@@ -283,17 +295,6 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 		return true, reason(errs.SoldOut)
 	}
 	return false, reason(res[0])
-}
-
-// take runs the take script on the buyer's home shard h, with the loan to credit first (” for none).
-func (l *Ledger) take(ctx context.Context, itemID int64, h int, userID int64, path, orderNo, loan string) ([]string, error) {
-	k := ShardKeys(itemID, h)
-	res, err := takeScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Path(userID), k.Stream, k.Received},
-		userID, path, l.now().UnixMilli(), orderNo, loan).StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("take: %w", err)
-	}
-	return res, nil
 }
 
 // borrow tries the shards after h in turn for one unit lent to h, and answers the loan's id, or "" when

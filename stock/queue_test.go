@@ -30,7 +30,7 @@ func newRoomRig(t *testing.T, stockTotal int64, shards, users int) *roomRig {
 	t.Helper()
 	now := time.Now()
 	r := &roomRig{shardRig: &shardRig{db: testenv.Postgres(t), rdb: testenv.Redis(t), clock: &clock{t: now}}}
-	r.ledger = stock.NewLedger(r.rdb, r.clock.now)
+	r.ledger = testenv.Ledger(r.rdb, r.clock.now)
 	_, r.item = testenv.Sale(t, r.db, stockTotal, now.Add(time.Minute), now.Add(time.Hour))
 	if err := r.db.Model(&r.item).Update("stock_shards", shards).Error; err != nil {
 		t.Fatal(err)
@@ -312,7 +312,7 @@ func TestWaitingRoomRunsOnTheDemosRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 	c := &clock{t: time.Now()}
-	ledger := stock.NewLedger(rdb, c.now)
+	ledger := testenv.Ledger(rdb, c.now)
 	ctx := context.Background()
 	const item = 7
 	starts, ends := c.now().Add(time.Minute), c.now().Add(time.Hour)
@@ -359,7 +359,7 @@ func TestRateHoldsWhenClocksDiffer(t *testing.T) {
 	ctx := context.Background()
 	r.joinAllAndDraw(t)
 	behind := &clock{t: r.clock.now().Add(-time.Second)}
-	other := stock.NewLedger(r.rdb, behind.now)
+	other := testenv.Ledger(r.rdb, behind.now)
 	a := stock.Admission{Overbook: 1.5, Rate: 10, Turn: time.Minute}
 	total := 0
 	for range 20 { // two seconds, two instances stepping in turn every 100 ms

@@ -44,7 +44,7 @@ type shardRig struct {
 func newShardRig(t *testing.T, stockTotal int64, n int) *shardRig {
 	t.Helper()
 	r := &shardRig{db: testenv.Postgres(t), rdb: testenv.Redis(t), clock: &clock{t: time.Now()}}
-	r.ledger = stock.NewLedger(r.rdb, r.clock.now)
+	r.ledger = testenv.Ledger(r.rdb, r.clock.now)
 	_, r.item = testenv.Sale(t, r.db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
 	if err := r.db.Model(&r.item).Update("stock_shards", n).Error; err != nil {
 		t.Fatal(err)
@@ -496,7 +496,7 @@ func TestShardedPreheatNeverTakesARealUnit(t *testing.T) {
 			lend.Run(ctx, r.rdb, []string{k0.Sale, k0.Loans}, "SK"+tab+":0", fmt.Sprintf("1:%d", now))
 		}
 		for _, tab := range []string{"a", "b"} {
-			take.Run(ctx, r.rdb, []string{k.Sale, k.Buyers, k.Path(15), k.Stream, k.Received}, 15, tok, now, "SK"+tab, "SK"+tab+":0")
+			take.Run(ctx, r.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Received, k.Path(15)}, now, 15, tok, "SK"+tab, "SK"+tab+":0")
 		}
 	}})
 	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
@@ -628,7 +628,7 @@ func TestPreheatRestoresTheFollowedItems(t *testing.T) {
 	if items, _ := r.ledger.Streams(ctx); len(items) != 1 || items[0] != r.item.ID {
 		t.Errorf("followed after a preheat round: %v, want [%d]", items, r.item.ID)
 	}
-	fresh := stock.NewLedger(r.rdb, r.clock.now)
+	fresh := testenv.Ledger(r.rdb, r.clock.now)
 	if n, known, err := fresh.ShardsKnown(ctx, r.item.ID); n != 4 || !known || err != nil {
 		t.Errorf("a fresh process reads %d shards (known %v, %v), want 4", n, known, err)
 	}

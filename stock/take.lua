@@ -1,60 +1,87 @@
--- Takes one unit of an item for a buyer from the buyer's stock shard, or says why not: the whole buy in
--- one atomic step.
--- KEYS: 1 the shard's sale hash, 2 its buyers set, 3 the buyer's purchase path, 4 its order stream,
---       5 its set of units received from other shards
--- ARGV: 1 user id, 2 path token, 3 now (ms), 4 order number, 5 a unit lent by another shard for this
---       buy ('' for none)
--- Answers {'queued', stock left in the shard}, {'empty'} when the shard is out of stock but the item
--- has other shards (the path stays valid: the caller borrows a unit and asks again), or {reason}.
-local uid, now = ARGV[1], tonumber(ARGV[3])
+-- Takes one unit of an item for each of a batch of buyers on one stock shard, in order, or says why not:
+-- the whole buy in one atomic step. A take of one buyer is a batch of one: the rules are written once.
+-- KEYS: 1 the shard's sale hash, 2 its buyers set, 3 its order stream, 4 its set of units received from
+--       other shards, then 4 + i: buyer i's purchase path
+-- ARGV: 1 now (ms), then for buyer i (from 1): 4i - 2 user id, 4i - 1 path token, 4i order number,
+--       4i + 1 a unit lent by another shard for this buy ('' for none)
+-- Answers two fields per buyer, in order: {'queued', stock left in the shard after this buyer's unit},
+-- {'empty', ''} when the shard is out of stock but the item has other shards (the path stays valid: the
+-- caller borrows a unit and asks again), or {reason, ''}.
+--
+-- Every buyer is decided first, reading only, as if the buyers before had been written; then everything
+-- is written. A batch that fails (a key of the wrong type, say) fails before it writes anything.
+local now = tonumber(ARGV[1])
+local n = (#ARGV - 1) / 4
 local s = redis.call('HMGET', KEYS[1], 'left', 'starts', 'ends', 'price', 'activity', 'shards')
-
--- A lent unit lands here first, whatever comes next, and once however often it is asked: it is never
--- lost between the shards, even if this buy is refused.
-local left = tonumber(s[1])
-if ARGV[5] ~= '' and left and redis.call('SADD', KEYS[5], ARGV[5]) == 1 then
-  left = redis.call('HINCRBY', KEYS[1], 'left', 1)
-end
-
--- The path is this buyer's, for this item, unexpired.
-local p = redis.call('GET', KEYS[3])
-if not p then
-  return {'invalid_path'}
-end
-local sep = string.find(p, ':', 1, true)
-if not sep or string.sub(p, 1, sep - 1) ~= ARGV[2] or now >= tonumber(string.sub(p, sep + 1)) then
-  return {'invalid_path'}
-end
-
-local function refuse(why)
-  redis.call('DEL', KEYS[3]) -- the path is used up by any answer but 'empty'
-  return {why}
-end
-if not left then
-  return refuse('not_found')
-end
-if now < tonumber(s[2]) then
-  return refuse('not_started')
-end
-if now >= tonumber(s[3]) then
-  return refuse('ended')
-end
-if redis.call('SISMEMBER', KEYS[2], uid) == 1 then
-  return refuse('already_bought')
-end
-if left <= 0 then
-  if (tonumber(s[6]) or 1) > 1 then
-    return {'empty'}
+local kinds = { 'set', 'stream', 'set' } -- of KEYS[2], KEYS[3], KEYS[4]
+for i, want in ipairs(kinds) do
+  local t = redis.call('TYPE', KEYS[i + 1])['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i + 1] .. ' is a ' .. t)
   end
-  return refuse('sold_out')
+end
+local left = tonumber(s[1])
+local split = (tonumber(s[6]) or 1) > 1
+
+local out = {}
+local loans, paths, takes = {}, {}, {} -- what the write pass writes
+local lent, used = {}, {} -- the batch's own effects on what later buyers read
+for i = 1, n do
+  local uid, token, orderNo, loan = ARGV[4 * i - 2], ARGV[4 * i - 1], ARGV[4 * i], ARGV[4 * i + 1]
+  local pathKey = KEYS[4 + i]
+  -- A lent unit lands here first, whatever comes next, and once however often it is asked: it is never
+  -- lost between the shards, even if this buy is refused.
+  if loan ~= '' and left and not lent[loan] and redis.call('SISMEMBER', KEYS[4], loan) == 0 then
+    lent[loan] = true
+    loans[#loans + 1] = loan
+    left = left + 1
+  end
+  local answer
+  -- The path is this buyer's, for this item, unexpired.
+  local p = not used[pathKey] and redis.call('GET', pathKey)
+  local sep = p and string.find(p, ':', 1, true)
+  if not sep or string.sub(p, 1, sep - 1) ~= token or now >= tonumber(string.sub(p, sep + 1)) then
+    answer = 'invalid_path'
+  elseif not left then
+    answer = 'not_found'
+  elseif now < tonumber(s[2]) then
+    answer = 'not_started'
+  elseif now >= tonumber(s[3]) then
+    answer = 'ended'
+  elseif redis.call('SISMEMBER', KEYS[2], uid) == 1 then
+    -- (A buyer reaches this once a batch: the first answer past the path check uses the path up.)
+    answer = 'already_bought'
+  elseif left <= 0 then
+    answer = split and 'empty' or 'sold_out'
+  else
+    answer = 'queued'
+    left = left - 1
+    takes[#takes + 1] = {uid, orderNo}
+  end
+  -- The path is used up by any answer but 'empty' (and a path that is not this buyer's is not touched).
+  if answer ~= 'invalid_path' and answer ~= 'empty' then
+    used[pathKey] = true
+    paths[#paths + 1] = pathKey
+  end
+  out[#out + 1] = answer
+  out[#out + 1] = answer == 'queued' and tostring(left) or ''
 end
 
--- Stock, the buyer's mark and the order message change together or not at all: no message can be lost
--- between taking stock and queueing the order. (A marked buyer with no result yet is "queued".)
-redis.call('DEL', KEYS[3])
-redis.call('HINCRBY', KEYS[1], 'left', -1)
-redis.call('SADD', KEYS[2], uid)
--- The message's field names are filled in from message.go when the script loads.
-redis.call('XADD', KEYS[4], '*', '{{.OrderNo}}', ARGV[4], '{{.UserID}}', uid, '{{.Price}}', s[4],
-  '{{.ActivityID}}', s[5], '{{.At}}', ARGV[3])
-return {'queued', tostring(left - 1)}
+-- Stock, the buyers' marks and the order messages change together or not at all: no message can be
+-- lost between taking stock and queueing the order. (A marked buyer with no result yet is "queued".)
+if #paths > 0 then
+  redis.call('DEL', unpack(paths))
+end
+if #loans > 0 then
+  redis.call('SADD', KEYS[4], unpack(loans))
+end
+if #loans ~= #takes then
+  redis.call('HINCRBY', KEYS[1], 'left', #loans - #takes)
+end
+for _, t in ipairs(takes) do
+  redis.call('SADD', KEYS[2], t[1])
+  -- The message's field names are filled in from message.go when the script loads.
+  redis.call('XADD', KEYS[3], '*', '{{.OrderNo}}', t[2], '{{.UserID}}', t[1], '{{.Price}}', s[4],
+    '{{.ActivityID}}', s[5], '{{.At}}', ARGV[1])
+end
+return out

@@ -2,12 +2,15 @@ package testenv
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"seckill/models"
+	"seckill/stock"
 )
 
 // Sale makes an approved activity with one item of the given stock, sold between starts and ends.
@@ -36,3 +39,14 @@ func Users(t testing.TB, db *gorm.DB, prefix string, n int) []models.User {
 	}
 	return users
 }
+
+// Ledger is stock.NewLedger with group commit as GROUP_COMMIT says (on unless "off"): the tests that
+// take stock run both ways (.ci/run runs them again with GROUP_COMMIT=off).
+func Ledger(rdb redis.UniversalClient, now func() time.Time) *stock.Ledger {
+	l := stock.NewLedger(rdb, now)
+	l.GroupCommit(GroupCommit())
+	return l
+}
+
+// GroupCommit reports whether the tests run with group commit on.
+func GroupCommit() bool { return os.Getenv("GROUP_COMMIT") != "off" }

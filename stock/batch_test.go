@@ -1,0 +1,264 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/auth"
+	"seckill/errs"
+	"seckill/internal/testenv"
+	"seckill/jobs"
+	"seckill/stock"
+)
+
+// batchScene is one item's shard in a state with every kind of buyer the take script tells apart, made
+// the same way on as many items as asked: what a batch answers can be compared with one take at a time.
+type batchScene struct {
+	r      *shardRig
+	buyers []stock.BatchBuyer
+}
+
+// newBatchScene makes a one-shard item of 3 units (or a 2-shard one, split) and its buyers, in order:
+// a good path; a wrong token; no path at all; an expired path; a buyer who bought before; the same
+// buyer twice with one path; a loan for a shard that has no path for its buyer; then good paths, more
+// than the stock left.
+func newBatchScene(t *testing.T, shards int) *batchScene {
+	t.Helper()
+	r := newShardRig(t, int64(3*shards), shards)
+	ctx := context.Background()
+	sc := &batchScene{r: r}
+	users := func(i int) int64 { return int64(shards * (100 + i)) } // all on shard 0
+	path := func(u int64) string {
+		tok, _ := auth.RandomToken(16)
+		if err := r.ledger.IssuePath(ctx, r.item.ID, u, tok); err != nil {
+			t.Fatalf("path for %d: %v", u, err)
+		}
+		return tok
+	}
+	k := stock.ShardKeys(r.item.ID, 0)
+	add := func(u int64, tok, loan string) {
+		sc.buyers = append(sc.buyers, stock.BatchBuyer{UserID: u, Path: tok, OrderNo: fmt.Sprintf("SK%d-%d", u, len(sc.buyers)), Loan: loan})
+	}
+	// Someone bought before the batch.
+	early := users(0)
+	if _, err := r.ledger.Take(ctx, r.item.ID, early, path(early), "SKearly"); err != nil {
+		t.Fatal(err)
+	}
+	add(users(1), path(users(1)), "")
+	path(users(2))
+	add(users(2), "not-the-token", "")
+	add(users(3), "never-issued", "")
+	expired := users(4)
+	r.rdb.Set(ctx, k.Path(expired), "tok:"+strconv.FormatInt(r.clock.now().Add(-time.Second).UnixMilli(), 10), time.Minute)
+	add(expired, "tok", "")
+	// A path as IssuePath would write it, which it refuses to a buyer who bought: a second tab's.
+	r.rdb.Set(ctx, k.Path(early), "again:"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10), time.Minute)
+	add(early, "again", "")
+	twice, tok := users(5), path(users(5))
+	add(twice, tok, "")
+	add(twice, tok, "")
+	add(users(6), "never-issued", "a-loan") // refused, and its loan lands all the same
+	add(users(6), "never-issued", "a-loan") // the same loan again: lands once
+	for i := 7; i < 12; i++ {
+		add(users(i), path(users(i)), "")
+	}
+	return sc
+}
+
+// state is what the shard holds after the takes, in the item's own terms: left, the buyers, the order
+// messages (user and order number, in order), the loans received, and which buyers' paths remain.
+func (sc *batchScene) state(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	k := stock.ShardKeys(sc.r.item.ID, 0)
+	left, _ := sc.r.rdb.HGet(ctx, k.Sale, "left").Result()
+	buyers, _ := sc.r.rdb.SMembers(ctx, k.Buyers).Result()
+	sort.Strings(buyers)
+	received, _ := sc.r.rdb.SMembers(ctx, k.Received).Result()
+	msgs, _ := sc.r.rdb.XRange(ctx, k.Stream, "-", "+").Result()
+	var queued []string
+	for _, m := range msgs {
+		queued = append(queued, fmt.Sprint(m.Values["user_id"], "/", m.Values["order_no"]))
+	}
+	var paths []int64
+	for _, b := range sc.buyers {
+		if n, _ := sc.r.rdb.Exists(ctx, k.Path(b.UserID)).Result(); n == 1 {
+			paths = append(paths, b.UserID)
+		}
+	}
+	return fmt.Sprintf("left %s, buyers %v, received %v, queued %v, paths left %v", left, buyers, received, queued, paths)
+}
+
+// A batch of buyers with every kind of refusal mixed in answers each of them as one take at a time
+// does, in order, and leaves the shard as they do: split or not.
+func TestBatchAnswersAsOneTakeAtATime(t *testing.T) {
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) {
+			ctx := context.Background()
+			one, all := newBatchScene(t, shards), newBatchScene(t, shards)
+			var want, got [][2]string
+			for _, b := range one.buyers {
+				a, err := one.r.ledger.TakeBatch(ctx, one.r.item.ID, 0, []stock.BatchBuyer{b})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, a[0])
+			}
+			got, err := all.r.ledger.TakeBatch(ctx, all.r.item.ID, 0, all.buyers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("the batch answered\n%v\none at a time\n%v", got, want)
+			}
+			// Every kind of answer is in the scene, so that the comparison covers each rule.
+			kinds := map[string]bool{}
+			for _, a := range want {
+				kinds[a[0]] = true
+			}
+			wantKinds := []string{"queued", "invalid_path", "already_bought", "sold_out"}
+			if shards > 1 {
+				wantKinds[3] = "empty"
+			}
+			for _, k := range wantKinds {
+				if !kinds[k] {
+					t.Errorf("no buyer was answered %s: %v", k, want)
+				}
+			}
+			// The order numbers differ between the scenes only by the item: compare the shards' states.
+			if g, w := all.state(t), one.state(t); g != w {
+				t.Errorf("after the batch: %s\none at a time: %s", g, w)
+			}
+		})
+	}
+}
+
+// A batch that Redis refuses answers every buyer in it with an error and takes nothing: a key of the
+// wrong type, found before anything is written, and a connection that is gone.
+func TestRefusedBatchTakesNothing(t *testing.T) {
+	ctx := context.Background()
+	sc := newBatchScene(t, 1)
+	before := sc.state(t)
+	k := stock.ShardKeys(sc.r.item.ID, 0)
+	// The order stream is not a stream: the batch would write the other keys first if it wrote as it
+	// decided.
+	sc.r.rdb.Del(ctx, k.Stream)
+	sc.r.rdb.Set(ctx, k.Stream, "not a stream", 0)
+	if _, err := sc.r.ledger.TakeBatch(ctx, sc.r.item.ID, 0, sc.buyers); err == nil {
+		t.Fatal("a batch with a broken stream key was taken")
+	}
+	sc.r.rdb.Del(ctx, k.Stream)
+	after := sc.state(t)
+	// The stream held the early buyer's message: gone with the key, so compare all but that.
+	if trim(after) != trim(before) {
+		t.Errorf("a refused batch changed the shard:\nbefore %s\nafter  %s", before, after)
+	}
+
+	// Through the ledger, as buys: every buyer of a batch on a closed connection gets an error.
+	gone := testenv.Redis(t)
+	ledger := testenv.Ledger(gone, sc.r.clock.now)
+	ledger.Remember(sc.r.item.ID, 1)
+	gone.Close()
+	var wg sync.WaitGroup
+	for _, b := range sc.buyers {
+		wg.Go(func() {
+			if _, err := ledger.Take(ctx, sc.r.item.ID, b.UserID, b.Path, b.OrderNo); err == nil || errs.Code(err) != errs.Internal {
+				t.Errorf("buyer %d on a closed connection: %v, want a failure", b.UserID, err)
+			}
+		})
+	}
+	wg.Wait()
+	if g := sc.state(t); trim(g) != trim(before) {
+		t.Errorf("buys on a closed connection changed the shard: %s", g)
+	}
+}
+
+func trim(state string) string {
+	i, j := indexOf(state, ", queued "), indexOf(state, ", paths left")
+	return state[:i] + state[j:]
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+// A crowd of 5,000 buyers (some from two tabs) for 100 units, with group commit on and with it off, on
+// one shard: the same books. Each way, every unit is queued once, to one buyer each, and nothing is left.
+func TestCrowdBooksWithAndWithoutGroupCommit(t *testing.T) {
+	const stockTotal, buyers = 100, 5000
+	books := map[bool]string{}
+	for _, on := range []bool{true, false} {
+		r := newShardRig(t, stockTotal, 1)
+		r.ledger.GroupCommit(on)
+		ctx := context.Background()
+		paths := make([]string, buyers)
+		for u := range paths {
+			paths[u], _ = auth.RandomToken(16)
+			if err := r.ledger.IssuePath(ctx, r.item.ID, int64(10_000+u), paths[u]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		answers := map[string]int{}
+		var wg sync.WaitGroup
+		for u := range buyers {
+			tabs := 1 + u%10/9 // one buyer in ten sends the same path twice
+			for tab := range tabs {
+				wg.Go(func() {
+					_, err := r.ledger.Take(ctx, r.item.ID, int64(10_000+u), paths[u], fmt.Sprintf("SK%d-%d", u, tab))
+					code := "queued"
+					if err != nil {
+						code = errs.Code(err)
+					}
+					mu.Lock()
+					answers[code]++
+					mu.Unlock()
+				})
+			}
+		}
+		wg.Wait()
+		q := r.queued(t, 1)
+		twice := 0
+		for _, orders := range q {
+			if len(orders) > 1 {
+				twice++
+			}
+		}
+		left := r.shardLeft(t, 1)[0]
+		books[on] = fmt.Sprintf("%d queued answers, %d buyers queued, %d twice, %d left", answers["queued"], len(q), twice, left)
+		if answers["queued"] != stockTotal || len(q) != stockTotal || twice != 0 || left != 0 {
+			t.Errorf("group commit %v: %s; want %d queued, none twice, none left", on, books[on], stockTotal)
+		}
+		for code := range answers {
+			switch code {
+			case "queued", errs.SoldOut, errs.InvalidPath, errs.AlreadyBought:
+			default:
+				t.Errorf("group commit %v: %d answers %q", on, answers[code], code)
+			}
+		}
+		calls, takes := r.ledger.BatchStats()
+		if on && calls >= takes {
+			t.Errorf("group commit on: %d script calls for %d takes: nothing went together", calls, takes)
+		}
+		if !on && calls != takes {
+			t.Errorf("group commit off: %d script calls for %d takes", calls, takes)
+		}
+		if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	if books[true] != books[false] {
+		t.Errorf("books with group commit %s; without %s", books[true], books[false])
+	}
+}

@@ -1,0 +1,27 @@
+package stock
+
+import "context"
+
+// BatchBuyer is one buyer of a batch, for the tests that compare a batch with one take at a time.
+type BatchBuyer struct {
+	UserID              int64
+	Path, OrderNo, Loan string
+}
+
+// TakeBatch runs the take script once for the buyers, in order, on shard h: each buyer's answer and
+// stock left ("" unless queued), or the batch's error.
+func (l *Ledger) TakeBatch(ctx context.Context, itemID int64, h int, buyers []BatchBuyer) ([][2]string, error) {
+	reqs := make([]*takeReq, len(buyers))
+	for i, b := range buyers {
+		reqs[i] = &takeReq{userID: b.UserID, path: b.Path, orderNo: b.OrderNo, loan: b.Loan}
+	}
+	l.takeBatch(ctx, itemID, h, reqs)
+	out := make([][2]string, len(reqs))
+	for i, r := range reqs {
+		if r.err != nil {
+			return nil, r.err
+		}
+		out[i] = [2]string{r.answer, r.left}
+	}
+	return out, nil
+}
