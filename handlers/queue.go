@@ -36,6 +36,7 @@ type Queue struct {
 
 	once   sync.Once
 	rooms  *expirable.LRU[int64, roomView]      // each room as last read, for a quarter of a second
+	rates  *expirable.LRU[int64, lineRate]      // how fast each line moves, kept beyond the room's view
 	places *expirable.LRU[placeKey, knownPlace] // shoppers whose standing is known without Redis
 	draws  *expirable.LRU[int64, []byte]        // the answers of written draws (they never change)
 	flight singleflight.Group                   // one read of a draw's tickets at a time
@@ -43,9 +44,15 @@ type Queue struct {
 
 type roomView struct {
 	stock.Room
-	rate  float64   // shoppers let in per second lately
-	at    time.Time // when the rate was last measured, and how many had been let in then
-	letIn int64
+	rate     float64 // shoppers let in per second lately
+	measured bool    // whether rate was measured yet
+}
+
+type lineRate struct {
+	rate     float64   // shoppers let in per second lately
+	measured bool      // whether rate was measured yet
+	at       time.Time // when it was last measured, and how many had been let in then
+	letIn    int64
 }
 
 type placeKey struct{ item, user int64 }
@@ -66,6 +73,7 @@ const (
 func (h *Queue) init() {
 	h.once.Do(func() {
 		h.rooms = expirable.NewLRU[int64, roomView](maxRoomViews, nil, roomViewTTL)
+		h.rates = expirable.NewLRU[int64, lineRate](maxRoomViews, nil, 10*time.Minute)
 		h.places = expirable.NewLRU[placeKey, knownPlace](maxKnownPlaces, nil, time.Hour)
 		h.draws = expirable.NewLRU[int64, []byte](maxDraws, nil, 24*time.Hour)
 	})
@@ -214,12 +222,18 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds) && h.Flags.SoldOut(it.ID):
 		out.State = QueueSoldOut // a turn with nothing left to buy: the place is kept, as in line
 		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
-	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds):
+	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds.Add(stock.TurnGrace)):
+		// A turn that ended a moment ago is still one (another instance may accept its buy) until it is
+		// settled as missed: the page shows it with no time left.
 		out.State = QueueTurn
 		out.Ticket, out.Position, out.Path = &p.Ticket, nonZero(p.Place), &p.Path
 		ends := p.TurnEnds.UTC()
 		out.TurnEndsAt = &ends
+	case p.Path != "" && p.Done == "" && h.Flags.SoldOut(it.ID):
+		out.State = QueueSoldOut // the turn ended with nothing to buy: held, the place kept
+		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
 	case p.Done == "missed" || p.Path != "":
+		// Missed, or past its grace and about to be settled so: joining again goes to the back now.
 		out.State = QueueMissed
 		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
 	default:
@@ -262,8 +276,11 @@ func (h *Queue) waiting(out *QueueJSON, room roomView, ticket string, place, ite
 		return
 	}
 	rate := room.rate
-	if rate < 1 {
+	switch {
+	case !room.measured: // the line has not been seen moving yet: as fast as it may
 		rate = float64(max(h.Rate, 1))
+	case rate < 0.01: // the line stands still (every turn taken, none done): no estimate
+		return
 	}
 	wait := int64(float64(ahead)/rate + 0.5)
 	out.WaitSeconds = &wait
@@ -277,16 +294,24 @@ func nonZero(n int64) *int64 {
 }
 
 // noteRoom keeps the room as just read, with the rate its line lately moved at, for the polls of the
-// next quarter of a second.
+// next quarter of a second. The rate is measured over half a second or more, whenever a read comes
+// (however long ago the last one was), and smoothed; its first measure is taken as it is.
 func (h *Queue) noteRoom(itemID int64, r stock.Room) roomView {
-	v := roomView{Room: r, at: time.Now(), letIn: r.LetIn} // the wall clock: the rate is measured over elapsed time
-	if last, ok := h.rooms.Peek(itemID); ok {
-		v.rate, v.at, v.letIn = last.rate, last.at, last.letIn
-		if dt := time.Since(last.at).Seconds(); dt >= 0.5 {
-			v.rate = 0.7*last.rate + 0.3*float64(r.LetIn-last.letIn)/dt
-			v.at, v.letIn = time.Now(), r.LetIn
+	now := time.Now() // the wall clock: the rate is measured over elapsed time
+	last, ok := h.rates.Peek(itemID)
+	switch dt := now.Sub(last.at).Seconds(); {
+	case !ok:
+		h.rates.Add(itemID, lineRate{at: now, letIn: r.LetIn})
+	case dt >= 0.5:
+		measured := float64(r.LetIn-last.letIn) / dt
+		rate := measured
+		if last.measured {
+			rate = 0.7*last.rate + 0.3*measured
 		}
+		last = lineRate{rate: rate, measured: true, at: now, letIn: r.LetIn}
+		h.rates.Add(itemID, last)
 	}
+	v := roomView{Room: r, rate: last.rate, measured: last.measured}
 	if r.State != "" {
 		h.rooms.Add(itemID, v)
 	}

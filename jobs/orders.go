@@ -307,6 +307,9 @@ func (c *OrderConsumer) place(ctx context.Context, st stock.Stream, msgs []stock
 			if _, err := c.Ledger.Settle(sctx, m, stock.Settlement{Result: stock.FailedValue("sold out"), Rebuy: true}); err != nil {
 				return err
 			}
+			if err := c.Ledger.Unbought(sctx, m.ItemID, m.UserID); err != nil {
+				return err
+			}
 		}
 	}
 	return c.Ledger.Ack(sctx, st, ok)
@@ -324,6 +327,10 @@ func (c *OrderConsumer) refuse(ctx context.Context, m stock.OrderMessage, cause 
 	}
 	if settled {
 		c.Flags.Restocked(sctx, m.ItemID)
+	}
+	if m.UserID > 0 && m.ItemID > 0 {
+		// A shopper let in from a waiting room keeps their place, and is let in again first.
+		return c.Ledger.Unbought(sctx, m.ItemID, m.UserID)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 -- One step of the line: the turns that ended are settled, and the next in line are let in, while those let
 -- in and not done are fewer than the stock left times the overbooking, and no faster than the rate.
 -- KEYS: 1 room hash, 2 the line (zset: user by place), 3 turns (user → path:turn end), 4 in flight (zset:
---       user by turn end), 5 done (user → bought|missed), 6 let in and their paths not yet written
+--       user by turn end), 5 done (user → bought|missed), 6 let in and their paths not yet written,
+--       7 held (zset: user by place): turns that ended while nothing was left, and buyers whose order
+--       failed; they keep their places and are let in first when stock comes back, 8 places (user → place)
 -- ARGV: 1 now (ms), 2 stock left, 3 overbooking, 4 rate (a second), 5 turn (ms), 6 grace (ms): how long
 --       after its end a turn is settled as missed (instances' clocks differ: a buy may still be accepted
 --       a moment after the turn ends here), 7 when the keys expire (ms), 8 how many users follow who
@@ -23,8 +25,14 @@ for i = 1, nb do
 end
 for _, uid in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now - grace)) do
   redis.call('ZREM', KEYS[4], uid)
-  redis.call('HSET', KEYS[5], uid, 'missed')
-  redis.call('HINCRBY', KEYS[1], 'missed', 1)
+  if left <= 0 then
+    -- Nothing to buy during the turn: not a miss. The place is kept, as the page says.
+    redis.call('HDEL', KEYS[3], uid)
+    redis.call('ZADD', KEYS[7], tonumber(redis.call('HGET', KEYS[8], uid)) or 0, uid)
+  else
+    redis.call('HSET', KEYS[5], uid, 'missed')
+    redis.call('HINCRBY', KEYS[1], 'missed', 1)
+  end
 end
 
 -- A token bucket of one second's worth: the rate holds across every instance that runs this step. Its
@@ -38,26 +46,37 @@ local room = math.floor(left * overbook + 1e-6) - redis.call('ZCARD', KEYS[4])
 local k = math.min(room, math.floor(tokens), #ARGV - first)
 local out = {}
 if k > 0 then
-  local cursor = tonumber(r[2]) or 0
-  local line = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, k)
   local ends = now + turn
-  for i = 1, #line, 2 do
-    local uid, path = line[i], ARGV[first + (i + 1) / 2]
+  local function letIn(uid)
+    local path = ARGV[first + #out / 3 + 1]
     redis.call('HSET', KEYS[3], uid, path .. ':' .. ends)
     redis.call('ZADD', KEYS[4], ends, uid)
     redis.call('SADD', KEYS[6], uid)
-    cursor = tonumber(line[i + 1])
     out[#out + 1] = uid
     out[#out + 1] = path
     out[#out + 1] = tostring(ends)
   end
-  local n = #line / 2
+  -- Those held first, by place: they were let in before the line moved past them.
+  for _, uid in ipairs(redis.call('ZRANGE', KEYS[7], 0, k - 1)) do
+    redis.call('ZREM', KEYS[7], uid)
+    letIn(uid)
+  end
+  local cursor = tonumber(r[2]) or 0
+  local line = {}
+  if #out / 3 < k then
+    line = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, k - #out / 3)
+  end
+  for i = 1, #line, 2 do
+    letIn(line[i])
+    cursor = tonumber(line[i + 1])
+  end
+  local n = #out / 3
   tokens = tokens - n
   redis.call('HSET', KEYS[1], 'cursor', cursor)
   redis.call('HINCRBY', KEYS[1], 'let_in', n)
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'tokens_at', at)
-for i = 3, 6 do
+for i = 3, 7 do
   redis.call('PEXPIREAT', KEYS[i], ARGV[7])
 end
 return out

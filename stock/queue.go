@@ -30,13 +30,13 @@ import (
 
 // roomKeys are the keys of an item's waiting room.
 type roomKeys struct {
-	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, DrawLock, AdmitLock string
+	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, Held, DrawLock, AdmitLock string
 }
 
 func roomKeysOf(itemID int64) roomKeys {
 	p := ShardKeys(itemID, 0).item + "q:"
 	return roomKeys{Room: p + "room", Tickets: p + "tickets", Late: p + "late", Places: p + "places", Line: p + "line",
-		Done: p + "done", Turns: p + "turns", InFlight: p + "inflight", Pending: p + "pending", DrawLock: p + "drawlock",
+		Done: p + "done", Turns: p + "turns", InFlight: p + "inflight", Pending: p + "pending", Held: p + "held", DrawLock: p + "drawlock",
 		AdmitLock: p + "admitlock"}
 }
 
@@ -51,12 +51,15 @@ var (
 	admitLua string
 	//go:embed status.lua
 	statusLua string
+	//go:embed unbought.lua
+	unboughtLua string
 
-	roomScript   = redis.NewScript(roomLua)
-	queueScript  = redis.NewScript(queueLua)
-	drawScript   = redis.NewScript(drawLua)
-	admitScript  = redis.NewScript(admitLua)
-	statusScript = redis.NewScript(statusLua)
+	roomScript     = redis.NewScript(roomLua)
+	queueScript    = redis.NewScript(queueLua)
+	drawScript     = redis.NewScript(drawLua)
+	admitScript    = redis.NewScript(admitLua)
+	statusScript   = redis.NewScript(statusLua)
+	unboughtScript = redis.NewScript(unboughtLua)
 )
 
 // Window is when a queue sale's room opens, and when its sale starts and ends.
@@ -144,8 +147,9 @@ func (l *Ledger) Join(ctx context.Context, itemID, userID int64, w Window) (Join
 	if _, err := rand.Read(ticket); err != nil {
 		return Joined{}, err
 	}
-	keys := []string{k.Room, k.Tickets, k.Late, k.Places, k.Line, k.Done, k.Turns, buyers}
-	args := []any{userID, hex.EncodeToString(ticket), l.now().UnixMilli(), check, w.Ends.Add(roomKeep).UnixMilli()}
+	keys := []string{k.Room, k.Tickets, k.Late, k.Places, k.Line, k.Done, k.Turns, buyers, k.InFlight}
+	args := []any{userID, hex.EncodeToString(ticket), l.now().UnixMilli(), check, w.Ends.Add(roomKeep).UnixMilli(),
+		TurnGrace.Milliseconds()}
 	for try := 0; ; try++ {
 		res, err := queueScript.Run(ctx, l.rdb, keys, args...).StringSlice()
 		if err != nil {
@@ -334,7 +338,12 @@ func (l *Ledger) Draw(ctx context.Context, itemID int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	expire := time.UnixMilli(now).Add(roomKeep + 24*time.Hour)
+	// The places live as long as the room: until the sale's end, and roomKeep after.
+	ends, err := l.rdb.HGet(ctx, k.Room, "ends").Int64()
+	if err != nil {
+		return false, fmt.Errorf("the end of item %d's sale: %w", itemID, err)
+	}
+	expire := time.UnixMilli(max(ends, now)).Add(roomKeep)
 	for i := 0; i < len(order); i += drawChunk {
 		_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for j := i; j < min(i+drawChunk, len(order)); j++ {
@@ -406,9 +415,9 @@ type Admission struct {
 // admitBatch bounds the shoppers one step lets in.
 const admitBatch = 500
 
-// turnGrace is how long after its end a turn is settled as missed: the instances' clocks differ, and a
+// TurnGrace is how long after its end a turn is settled as missed: the instances' clocks differ, and a
 // buy may still be accepted by one a moment after the turn ended by another's.
-const turnGrace = 2 * time.Second
+const TurnGrace = 2 * time.Second
 
 // Admit moves the item's line one step: turns whose shoppers bought or whose time is up are settled,
 // and the next in line are let in, each with a purchase path of their own in their home shard. Any
@@ -452,7 +461,7 @@ func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, err
 	if err != nil {
 		return 0, err
 	}
-	args := []any{l.now().UnixMilli(), max(left, 0), a.Overbook, a.Rate, a.Turn.Milliseconds(), turnGrace.Milliseconds(),
+	args := []any{l.now().UnixMilli(), max(left, 0), a.Overbook, a.Rate, a.Turn.Milliseconds(), TurnGrace.Milliseconds(),
 		l.now().Add(a.Turn + roomKeep).UnixMilli(), len(bought)}
 	for _, u := range bought {
 		args = append(args, u)
@@ -464,7 +473,7 @@ func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, err
 		}
 		args = append(args, hex.EncodeToString(tok))
 	}
-	res, err := admitScript.Run(ctx, l.rdb, []string{k.Room, k.Line, k.Turns, k.InFlight, k.Done, k.Pending}, args...).StringSlice()
+	res, err := admitScript.Run(ctx, l.rdb, []string{k.Room, k.Line, k.Turns, k.InFlight, k.Done, k.Pending, k.Held, k.Places}, args...).StringSlice()
 	if err != nil {
 		return 0, fmt.Errorf("admit to item %d: %w", itemID, err)
 	}
@@ -476,6 +485,17 @@ func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, err
 		return 0, err
 	}
 	return len(let), nil
+}
+
+// Unbought puts a shopper of the item's waiting room whose order failed back where they were: their
+// place kept, let in again first when there is stock. An item without a room, or a shopper the room
+// knew no purchase of, changes nothing.
+func (l *Ledger) Unbought(ctx context.Context, itemID, userID int64) error {
+	k := roomKeysOf(itemID)
+	if err := unboughtScript.Run(ctx, l.rdb, []string{k.Room, k.Done, k.InFlight, k.Turns, k.Held, k.Places}, userID).Err(); err != nil {
+		return fmt.Errorf("put user %d back in the line of item %d: %w", userID, itemID, err)
+	}
+	return nil
 }
 
 // writePaths writes the purchase paths of the users' turns into their home shards, where the buy

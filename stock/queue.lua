@@ -1,8 +1,10 @@
 -- Joins a shopper to an item's waiting room, or answers the place they have.
 -- KEYS: 1 room hash, 2 tickets (joined before the start: user → ticket), 3 late tickets, 4 positions
 --       (user → place in line), 5 the line (zset: user by place), 6 done (user → bought|missed),
---       7 turns (user → path:until), 8 the user's buyers set when it shares the room's slot (else the room)
--- ARGV: 1 user id, 2 a new ticket, 3 now (ms), 4 '1' to check the buyers set, 5 when the keys expire (ms)
+--       7 turns (user → path:until), 8 the user's buyers set when it shares the room's slot (else the room),
+--       9 in flight (zset: user by turn end)
+-- ARGV: 1 user id, 2 a new ticket, 3 now (ms), 4 '1' to check the buyers set, 5 when the keys expire (ms),
+--       6 the turns' grace (ms): a turn this long past its end is missed, settled or not
 -- Answers {'no_room'} when the room is not open in Redis (the caller opens it and asks again),
 -- {'already_bought'}, or {'joined', ticket, place or ''}.
 local uid, now = ARGV[1], tonumber(ARGV[3])
@@ -32,6 +34,13 @@ end
 
 local ticket = redis.call('HGET', KEYS[2], uid) or redis.call('HGET', KEYS[3], uid)
 local place = redis.call('HGET', KEYS[4], uid)
+-- A turn past its grace that the line has not settled yet is missed now, as the page was told.
+local ends = redis.call('ZSCORE', KEYS[9], uid)
+if ends and tonumber(ends) + tonumber(ARGV[6]) < now then
+  redis.call('ZREM', KEYS[9], uid)
+  redis.call('HINCRBY', KEYS[1], 'missed', 1)
+  done = 'missed'
+end
 if place and done ~= 'missed' then
   return {'joined', ticket, place}
 end

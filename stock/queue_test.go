@@ -377,3 +377,132 @@ func TestRateHoldsWhenClocksDiffer(t *testing.T) {
 		t.Errorf("two instances a second apart let in %d in two seconds at 10 a second", total)
 	}
 }
+
+// byPlace answers the rig's users in the order of their places.
+func (r *roomRig) byPlace(t *testing.T) []int64 {
+	t.Helper()
+	out := make([]int64, len(r.users))
+	for _, u := range r.users {
+		_, p := r.place(t, u)
+		out[p.Place-1] = u
+	}
+	return out
+}
+
+// A turn that runs out while nothing is left is not missed: its shopper keeps the place the page promised,
+// and is let in first when a unit comes back, before the next in line.
+func TestTurnsThatEndSoldOutKeepTheirPlaces(t *testing.T) {
+	r := newRoomRig(t, 2, 1, 10)
+	ctx := context.Background()
+	r.joinAllAndDraw(t)
+	byPlace := r.byPlace(t)
+	a := stock.Admission{Overbook: 1.5, Rate: 1000, Turn: 30 * time.Second}
+	if n := r.admit(t, a); n != 3 {
+		t.Fatalf("2 left × 1.5: %d let in, want 3", n)
+	}
+	for i, u := range byPlace[:2] {
+		_, p := r.place(t, u)
+		if _, err := r.ledger.Take(ctx, r.item.ID, u, p.Path, "SKs"+strconv.Itoa(i)); err != nil {
+			t.Fatalf("place %d buys: %v", i+1, err)
+		}
+	}
+	// Sold out, and place 3's turn runs out with nothing to buy.
+	r.clock.add(33 * time.Second)
+	if n := r.admit(t, a); n != 0 {
+		t.Fatalf("sold out: %d let in", n)
+	}
+	room, p := r.place(t, byPlace[2])
+	if p.Done != "" || p.Path != "" || room.Missed != 0 {
+		t.Errorf("place 3 after its turn ran out sold out: done %q, path %q, %d missed; want held (no outcome, no turn)", p.Done, p.Path, room.Missed)
+	}
+	if j := r.join(t, byPlace[2]); j.Place != 3 {
+		t.Errorf("place 3 joining again got place %d, want to keep 3", j.Place)
+	}
+	// A unit comes back: place 3 gets it, not place 4.
+	if _, err := r.ledger.Restock(ctx, r.item.ID, "SKs0"); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.admit(t, a); n != 1 {
+		t.Fatalf("a unit back: %d let in, want 1", n)
+	}
+	if _, p := r.place(t, byPlace[2]); p.Path == "" || !p.TurnEnds.After(r.clock.now()) {
+		t.Errorf("the unit that came back did not go to place 3, who held it: path %q until %v", p.Path, p.TurnEnds)
+	}
+	if _, p := r.place(t, byPlace[3]); p.Path != "" {
+		t.Errorf("place 4 was let in before place 3, who held their place")
+	}
+}
+
+// A shopper whose order failed (the consumer refused it) is not bought: they can join (and keep their
+// place), and are let in again first.
+func TestFailedOrderKeepsThePlace(t *testing.T) {
+	r := newRoomRig(t, 4, 1, 10)
+	ctx := context.Background()
+	r.joinAllAndDraw(t)
+	byPlace := r.byPlace(t)
+	a := stock.Admission{Overbook: 1, Rate: 1000, Turn: 30 * time.Second}
+	if n := r.admit(t, a); n != 4 {
+		t.Fatalf("4 left: %d let in, want 4", n)
+	}
+	first := byPlace[0]
+	_, p := r.place(t, first)
+	if _, err := r.ledger.Take(ctx, r.item.ID, first, p.Path, "SKf"); err != nil {
+		t.Fatal(err)
+	}
+	r.admit(t, a)
+	if room, p := r.place(t, first); p.Done != "bought" || room.Bought != 1 {
+		t.Fatalf("after buying: done %q, %d bought", p.Done, room.Bought)
+	}
+	// The order fails: its unit goes back on sale and its shopper back to their place (as the consumer
+	// does when it refuses a message).
+	if _, err := r.ledger.Restock(ctx, r.item.ID, "SKf"); err != nil {
+		t.Fatal(err)
+	}
+	r.rdb.SRem(ctx, stock.KeysOf(r.item.ID).Buyers, first)
+	if err := r.ledger.Unbought(ctx, r.item.ID, first); err != nil {
+		t.Fatal(err)
+	}
+	room, p := r.place(t, first)
+	if p.Done != "" || room.Bought != 0 {
+		t.Errorf("after the order failed: done %q, %d bought; want neither", p.Done, room.Bought)
+	}
+	if j := r.join(t, first); j.Place != 1 {
+		t.Errorf("joining after the order failed: place %d, want 1", j.Place)
+	}
+	if n := r.admit(t, a); n != 1 {
+		t.Fatalf("a unit back with 3 in flight: %d let in, want 1", n)
+	}
+	if _, p := r.place(t, first); p.Path == "" {
+		t.Errorf("the shopper whose order failed was not let in again first")
+	}
+	if _, p := r.place(t, byPlace[4]); p.Path != "" {
+		t.Errorf("place 5 was let in before place 1, whose order failed")
+	}
+	// Twice changes nothing more.
+	if err := r.ledger.Unbought(ctx, r.item.ID, byPlace[9]); err != nil {
+		t.Fatal(err)
+	}
+	if room, _ := r.place(t, first); room.Bought != 0 {
+		t.Errorf("%d bought after a shopper the room knew nothing of was put back", room.Bought)
+	}
+}
+
+// A turn past its grace that the line has not settled yet is missed when its shopper joins again: they
+// go to the back at once (as the page was told), and the line does not count the miss twice.
+func TestJoiningAfterAnUnsettledTurnGoesToTheBack(t *testing.T) {
+	r := newRoomRig(t, 3, 1, 10)
+	r.joinAllAndDraw(t)
+	byPlace := r.byPlace(t)
+	a := stock.Admission{Overbook: 1, Rate: 1000, Turn: 30 * time.Second}
+	if n := r.admit(t, a); n != 3 {
+		t.Fatalf("%d let in, want 3", n)
+	}
+	r.clock.add(30*time.Second + stock.TurnGrace + time.Second)
+	if j := r.join(t, byPlace[0]); j.Place != 11 {
+		t.Errorf("joining after the turn and its grace: place %d, want 11 (the back)", j.Place)
+	}
+	r.admit(t, a)
+	if room, _ := r.place(t, byPlace[0]); room.Missed != 3 {
+		t.Errorf("%d missed, want 3 (each turn once)", room.Missed)
+	}
+}

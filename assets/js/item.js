@@ -11,6 +11,7 @@
   var status = document.getElementById("buy-status"), loginLink = document.getElementById("login-to-buy");
   var stockLeft = document.getElementById("stock-left"), stockBar = document.getElementById("stock-bar");
   var loggedIn = false, left = +box.dataset.left, busy = false, final = false, bought = false, captchaId = null;
+  var captchaAt = 0, failedOrder = false;
 
   function w(key) { return words[key] || key; }
   function say(text, kind) { status.textContent = text; status.className = "buy-status " + (kind || ""); }
@@ -42,6 +43,7 @@
   }
   function newCaptcha() {
     answer.value = "";
+    captchaAt = Date.now();
     return api("GET", "/api/captcha").then(function (c) { captchaId = c.captcha_id; img.dataset.captchaId = c.captcha_id; img.src = c.image; })
       .catch(function (e) { sayError(e); });
   }
@@ -62,7 +64,12 @@
         link.href = "/orders/" + r.order_no; link.className = "btn"; link.textContent = w("buy.pay");
         status.appendChild(msg); status.appendChild(no); status.appendChild(document.createTextNode(" ")); status.appendChild(link);
         status.className = "buy-status good";
-      } else if (r.status === "failed") { say(r.message || w("err.failed"), "bad"); if (queueMode) pollQueue(); else newCaptcha(); }
+      } else if (r.status === "failed") {
+        say(r.message || w("err.failed"), "bad");
+        // In line, the place is kept and the line tells when to buy again; the failed order is not
+        // followed again however long the line still says bought.
+        if (queueMode) { failedOrder = true; clearTimeout(polling); polling = setTimeout(pollQueue, 2000); } else newCaptcha();
+      }
       else if (r.status === "sold_out") { final = true; say(w("err.sold_out"), "bad"); }
       update();
     }).catch(function () { setTimeout(follow, 2000); });
@@ -78,11 +85,12 @@
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
   function showQueue(s) {
     if (bought) return;
+    if (s.state !== "bought") failedOrder = false;
     q = s;
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
     var joinable = s.state === "out" || s.state === "missed";
-    captchaBox.hidden = !joinable;
+    captchaBox.hidden = !(joinable && queueOpen());
     // In line the button has nothing to do until the turn comes: it is shown only to join or to buy.
     btn.hidden = !(joinable || s.state === "your_turn");
     if (s.state === "your_turn") {
@@ -101,16 +109,17 @@
     else if (s.state === "missed") sayQueue(w("queue.missed"), "bad");
     else if (s.state === "out" && !queueOpen() && window.serverNow() < opens) sayQueue(fmt("queue.notOpen", new Date(opens).toLocaleTimeString()));
     else sayQueue("");
-    if (s.state === "bought" && busy !== "queued") { busy = "queued"; say(w("buy.queued")); follow(); }
+    if (s.state === "bought" && busy !== "queued" && !failedOrder) { busy = "queued"; say(w("buy.queued")); follow(); }
     if (s.state === "ended") { final = true; say(w("err.ended"), "bad"); }
-    if (s.state === "out" || s.state === "missed") { if (!captchaId) newCaptcha(); }
+    // The join captcha is drawn once the room is open, and drawn again before its answer expires (5 min).
+    if ((s.state === "out" || s.state === "missed") && queueOpen() && (!captchaId || Date.now() - captchaAt > 240000)) newCaptcha();
     update();
   }
   function pollQueue() {
     clearTimeout(polling);
     api("GET", "/api/items/" + id + "/queue").then(function (s) {
       showQueue(s);
-      if (bought || s.state === "bought" || s.state === "ended") return;
+      if (bought || (s.state === "bought" && !failedOrder) || s.state === "ended") return;
       // Near the front, with a turn, or in the first seconds after the start (when the line moves
       // fastest and may sell out), the page looks every second; otherwise every two.
       var soon = window.serverNow() - starts < 15000;
@@ -134,7 +143,7 @@
       if (q && q.state === "your_turn") {
         say(w("buy.wait"));
         api("POST", "/api/items/" + id + "/buy/" + q.path)
-          .then(function () { clearTimeout(polling); busy = "queued"; say(w("buy.queued")); follow(); })
+          .then(function () { clearTimeout(polling); failedOrder = false; busy = "queued"; say(w("buy.queued")); follow(); })
           .catch(function (e) { sayError(e); busy = false; pollQueue(); });
         return;
       }
