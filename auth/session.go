@@ -9,10 +9,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,13 +78,27 @@ type Sessions struct {
 	mu    sync.RWMutex
 	users map[int64]userState
 	since time.Time // the last database refresh
+
+	// verified remembers cookies whose signature was checked, so that a shopper's polls do not check it
+	// again each time: a slot per hash of the cookie, the newest cookie in each. Expiry and the user's
+	// session version are still checked on every request.
+	verified [verifiedSlots]atomic.Pointer[verifiedCookie]
+	seed     maphash.Seed
+}
+
+// verifiedSlots bounds the verified cookies remembered (a few hundred kilobytes at most).
+const verifiedSlots = 4096
+
+type verifiedCookie struct {
+	value string
+	sess  Session
 }
 
 // NewSessions returns a session manager whose cookies live for ttl.
 func NewSessions(secret string, ttl time.Duration, db *gorm.DB, rdb redis.UniversalClient, now func() time.Time, log *slog.Logger) *Sessions {
 	return &Sessions{
 		mac: newMacPool(derive(secret, "session")), ttl: ttl, now: now, db: db, rdb: rdb, log: log,
-		users: map[int64]userState{},
+		users: map[int64]userState{}, seed: maphash.MakeSeed(),
 	}
 }
 
@@ -115,6 +131,20 @@ func (s *Sessions) Check(value string) (Session, bool) {
 	if len(value) != base64.RawURLEncoding.EncodedLen(payloadLen+macLen) {
 		return Session{}, false
 	}
+	slot := &s.verified[maphash.String(s.seed, value)%verifiedSlots]
+	if v := slot.Load(); v != nil && v.value == value {
+		return s.current(v.sess)
+	}
+	sess, ok := s.verify(value)
+	if !ok {
+		return Session{}, false
+	}
+	slot.Store(&verifiedCookie{value: strings.Clone(value), sess: sess})
+	return s.current(sess)
+}
+
+// verify decodes a cookie value and checks its signature.
+func (s *Sessions) verify(value string) (Session, bool) {
 	var raw [payloadLen + macLen]byte
 	// One spelling per cookie: Strict refuses spare bits in the last character, and the length refuses
 	// the line breaks a decoder skips.
@@ -136,6 +166,11 @@ func (s *Sessions) Check(value string) (Session, bool) {
 		Role:    roleCodes[role],
 	}
 	copy(sess.ID[:], raw[26:])
+	return sess, true
+}
+
+// current answers a genuine session if it is unexpired and not ended, in its user's current role.
+func (s *Sessions) current(sess Session) (Session, bool) {
 	if !s.now().Before(sess.Expires) {
 		return Session{}, false
 	}

@@ -35,17 +35,81 @@ type Queue struct {
 	Now         func() time.Time
 
 	once   sync.Once
-	rooms  *expirable.LRU[int64, roomView]      // each room as last read, for a quarter of a second
-	rates  *expirable.LRU[int64, lineRate]      // how fast each line moves, kept beyond the room's view
-	places *expirable.LRU[placeKey, knownPlace] // shoppers whose standing is known without Redis
-	draws  *expirable.LRU[int64, []byte]        // the answers of written draws (they never change)
-	flight singleflight.Group                   // one read of a draw's tickets at a time
+	rooms  roomViews                       // each room as last read, for a quarter of a second
+	rates  *expirable.LRU[int64, lineRate] // how fast each line moves, kept beyond the room's view
+	places knownPlaces                     // shoppers whose standing is known without Redis
+	times  saleTimes                       // each queue sale's two times, as answers write them
+	draws  *expirable.LRU[int64, []byte]   // the answers of written draws (they never change)
+	flight singleflight.Group              // one read of a draw's tickets at a time
 }
 
 type roomView struct {
 	stock.Room
-	rate     float64 // shoppers let in per second lately
-	measured bool    // whether rate was measured yet
+	rate     float64   // shoppers let in per second lately
+	measured bool      // whether rate was measured yet
+	read     time.Time // when it was read (the wall clock)
+}
+
+// roomViews are the rooms as last read, at most maxRoomViews (all forgotten when full).
+type roomViews struct {
+	mu sync.RWMutex
+	m  map[int64]roomView
+}
+
+// fresh answers the item's room if it was read less than roomViewTTL before now.
+func (r *roomViews) fresh(itemID int64, now time.Time) (roomView, bool) {
+	r.mu.RLock()
+	v, ok := r.m[itemID]
+	r.mu.RUnlock()
+	return v, ok && now.Sub(v.read) < roomViewTTL
+}
+
+func (r *roomViews) add(itemID int64, v roomView) {
+	r.mu.Lock()
+	if r.m == nil || len(r.m) >= maxRoomViews {
+		r.m = make(map[int64]roomView)
+	}
+	r.m[itemID] = v
+	r.mu.Unlock()
+}
+
+// knownPlaces are the shoppers waiting in line whose ticket and place are known here: a place never
+// changes (joining again after a missed turn is known by the place being let in), so they need no
+// expiry. Sharded for the crowd's polls; a full shard is emptied (those shoppers' next polls read Redis).
+type knownPlaces struct{ shards [64]placeShard }
+
+type placeShard struct {
+	mu sync.RWMutex
+	m  map[placeKey]knownPlace
+}
+
+func (p *knownPlaces) shard(k placeKey) *placeShard {
+	return &p.shards[uint64(k.user)%uint64(len(p.shards))]
+}
+
+func (p *knownPlaces) get(k placeKey) (knownPlace, bool) {
+	s := p.shard(k)
+	s.mu.RLock()
+	v, ok := s.m[k]
+	s.mu.RUnlock()
+	return v, ok
+}
+
+func (p *knownPlaces) add(k placeKey, v knownPlace) {
+	s := p.shard(k)
+	s.mu.Lock()
+	if s.m == nil || len(s.m) >= maxKnownPlaces/len(p.shards) {
+		s.m = make(map[placeKey]knownPlace)
+	}
+	s.m[k] = v
+	s.mu.Unlock()
+}
+
+func (p *knownPlaces) remove(k placeKey) {
+	s := p.shard(k)
+	s.mu.Lock()
+	delete(s.m, k)
+	s.mu.Unlock()
 }
 
 type lineRate struct {
@@ -72,9 +136,7 @@ const (
 
 func (h *Queue) init() {
 	h.once.Do(func() {
-		h.rooms = expirable.NewLRU[int64, roomView](maxRoomViews, nil, roomViewTTL)
 		h.rates = expirable.NewLRU[int64, lineRate](maxRoomViews, nil, 10*time.Minute)
-		h.places = expirable.NewLRU[placeKey, knownPlace](maxKnownPlaces, nil, time.Hour)
 		h.draws = expirable.NewLRU[int64, []byte](maxDraws, nil, 24*time.Hour)
 	})
 }
@@ -162,7 +224,7 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	if _, err := h.Ledger.Join(ctx, itemID, s.UserID, window(a)); err != nil {
 		return err
 	}
-	h.places.Remove(placeKey{itemID, s.UserID})
+	h.places.remove(placeKey{itemID, s.UserID})
 	return h.answer(c, it, a, s.UserID)
 }
 
@@ -195,15 +257,15 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 	if !now.Before(a.EndsAt) {
 		out.State = QueueEnded
 		out.StockLeft = h.left(it, 0, false)
-		return sendQueue(c, &out)
+		return sendQueueWith(c, &out, h.times.of(a))
 	}
 	key := placeKey{it.ID, userID}
-	if room, ok := h.rooms.Get(it.ID); ok {
-		if k, ok := h.places.Get(key); ok && (k.place == 0 && room.State != stock.RoomDrawn || k.place > room.Cursor) {
+	if room, ok := h.rooms.fresh(it.ID, time.Now()); ok {
+		if k, ok := h.places.get(key); ok && (k.place == 0 && room.State != stock.RoomDrawn || k.place > room.Cursor) {
 			out.StockLeft = h.left(it, 0, false)
 			out.SeedHash = seedHash(room.Room)
 			h.waiting(&out, room, k.ticket, k.place, it.ID)
-			return sendQueue(c, &out)
+			return sendQueueWith(c, &out, h.times.of(a))
 		}
 	}
 	st, err := h.Ledger.StandingOf(ctx, it.ID, userID)
@@ -238,9 +300,9 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
 	default:
 		h.waiting(&out, room, p.Ticket, p.Place, it.ID)
-		h.places.Add(key, knownPlace{ticket: p.Ticket, place: p.Place})
+		h.places.add(key, knownPlace{ticket: p.Ticket, place: p.Place})
 	}
-	return sendQueue(c, &out)
+	return sendQueueWith(c, &out, h.times.of(a))
 }
 
 // left is the item's stock left: fresh from Redis when read with the standing (a whole item's count
@@ -311,9 +373,9 @@ func (h *Queue) noteRoom(itemID int64, r stock.Room) roomView {
 		last = lineRate{rate: rate, measured: true, at: now, letIn: r.LetIn}
 		h.rates.Add(itemID, last)
 	}
-	v := roomView{Room: r, rate: last.rate, measured: last.measured}
+	v := roomView{Room: r, rate: last.rate, measured: last.measured, read: now}
 	if r.State != "" {
-		h.rooms.Add(itemID, v)
+		h.rooms.add(itemID, v)
 	}
 	return v
 }
@@ -392,6 +454,11 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 // its fields are numbers, times and hex or fixed words that need no escaping (TestQueueJSONByHand holds it
 // to encoding/json's answer).
 func sendQueue(c *fiber.Ctx, q *QueueJSON) error {
+	return sendQueueWith(c, q, nil)
+}
+
+// sendQueueWith is sendQueue with the sale's two times already written (nil: written here).
+func sendQueueWith(c *fiber.Ctx, q *QueueJSON, saleTimes []byte) error {
 	b := make([]byte, 0, 384)
 	b = append(b, `{"state":"`...)
 	b = append(b, q.State...)
@@ -404,13 +471,50 @@ func sendQueue(c *fiber.Ctx, q *QueueJSON) error {
 	b = appendInt(b, `,"wait_seconds":`, q.WaitSeconds)
 	b = appendStr(b, `,"path":`, q.Path)
 	b = appendTime(b, `,"turn_ends_at":`, q.TurnEndsAt)
-	b = appendTime(b, `,"queue_opens_at":`, q.QueueOpensAt)
-	b = appendTime(b, `,"starts_at":`, &q.StartsAt)
+	if saleTimes != nil {
+		b = append(b, saleTimes...)
+	} else {
+		b = appendSaleTimes(b, q.QueueOpensAt, q.StartsAt)
+	}
 	b = appendStr(b, `,"seed_hash":`, q.SeedHash)
 	b = appendTime(b, `,"server_time":`, &q.ServerTime)
 	b = append(b, '}')
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(b)
+}
+
+func appendSaleTimes(b []byte, opens *time.Time, starts time.Time) []byte {
+	b = appendTime(b, `,"queue_opens_at":`, opens)
+	return appendTime(b, `,"starts_at":`, &starts)
+}
+
+// saleTimes are a queue sale's queue_opens_at and starts_at as a status answer writes them, written once
+// per sale (an approved sale's times never change).
+type saleTimes struct {
+	mu sync.RWMutex
+	m  map[int64]saleTimesText
+}
+
+type saleTimesText struct {
+	opens, starts time.Time
+	text          []byte
+}
+
+func (t *saleTimes) of(a *models.Activity) []byte {
+	t.mu.RLock()
+	v, ok := t.m[a.ID]
+	t.mu.RUnlock()
+	if ok && v.opens.Equal(*a.QueueOpensAt) && v.starts.Equal(a.StartsAt) {
+		return v.text
+	}
+	v = saleTimesText{opens: *a.QueueOpensAt, starts: a.StartsAt, text: appendSaleTimes(nil, a.QueueOpensAt, a.StartsAt.UTC())}
+	t.mu.Lock()
+	if t.m == nil || len(t.m) >= maxRoomViews {
+		t.m = make(map[int64]saleTimesText)
+	}
+	t.m[a.ID] = v
+	t.mu.Unlock()
+	return v.text
 }
 
 func appendStr(b []byte, name string, v *string) []byte {
