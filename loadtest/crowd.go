@@ -109,10 +109,17 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	if err != nil {
 		return nil, err
 	}
+	if transactions != nil {
+		// A pause between the registrations and the sale: PostgreSQL reports a backend's transactions up
+		// to 10 s after it went idle, and the crowd should not come on the heels of 10,000 registrations
+		// (no real one does). Measured without it, the queue's p99 was 5.8 and 7.6 s; with it, 4.5 and 5.1.
+		logf(o.Log, "%s: waiting 11 s after the registrations", mode)
+		if !sleep(ctx, 11*time.Second) {
+			return nil, ctx.Err()
+		}
+	}
 	// The sale is approved a while before its countdown, as a real one is: each instance draws captchas
-	// for the shoppers it expects in the meantime. The lead also lets PostgreSQL report the
-	// registrations' transactions (a backend reports them up to 10 s after it went idle) before the crowd
-	// is measured.
+	// for the shoppers it expects in the meantime.
 	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown+crowdLead, mode)
 	if err != nil {
 		return nil, err
