@@ -240,12 +240,22 @@ func TestInstanceLostWithShoppersInLine(t *testing.T) {
 		onB.setCookie(handlers.SessionCookie, onA.cookie(handlers.SessionCookie))
 		shoppers = append(shoppers, shopper{onA: onA, onB: onB, ticket: r.json(t)["ticket"].(string)})
 	}
-	if err := a.Srv.Fiber.Shutdown(); err != nil { // instance A is gone
+	// The sale starts on A: A draws, lets the first two in, and its shoppers' pages see their standing
+	// there (A remembers the places of those who wait).
+	a.Clock.Set(time.Now().Add(time.Minute + time.Second))
+	b.Clock.Set(time.Now().Add(time.Minute + time.Second))
+	if drawn, err := a.Srv.Ledger.Draw(ctx, item.ID); !drawn || err != nil {
+		t.Fatalf("draw on A: %v %v", drawn, err)
+	}
+	if _, err := a.Srv.Ledger.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	b.Clock.Set(time.Now().Add(time.Minute + time.Second))
-	if drawn, err := b.Srv.Ledger.Draw(ctx, item.ID); !drawn || err != nil {
-		t.Fatalf("draw on B: %v %v", drawn, err)
+	for _, s := range shoppers {
+		// (A room read before the draw is kept a quarter of a second.)
+		waitFor(t, "a place on A after the draw", func() bool { return s.onA.call("GET", path, nil).json(t)["position"] != nil })
+	}
+	if err := a.Srv.Fiber.Shutdown(); err != nil { // instance A is gone, and what it knew with it
+		t.Fatal(err)
 	}
 	if _, err := b.Srv.Ledger.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -262,5 +272,14 @@ func TestInstanceLostWithShoppersInLine(t *testing.T) {
 	}
 	if turns != 2 {
 		t.Errorf("%d turns on B for 2 units, want 2", turns)
+	}
+	// A turn let in on A is bought on B.
+	for _, s := range shoppers {
+		if q := s.onB.call("GET", path, nil).json(t); q["state"] == "your_turn" {
+			if r := s.onB.call("POST", "/api/items/"+itoa(item.ID)+"/buy/"+q["path"].(string), nil); r.Status != 202 {
+				t.Errorf("a turn from A bought on B: %d %s", r.Status, r.Body)
+			}
+			break
+		}
 	}
 }

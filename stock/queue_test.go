@@ -506,3 +506,35 @@ func TestJoiningAfterAnUnsettledTurnGoesToTheBack(t *testing.T) {
 		t.Errorf("%d missed, want 3 (each turn once)", room.Missed)
 	}
 }
+
+// An instance that dies between letting shoppers in and writing their purchase paths leaves them pending:
+// the next step, on any instance, writes them, and the shoppers buy with their turns.
+func TestPathsADeadInstanceDidNotWriteAreWritten(t *testing.T) {
+	r := newRoomRig(t, 3, 1, 6)
+	ctx := context.Background()
+	r.joinAllAndDraw(t)
+	a := stock.Admission{Overbook: 1, Rate: 1000, Turn: 30 * time.Second}
+	if n := r.admit(t, a); n != 3 {
+		t.Fatalf("%d let in, want 3", n)
+	}
+	// As if the instance had died after the admit script and before writing: no paths, all pending.
+	byPlace := r.byPlace(t)
+	for _, u := range byPlace[:3] {
+		r.rdb.Del(ctx, stock.ShardKeys(r.item.ID, 0).Path(u))
+		r.rdb.SAdd(ctx, stock.ShardKeys(r.item.ID, 0).Sale[:len(stock.ShardKeys(r.item.ID, 0).Sale)-len("sale")]+"q:pending", u)
+	}
+	_, p := r.place(t, byPlace[0])
+	if _, err := r.ledger.Take(ctx, r.item.ID, byPlace[0], p.Path, "SKdead"); !errs.Is(err, errs.InvalidPath) {
+		t.Fatalf("a turn whose path was never written bought: %v", err)
+	}
+	other := testenv.Ledger(r.rdb, r.clock.now) // another instance
+	if _, err := other.Admit(ctx, r.item.ID, a); err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range byPlace[:3] {
+		_, p := r.place(t, u)
+		if _, err := r.ledger.Take(ctx, r.item.ID, u, p.Path, "SKp"+strconv.Itoa(i)); err != nil {
+			t.Errorf("place %d buys with the path the next step wrote: %v", i+1, err)
+		}
+	}
+}
