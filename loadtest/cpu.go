@@ -85,7 +85,11 @@ func sampleCPU(ps []Process) map[int]float64 {
 func measureCPU(ps []Process, fn func()) []CPUUse {
 	before := sampleCPU(ps)
 	fn()
-	after := sampleCPU(ps)
+	return cpuUsed(ps, before, sampleCPU(ps))
+}
+
+// cpuUsed answers the CPU each name's processes used between two samples.
+func cpuUsed(ps []Process, before, after map[int]float64) []CPUUse {
 	out := make([]CPUUse, 0, len(ps))
 	for _, p := range ps {
 		u := CPUUse{Name: p.Name}

@@ -170,6 +170,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		}()
 	}
 	started := time.Now()
+	cpuBefore := sampleCPU(o.CPU)
 	var wg sync.WaitGroup
 	progress := bar(o.Log, "answered", len(shoppers))
 	var finished int
@@ -184,11 +185,13 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		})
 	}
 	wg.Wait()
+	cpuAfter := sampleCPU(o.CPU)
 	stop()
 	if pgDone != nil {
 		<-pgDone
 	}
 	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
+	rep.CPU = cpuUsed(o.CPU, cpuBefore, cpuAfter)
 	lat := newHist()
 	for _, s := range shoppers {
 		cr.Final[s.final]++

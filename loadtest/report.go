@@ -9,6 +9,24 @@ import (
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
+// writeCPU writes what each measured tier spent on the requests: CPU time per request is the figure that
+// holds when a shared machine makes requests a second noisy.
+func writeCPU(b *strings.Builder, cpu []CPUUse, requests int) {
+	if len(cpu) == 0 {
+		return
+	}
+	b.WriteString("| CPU while firing | core-seconds | CPU per request | requests per core-second |\n| --- | --- | --- | --- |\n")
+	for _, u := range cpu {
+		per, each := "–", "–"
+		if u.Seconds > 0 && requests > 0 {
+			per = fmt.Sprintf("%.0f", float64(requests)/u.Seconds)
+			each = fmt.Sprintf("%.1f µs", u.Seconds*1e6/float64(requests))
+		}
+		fmt.Fprintf(b, "| %s | %.2f | %s | %s |\n", u.Name, u.Seconds, each, per)
+	}
+	b.WriteString("\n")
+}
+
 // Markdown writes the reports as a Markdown section each, with their charts' file names.
 func Markdown(reports []*Report, charts map[string]string) string {
 	var b strings.Builder
@@ -17,6 +35,7 @@ func Markdown(reports []*Report, charts map[string]string) string {
 		fmt.Fprintf(&b, "### %s\n\n", r.Scenario)
 		if r.Crowd != nil {
 			crowdMarkdown(&b, r)
+			writeCPU(&b, r.CPU, res.Requests)
 			writeAudit(&b, r)
 			continue
 		}
@@ -39,17 +58,7 @@ func Markdown(reports []*Report, charts map[string]string) string {
 			fmt.Fprintf(&b, "| no answer (transport error) | %d |\n", res.Errors)
 		}
 		b.WriteString("\n")
-		if len(r.CPU) > 0 {
-			b.WriteString("| CPU while firing | core-seconds | requests per core-second |\n| --- | --- | --- |\n")
-			for _, u := range r.CPU {
-				per := "–"
-				if u.Seconds > 0 {
-					per = fmt.Sprintf("%.0f", float64(res.Requests)/u.Seconds)
-				}
-				fmt.Fprintf(&b, "| %s | %.2f | %s |\n", u.Name, u.Seconds, per)
-			}
-			b.WriteString("\n")
-		}
+		writeCPU(&b, r.CPU, res.Requests)
 		if r.Drain > 0 || r.DrainRate > 0 {
 			fmt.Fprintf(&b, "Queue drained %s after the last answer; orders written at %.0f/s from the first buy to the drained queue.\n\n", ms(r.Drain), r.DrainRate)
 		}

@@ -30,11 +30,17 @@ server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do curl -sf "$BASE_URL/readyz" >/dev/null && break; sleep 0.1; done
 
+# The CPU time of the server and of Redis is measured while each scenario fires: per request, it holds
+# when requests a second are noisy.
+cpu="app=$server"
+redis_pid=$(pgrep -o -x redis-server || true)
+if [ -n "$redis_pid" ]; then cpu="$cpu;redis=$redis_pid"; fi
+
 run=$(mktemp -d)
 # make bench-cluster's section of the report stays as it is.
 awk '/^<!-- cluster:/,/^<!-- \/cluster -->/' "$OUT" >"$run/cluster.md" 2>/dev/null || true
 bin/loadtest -base "$BASE_URL" -redis "$REDIS_URL" -admin bench_admin:bench-admin-pass -merchant bench_merchant:bench-merchant-pass \
-  -scenario "$SCENARIOS" -scale "$SCALE" -db "$DATABASE_URL" -report "$run/performance.md"
+  -scenario "$SCENARIOS" -scale "$SCALE" -db "$DATABASE_URL" -report "$run/performance.md" -cpu "$cpu"
 
 {
   cat <<MD
