@@ -203,12 +203,16 @@ func TestCrowdBooksWithAndWithoutGroupCommit(t *testing.T) {
 		r.ledger.GroupCommit(on)
 		ctx := context.Background()
 		paths := make([]string, buyers)
-		for u := range paths {
+		var issue sync.WaitGroup
+		for u := range paths { // at once: paths go in batches too
 			paths[u], _ = auth.RandomToken(16)
-			if err := r.ledger.IssuePath(ctx, r.item.ID, int64(10_000+u), paths[u]); err != nil {
-				t.Fatal(err)
-			}
+			issue.Go(func() {
+				if err := r.ledger.IssuePath(ctx, r.item.ID, int64(10_000+u), paths[u]); err != nil {
+					t.Error(err)
+				}
+			})
 		}
+		issue.Wait()
 		var mu sync.Mutex
 		answers := map[string]int{}
 		var wg sync.WaitGroup
@@ -260,5 +264,59 @@ func TestCrowdBooksWithAndWithoutGroupCommit(t *testing.T) {
 	}
 	if books[true] != books[false] {
 		t.Errorf("books with group commit %s; without %s", books[true], books[false])
+	}
+}
+
+// Paths issued in one batch answer as one at a time does: a buyer who bought is refused, the others get
+// paths they buy with; on a sold-out item, every one is refused.
+func TestPathBatchAnswersAsOneAtATime(t *testing.T) {
+	ctx := context.Background()
+	run := func(batched bool) (answers []string, bought int) {
+		r := newShardRig(t, 3, 1)
+		users := []int64{501, 502, 503, 504, 505}
+		if err := r.buy(users[0], "SKfirst"); err != nil {
+			t.Fatal(err)
+		}
+		tokens := make([]string, len(users))
+		for i := range tokens {
+			tokens[i], _ = auth.RandomToken(16)
+		}
+		if batched {
+			a, err := r.ledger.IssueBatch(ctx, r.item.ID, 0, users, tokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answers = a
+		} else {
+			for i, u := range users {
+				a, err := r.ledger.IssueBatch(ctx, r.item.ID, 0, []int64{u}, tokens[i:i+1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				answers = append(answers, a[0])
+			}
+		}
+		for i, u := range users {
+			if answers[i] == "ok" {
+				if _, err := r.ledger.Take(ctx, r.item.ID, u, tokens[i], fmt.Sprintf("SKp%d", i)); err == nil {
+					bought++
+				}
+			}
+		}
+		// Sold out now: a batch is refused whole.
+		more := []int64{601, 602}
+		a, err := r.ledger.IssueBatch(ctx, r.item.ID, 0, more, []string{"x", "y"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(answers, a...), bought
+	}
+	one, oneBought := run(false)
+	all, allBought := run(true)
+	if fmt.Sprint(one) != fmt.Sprint(all) || oneBought != allBought {
+		t.Errorf("batched %v (%d bought), one at a time %v (%d bought)", all, allBought, one, oneBought)
+	}
+	if want := "[already_bought ok ok ok ok sold_out sold_out]"; fmt.Sprint(all) != want || allBought != 2 {
+		t.Errorf("answers %v, %d bought; want %s and 2 (3 units, one sold before)", all, allBought, want)
 	}
 }

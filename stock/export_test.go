@@ -11,17 +11,35 @@ type BatchBuyer struct {
 // TakeBatch runs the take script once for the buyers, in order, on shard h: each buyer's answer and
 // stock left ("" unless queued), or the batch's error.
 func (l *Ledger) TakeBatch(ctx context.Context, itemID int64, h int, buyers []BatchBuyer) ([][2]string, error) {
-	reqs := make([]*takeReq, len(buyers))
+	reqs := make([]*waiting[takeReq], len(buyers))
 	for i, b := range buyers {
-		reqs[i] = &takeReq{userID: b.UserID, path: b.Path, orderNo: b.OrderNo, loan: b.Loan}
+		reqs[i] = &waiting[takeReq]{req: takeReq{userID: b.UserID, path: b.Path, orderNo: b.OrderNo, loan: b.Loan}}
 	}
 	l.takeBatch(ctx, itemID, h, reqs)
 	out := make([][2]string, len(reqs))
-	for i, r := range reqs {
+	for i, w := range reqs {
+		r := &w.req
 		if r.err != nil {
 			return nil, r.err
 		}
 		out[i] = [2]string{r.answer, r.left}
+	}
+	return out, nil
+}
+
+// IssueBatch runs the path script once for the users, in order, on shard h: each one's answer.
+func (l *Ledger) IssueBatch(ctx context.Context, itemID int64, h int, users []int64, tokens []string) ([]string, error) {
+	reqs := make([]*waiting[pathReq], len(users))
+	for i, u := range users {
+		reqs[i] = &waiting[pathReq]{req: pathReq{userID: u, token: tokens[i]}}
+	}
+	l.pathBatch(ctx, itemID, h, reqs)
+	out := make([]string, len(reqs))
+	for i, w := range reqs {
+		if w.req.err != nil {
+			return nil, w.req.err
+		}
+		out[i] = w.req.answer
 	}
 	return out, nil
 }

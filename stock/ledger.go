@@ -25,10 +25,11 @@ type Ledger struct {
 	now    func() time.Time
 	shards sync.Map // item id → its shard count, fixed once its sale is loaded
 
-	single   bool     // group commit off: every take its own script call
-	batchers sync.Map // shardKey → *batcher
-	calls    atomic.Int64
-	takes    atomic.Int64
+	single     bool // group commit off: every take and path its own script call
+	takeGroups groups[takeReq]
+	pathGroups groups[pathReq]
+	calls      atomic.Int64
+	takes      atomic.Int64
 }
 
 // NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).
@@ -220,16 +221,9 @@ func (l *Ledger) IssuePath(ctx context.Context, itemID, userID int64, token stri
 	if err != nil {
 		return err
 	}
-	k := ShardKeys(itemID, HomeShard(userID, n))
-	run := func(anyStock string) (string, error) {
-		res, err := pathScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Path(userID)},
-			userID, token, l.now().UnixMilli(), PathTTL.Milliseconds(), anyStock).StringSlice()
-		if err != nil {
-			return "", fmt.Errorf("issue path: %w", err)
-		}
-		return res[0], nil
-	}
-	res, err := run("0")
+	h := HomeShard(userID, n)
+	run := func(anyStock bool) (string, error) { return l.issue(ctx, itemID, h, userID, token, anyStock) }
+	res, err := run(false)
 	if err == nil && res == "empty" {
 		// The home shard is empty: the buy will borrow, if any other shard has stock.
 		left, complete, lerr := l.Left(ctx, itemID)
@@ -237,7 +231,7 @@ func (l *Ledger) IssuePath(ctx context.Context, itemID, userID int64, token stri
 		case lerr != nil:
 			err = lerr
 		case left > 0:
-			res, err = run("1")
+			res, err = run(true)
 		case complete:
 			res = errs.SoldOut
 		default:

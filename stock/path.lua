@@ -1,28 +1,36 @@
--- Issues a purchase path to a buyer who may still buy: the sale is open, the buyer has not bought, stock
--- is left (in the buyer's shard, unless ARGV[5] says the caller saw stock in another).
--- KEYS: 1 the buyer's shard's sale hash, 2 its buyers set, 3 the buyer's purchase path
--- ARGV: 1 user id, 2 path token, 3 now (ms), 4 validity (ms), 5 '1' to skip the stock check
--- Answers {'ok'}, {'empty'} when the shard is out of stock but the item has other shards, or {reason}.
-local now, valid = tonumber(ARGV[3]), tonumber(ARGV[4])
+-- Issues purchase paths to a batch of buyers of one stock shard who may still buy: the sale is open, the
+-- buyer has not bought, stock is left (in the buyer's shard, unless the caller saw stock in another). A
+-- path for one buyer is a batch of one: the rules are written once.
+-- KEYS: 1 the shard's sale hash, 2 its buyers set, then 2 + i: buyer i's purchase path
+-- ARGV: 1 now (ms), 2 validity (ms), then for buyer i (from 1): 3i user id, 3i + 1 path token,
+--       3i + 2 '1' to skip the stock check
+-- Answers, per buyer in order: 'ok', 'empty' when the shard is out of stock but the item has other
+-- shards, or a reason. Issuing writes only each buyer's own path: no buyer's answer depends on another's.
+local now, valid = tonumber(ARGV[1]), tonumber(ARGV[2])
+local n = (#ARGV - 2) / 3
 local s = redis.call('HMGET', KEYS[1], 'left', 'starts', 'ends', 'shards')
-if not s[1] then
-  return {'not_found'}
+local t = redis.call('TYPE', KEYS[2])['ok']
+if t ~= 'none' and t ~= 'set' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' is a ' .. t)
 end
-if now < tonumber(s[2]) then
-  return {'not_started'}
-end
-if now >= tonumber(s[3]) then
-  return {'ended'}
-end
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then
-  return {'already_bought'}
-end
-if ARGV[5] ~= '1' and tonumber(s[1]) <= 0 then
-  if (tonumber(s[4]) or 1) > 1 then
-    return {'empty'}
+local out = {}
+for i = 1, n do
+  local uid, token, anyStock = ARGV[3 * i], ARGV[3 * i + 1], ARGV[3 * i + 2]
+  local answer = 'ok'
+  if not s[1] then
+    answer = 'not_found'
+  elseif now < tonumber(s[2]) then
+    answer = 'not_started'
+  elseif now >= tonumber(s[3]) then
+    answer = 'ended'
+  elseif redis.call('SISMEMBER', KEYS[2], uid) == 1 then
+    answer = 'already_bought'
+  elseif anyStock ~= '1' and tonumber(s[1]) <= 0 then
+    answer = (tonumber(s[4]) or 1) > 1 and 'empty' or 'sold_out'
+  else
+    -- The path carries its own expiry, checked against the app's clock; Redis drops the key a little later.
+    redis.call('SET', KEYS[2 + i], token .. ':' .. (now + valid), 'PX', valid + 60000)
   end
-  return {'sold_out'}
+  out[i] = answer
 end
--- The path carries its own expiry, checked against the app's clock; Redis drops the key a little later.
-redis.call('SET', KEYS[3], ARGV[2] .. ':' .. (now + valid), 'PX', valid + 60000)
-return {'ok'}
+return out
