@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -11,6 +12,9 @@ func (l *Ledger) GroupCommit(on bool) { l.single = !on }
 
 // BatchStats answers how many take script calls were made, and for how many takes.
 func (l *Ledger) BatchStats() (calls, takes int64) { return l.calls.Load(), l.takes.Load() }
+
+// errNotAnswered is the answer of a request whose batch never came back.
+var errNotAnswered = errors.New("the batch was not answered")
 
 // takeReq is one buyer's take.
 type takeReq struct {
@@ -29,7 +33,9 @@ func (l *Ledger) take(ctx context.Context, itemID int64, h int, userID int64, pa
 	if l.single {
 		send(ctx, []*waiting[takeReq]{w})
 	} else {
-		l.takeGroups.of(itemID, h).do(ctx, w, send)
+		if err := l.takeGroups.of(itemID, h).do(ctx, w, send); err != nil {
+			return nil, fmt.Errorf("take: %w", err)
+		}
 	}
 	r := &w.req
 	if r.err != nil {
@@ -48,6 +54,7 @@ func (l *Ledger) takeBatch(ctx context.Context, itemID int64, h int, batch []*wa
 	args = append(args, l.now().UnixMilli())
 	for _, w := range batch {
 		r := &w.req
+		r.err = errNotAnswered // until the script answers (a panic on the way leaves it)
 		keys = append(keys, k.Path(r.userID))
 		args = append(args, r.userID, r.path, r.orderNo, r.loan)
 	}
@@ -59,6 +66,7 @@ func (l *Ledger) takeBatch(ctx context.Context, itemID int64, h int, batch []*wa
 	}
 	for i, w := range batch {
 		r := &w.req
+		r.err = nil
 		if err != nil {
 			r.err = fmt.Errorf("take: %w", err)
 			continue
@@ -84,7 +92,9 @@ func (l *Ledger) issue(ctx context.Context, itemID int64, h int, userID int64, t
 	if l.single {
 		send(ctx, []*waiting[pathReq]{w})
 	} else {
-		l.pathGroups.of(itemID, h).do(ctx, w, send)
+		if err := l.pathGroups.of(itemID, h).do(ctx, w, send); err != nil {
+			return "", fmt.Errorf("issue path: %w", err)
+		}
 	}
 	return w.req.answer, w.req.err
 }
@@ -99,6 +109,7 @@ func (l *Ledger) pathBatch(ctx context.Context, itemID int64, h int, batch []*wa
 	args = append(args, l.now().UnixMilli(), PathTTL.Milliseconds())
 	for _, w := range batch {
 		r := &w.req
+		r.err = errNotAnswered
 		skip := "0"
 		if r.anyStock {
 			skip = "1"
@@ -111,6 +122,7 @@ func (l *Ledger) pathBatch(ctx context.Context, itemID int64, h int, batch []*wa
 		err = fmt.Errorf("%d answers for %d buyers", len(res), len(batch))
 	}
 	for i, w := range batch {
+		w.req.err = nil
 		if err != nil {
 			w.req.err = fmt.Errorf("issue path: %w", err)
 			continue

@@ -4,11 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/auth"
 	"seckill/errs"
@@ -24,13 +30,13 @@ type batchScene struct {
 	buyers []stock.BatchBuyer
 }
 
-// newBatchScene makes a one-shard item of 3 units (or a 2-shard one, split) and its buyers, in order:
+// newBatchScene makes a one-shard item of 4 units (or a 2-shard one, split) and its buyers, in order:
 // a good path; a wrong token; no path at all; an expired path; a buyer who bought before; the same
 // buyer twice with one path; a loan for a shard that has no path for its buyer; then good paths, more
-// than the stock left.
+// than the stock left; and one who bought before, once nothing is left.
 func newBatchScene(t *testing.T, shards int) *batchScene {
 	t.Helper()
-	r := newShardRig(t, int64(3*shards), shards)
+	r := newShardRig(t, int64(4*shards), shards)
 	ctx := context.Background()
 	sc := &batchScene{r: r}
 	users := func(i int) int64 { return int64(shards * (100 + i)) } // all on shard 0
@@ -45,10 +51,12 @@ func newBatchScene(t *testing.T, shards int) *batchScene {
 	add := func(u int64, tok, loan string) {
 		sc.buyers = append(sc.buyers, stock.BatchBuyer{UserID: u, Path: tok, OrderNo: fmt.Sprintf("SK%d-%d", u, len(sc.buyers)), Loan: loan})
 	}
-	// Someone bought before the batch.
-	early := users(0)
-	if _, err := r.ledger.Take(ctx, r.item.ID, early, path(early), "SKearly"); err != nil {
-		t.Fatal(err)
+	// Two bought before the batch (one asks again while stock is left, the other once it is gone).
+	early, late := users(0), users(12)
+	for _, u := range []int64{early, late} {
+		if _, err := r.ledger.Take(ctx, r.item.ID, u, path(u), fmt.Sprint("SKearly", u)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	add(users(1), path(users(1)), "")
 	path(users(2))
@@ -68,6 +76,8 @@ func newBatchScene(t *testing.T, shards int) *batchScene {
 	for i := 7; i < 12; i++ {
 		add(users(i), path(users(i)), "")
 	}
+	r.rdb.Set(ctx, k.Path(late), "again:"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10), time.Minute)
+	add(late, "again", "") // bought before, asks when nothing is left: already bought, not sold out
 	return sc
 }
 
@@ -88,7 +98,8 @@ func (sc *batchScene) state(t *testing.T) string {
 	}
 	var paths []int64
 	for _, b := range sc.buyers {
-		if n, _ := sc.r.rdb.Exists(ctx, k.Path(b.UserID)).Result(); n == 1 {
+		// A used path is gone, or holds the answer it got ('!…'): either way it is not left.
+		if p, err := sc.r.rdb.Get(ctx, k.Path(b.UserID)).Result(); err == nil && !strings.HasPrefix(p, "!") {
 			paths = append(paths, b.UserID)
 		}
 	}
@@ -102,15 +113,26 @@ func TestBatchAnswersAsOneTakeAtATime(t *testing.T) {
 		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) {
 			ctx := context.Background()
 			one, all := newBatchScene(t, shards), newBatchScene(t, shards)
+			// One at a time, by the take as it was before batches (testdata/take_one.lua).
+			src, err := os.ReadFile("testdata/take_one.lua")
+			if err != nil {
+				t.Fatal(err)
+			}
+			takeOne := stock.Script(string(src))
+			k := stock.ShardKeys(one.r.item.ID, 0)
 			var want, got [][2]string
 			for _, b := range one.buyers {
-				a, err := one.r.ledger.TakeBatch(ctx, one.r.item.ID, 0, []stock.BatchBuyer{b})
+				a, err := takeOne.Run(ctx, one.r.rdb, []string{k.Sale, k.Buyers, k.Path(b.UserID), k.Stream, k.Received},
+					b.UserID, b.Path, one.r.clock.now().UnixMilli(), b.OrderNo, b.Loan).StringSlice()
 				if err != nil {
 					t.Fatal(err)
 				}
-				want = append(want, a[0])
+				if len(a) == 1 {
+					a = append(a, "")
+				}
+				want = append(want, [2]string{a[0], a[1]})
 			}
-			got, err := all.r.ledger.TakeBatch(ctx, all.r.item.ID, 0, all.buyers)
+			got, err = all.r.ledger.TakeBatch(ctx, all.r.item.ID, 0, all.buyers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,5 +340,85 @@ func TestPathBatchAnswersAsOneAtATime(t *testing.T) {
 	}
 	if want := "[already_bought ok ok ok ok sold_out sold_out]"; fmt.Sprint(all) != want || allBought != 2 {
 		t.Errorf("answers %v, %d bought; want %s and 2 (3 units, one sold before)", all, allBought, want)
+	}
+}
+
+// The Redis client resends a call whose reply came late: the same batch run twice answers each buyer the
+// same both times and takes nothing the second time (a queued buyer is not told their path is invalid).
+func TestBatchAskedAgainAnswersTheSame(t *testing.T) {
+	ctx := context.Background()
+	sc := newBatchScene(t, 1)
+	first, err := sc.r.ledger.TakeBatch(ctx, sc.r.item.ID, 0, sc.buyers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := sc.state(t)
+	again, err := sc.r.ledger.TakeBatch(ctx, sc.r.item.ID, 0, sc.buyers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Errorf("asked again, the batch answered\n%v\nthe first time\n%v", again, first)
+	}
+	if s := sc.state(t); s != after {
+		t.Errorf("asked again, the batch changed the shard:\n%s\nafter the first time:\n%s", s, after)
+	}
+	// Another buy with a used path (another tab, another order number) is refused.
+	for i, b := range sc.buyers {
+		if first[i][0] != "queued" {
+			continue
+		}
+		b.OrderNo += "-other"
+		a, err := sc.r.ledger.TakeBatch(ctx, sc.r.item.ID, 0, []stock.BatchBuyer{b})
+		if err != nil || a[0][0] != "invalid_path" {
+			t.Errorf("another order with buyer %d's used path: %v %v, want invalid_path", b.UserID, a, err)
+		}
+		break
+	}
+}
+
+// On a Redis that stopped answering, buyers waiting for their shard's batch leave at their own
+// deadline, however many are in line: nobody waits for the batches before theirs to time out.
+func TestBuyersLeaveAStalledShardAtTheirDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accepts, reads, never answers
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: 300 * time.Millisecond, MaxRetries: -1,
+		PoolSize: 4, DisableIdentity: true, Protocol: 2})
+	defer rdb.Close()
+	ledger := testenv.Ledger(rdb, time.Now)
+	ledger.Remember(1, 1)
+	const buyers = 1000 // eight batches' worth: waiting for each batch before theirs to time out would take 2.4 s
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var longest time.Duration
+	for u := range buyers {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			if _, err := ledger.Take(ctx, 1, int64(u), "tok", fmt.Sprint("SK", u)); err == nil {
+				t.Errorf("buyer %d: a take on a Redis that never answers succeeded", u)
+			}
+			mu.Lock()
+			longest = max(longest, time.Since(start))
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	// 500 ms each (300 for a batch on its way), and a little for the race detector.
+	if longest > 1500*time.Millisecond {
+		t.Errorf("the longest buyer waited %v with a deadline of 500 ms", longest)
 	}
 }

@@ -1,6 +1,10 @@
 package stock
 
-import "context"
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // BatchBuyer is one buyer of a batch, for the tests that compare a batch with one take at a time.
 type BatchBuyer struct {
@@ -43,3 +47,6 @@ func (l *Ledger) IssueBatch(ctx context.Context, itemID int64, h int, users []in
 	}
 	return out, nil
 }
+
+// Script is a script with the message's names filled in, as the ledger's own are.
+func Script(src string) *redis.Script { return lua(src) }

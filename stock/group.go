@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Group commit: one script call per request spends most of a Redis core on the round trip, not on the
@@ -33,29 +34,70 @@ type group[R any] struct {
 }
 
 // do runs w in a batch of its group, with send (which fills in each request's answer), and returns
-// once w is answered.
-func (g *group[R]) do(ctx context.Context, w *waiting[R], send func(context.Context, []*waiting[R])) {
+// once w is answered; or, if ctx ends while w still waits for a batch to leave, at once with ctx's
+// error (nothing was sent for it).
+func (g *group[R]) do(ctx context.Context, w *waiting[R], send func(context.Context, []*waiting[R])) error {
 	g.mu.Lock()
 	if g.busy {
 		w.done = make(chan []*waiting[R], 1)
 		g.pending = append(g.pending, w)
 		g.mu.Unlock()
-		if batch, lead := <-w.done; lead {
-			g.run(ctx, batch, send)
+		select {
+		case batch, lead := <-w.done:
+			if lead {
+				g.run(ctx, batch, send)
+			}
+			return nil
+		case <-ctx.Done():
+			if g.leave(w) {
+				return ctx.Err()
+			}
+			// Already in a batch on its way: its answer comes (the batch has a deadline of its own).
+			if batch, lead := <-w.done; lead {
+				g.run(ctx, batch, send)
+			}
+			return nil
 		}
-		return
 	}
 	g.busy = true
 	g.mu.Unlock()
 	g.run(ctx, []*waiting[R]{w}, send)
+	return nil
+}
+
+// leave takes w out of those waiting, if it is still there.
+func (g *group[R]) leave(w *waiting[R]) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, p := range g.pending {
+		if p == w {
+			g.pending = append(g.pending[:i], g.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // run sends one batch, answers its waiters, and hands the next batch to the first of those who arrived
-// meanwhile (or marks the group idle). The batch is not the sender's request alone: it runs without the
-// sender's cancellation (the Redis client's timeouts bound it), so that a buyer who leaves does not fail
-// the others.
+// meanwhile (or marks the group idle), even if send panics. The batch is not the sender's request
+// alone: it is not cancelled with the sender's (a buyer who leaves does not fail the others), but keeps
+// the sender's deadline, or batchDeadline.
 func (g *group[R]) run(ctx context.Context, batch []*waiting[R], send func(context.Context, []*waiting[R])) {
-	send(context.WithoutCancel(ctx), batch)
+	defer g.next(batch)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(batchDeadline)
+	}
+	bctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	send(bctx, batch)
+}
+
+// batchDeadline bounds a batch whose sender's context has no deadline.
+const batchDeadline = 15 * time.Second
+
+// next answers a sent batch's waiters and hands the next batch on.
+func (g *group[R]) next(batch []*waiting[R]) {
 	g.mu.Lock()
 	var next []*waiting[R]
 	if len(g.pending) == 0 {

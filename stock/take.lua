@@ -10,6 +10,10 @@
 --
 -- Every buyer is decided first, reading only, as if the buyers before had been written; then everything
 -- is written. A batch that fails (a key of the wrong type, say) fails before it writes anything.
+--
+-- A path used up keeps, until it expires, the answer it got and the order number it got it for
+-- ('!order:answer:left'): the same buy asked again (the Redis client resends a call whose reply came
+-- late) gets the same answer, and takes nothing more; another order number finds the path used.
 local now = tonumber(ARGV[1])
 local n = (#ARGV - 1) / 4
 local s = redis.call('HMGET', KEYS[1], 'left', 'starts', 'ends', 'price', 'activity', 'shards')
@@ -36,11 +40,17 @@ for i = 1, n do
     loans[#loans + 1] = loan
     left = left + 1
   end
-  local answer
+  local answer, again
   -- The path is this buyer's, for this item, unexpired.
   local p = not used[pathKey] and redis.call('GET', pathKey)
   local sep = p and string.find(p, ':', 1, true)
-  if not sep or string.sub(p, 1, sep - 1) ~= token or now >= tonumber(string.sub(p, sep + 1)) then
+  if p and string.sub(p, 1, 1) == '!' then
+    local o, a, l = string.match(p, '^!([^:]*):([^:]*):(.*)$')
+    if o == orderNo then
+      again = {a, l} -- this very buy, asked again
+    end
+    answer = 'invalid_path'
+  elseif not sep or string.sub(p, 1, sep - 1) ~= token or now >= tonumber(string.sub(p, sep + 1)) then
     answer = 'invalid_path'
   elseif not left then
     answer = 'not_found'
@@ -58,19 +68,23 @@ for i = 1, n do
     left = left - 1
     takes[#takes + 1] = {uid, orderNo}
   end
+  local leftText = answer == 'queued' and tostring(left) or ''
   -- The path is used up by any answer but 'empty' (and a path that is not this buyer's is not touched).
   if answer ~= 'invalid_path' and answer ~= 'empty' then
     used[pathKey] = true
-    paths[#paths + 1] = pathKey
+    paths[#paths + 1] = {pathKey, '!' .. orderNo .. ':' .. answer .. ':' .. leftText}
+  end
+  if again then
+    answer, leftText = again[1], again[2]
   end
   out[#out + 1] = answer
-  out[#out + 1] = answer == 'queued' and tostring(left) or ''
+  out[#out + 1] = leftText
 end
 
 -- Stock, the buyers' marks and the order messages change together or not at all: no message can be
 -- lost between taking stock and queueing the order. (A marked buyer with no result yet is "queued".)
-if #paths > 0 then
-  redis.call('DEL', unpack(paths))
+for _, p in ipairs(paths) do
+  redis.call('SET', p[1], p[2], 'KEEPTTL')
 end
 if #loans > 0 then
   redis.call('SADD', KEYS[4], unpack(loans))
