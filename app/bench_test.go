@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,12 +136,29 @@ func BenchmarkBaselineOneEvalsha(b *testing.B) {
 // benchServer is the real app with its middleware, on real Redis and PostgreSQL, without background work
 // (no consumer: the benchmark measures the buy endpoint alone), and one item with stock for every request.
 func benchServer(b *testing.B, stockTotal int64) (*Server, string, int64) {
+	return benchServerLogging(b, stockTotal, false)
+}
+
+// benchServerLogging is benchServer with the access log on (LOG_LEVEL=info) or off (warn); on, it is
+// written as serve writes it, through the log buffer, to /dev/null (a file: each write a system call).
+func benchServerLogging(b *testing.B, stockTotal int64, logging bool) (*Server, string, int64) {
 	b.Helper()
 	db, rdb := testenv.Postgres(b), testenv.Redis(b)
 	cfg := testConfig()
 	cfg.RateLimitIP = false
 	cfg.LogLevel = "warn"
-	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: newLogger(cfg, discard{})})
+	var w io.Writer = discard{}
+	if logging {
+		cfg.LogLevel = "info"
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs := newLogBuffer(null)
+		b.Cleanup(func() { logs.Close(); null.Close() })
+		w = logs
+	}
+	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: newLogger(cfg, w)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -233,8 +252,13 @@ func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
 }
 
 // BenchmarkBuySoldOut: every request finds the item sold out (409), answered from memory.
-func BenchmarkBuySoldOut(b *testing.B) {
-	srv, addr, itemID := benchServer(b, 1)
+func BenchmarkBuySoldOut(b *testing.B) { benchSoldOut(b, false) }
+
+// BenchmarkBuySoldOutLogged is BenchmarkBuySoldOut with the access log on, as LOG_LEVEL's default has it.
+func BenchmarkBuySoldOutLogged(b *testing.B) { benchSoldOut(b, true) }
+
+func benchSoldOut(b *testing.B, logging bool) {
+	srv, addr, itemID := benchServerLogging(b, 1, logging)
 	paths, cookies, csrf := buyers(b, srv, itemID, 1000)
 	// The one unit goes; the item is flagged sold out.
 	if _, err := srv.Ledger.Take(context.Background(), itemID, 1_000_000, paths[0][len(paths[0])-32:], "SKbench"); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 )
 
 // unmatched labels requests no route took, so that scanners cannot grow the metrics without bound.
@@ -115,9 +116,17 @@ func methodLabel(m string) string {
 	return "OTHER"
 }
 
+// refusalLines is how many access log lines of refused requests (4xx: sold out, rate limited, ...) are
+// written a second at most; the rest are counted, and the next line written says how many were left out.
+// Every request is counted in the metrics whatever the log says. A crowd that is refused a hundred
+// thousand times a second must not spend its server on writing that down.
+const refusalLines = 100
+
 // observe runs the rest of the chain, settles the status (running the error handler itself, so that the
 // status it sets is the one counted and logged), then counts, times and logs the request.
 func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
+	refusals := rate.NewLimiter(refusalLines, refusalLines)
+	var unlogged atomic.Int64
 	return func(c *fiber.Ctx) error {
 		start := time.Now() // latency, by the wall clock
 		matched := true
@@ -137,11 +146,19 @@ func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
 		s := m.series(route, method, status)
 		s.requests.Inc()
 		s.latency.Observe(elapsed.Seconds())
-		if log.Enabled(c.UserContext(), slog.LevelInfo) {
-			log.LogAttrs(c.UserContext(), slog.LevelInfo, "request",
-				slog.String("method", method), slog.String("path", c.Path()), slog.Int("status", status),
-				slog.Duration("latency", elapsed), slog.String("ip", c.IP()), slog.String("request_id", requestID(c)))
+		if !log.Enabled(c.UserContext(), slog.LevelInfo) {
+			return nil
 		}
+		if status >= 400 && status < 500 && !refusals.Allow() {
+			unlogged.Add(1)
+			return nil
+		}
+		attrs := []slog.Attr{slog.String("method", method), slog.String("path", c.Path()), slog.Int("status", status),
+			slog.Duration("latency", elapsed), slog.String("ip", c.IP()), slog.String("request_id", requestID(c))}
+		if n := unlogged.Swap(0); n > 0 {
+			attrs = append(attrs, slog.Int64("refusals_not_logged", n))
+		}
+		log.LogAttrs(c.UserContext(), slog.LevelInfo, "request", attrs...)
 		return nil
 	}
 }

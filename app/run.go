@@ -162,7 +162,9 @@ func runServe(ctx context.Context, env Env) error {
 	if err := cfg.checkPayment(); err != nil {
 		return err
 	}
-	log := newLogger(cfg, env.Stderr)
+	logs := newLogBuffer(env.Stderr)
+	defer logs.Close()
+	log := newLogger(cfg, logs)
 	d := Deps{Log: log, Now: time.Now}
 	if cfg.Demo {
 		demo, err := openDemo(ctx, &cfg, log)

@@ -1,0 +1,95 @@
+package app
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while the log buffer's flusher writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// Log lines go out whole, within a tenth of a second or so, and all of them by Close.
+func TestLogBufferFlushesWholeLines(t *testing.T) {
+	var out syncBuffer
+	b := newLogBuffer(&out)
+	log := slog.New(slog.NewTextHandler(b, nil))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				log.Info("request", "g", g, "i", i, "pad", strings.Repeat("x", 40))
+			}
+		})
+	}
+	wg.Wait()
+	log.Info("last")
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(out.String(), "msg=last") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "msg=last") {
+		t.Fatal("a line logged was not written within 2 s")
+	}
+	log.Info("at close")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 8*500+2 {
+		t.Errorf("%d lines written, want %d", len(lines), 8*500+2)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "time=") || !strings.Contains(l, "msg=") {
+			t.Fatalf("a broken line: %q", l)
+		}
+	}
+	if !strings.HasSuffix(out.String(), "msg=\"at close\"\n") {
+		t.Error("the line logged before Close was not written by it")
+	}
+}
+
+// Refusals past refusalLines a second are counted, not logged: the next line says how many; the
+// metrics count every request.
+func TestRefusalsAreSampledInTheAccessLog(t *testing.T) {
+	var out syncBuffer
+	s := startLive(t, liveOpts{noBackground: true, log: slog.New(slog.NewTextHandler(&out, nil))})
+	const n = 3 * refusalLines
+	for range n {
+		do(t, s.Srv.Fiber, "GET", "/api/items/999999999", nil) // 404: not found
+	}
+	do(t, s.Srv.Fiber, "GET", "/api/activities", nil)
+	logged := strings.Count(out.String(), "status=404")
+	if logged > refusalLines+refusalLines/2 || logged < refusalLines/2 {
+		t.Errorf("%d of %d refusals logged, want about %d", logged, n, refusalLines)
+	}
+	// The lines written after refusals were left out say how many: together, all of them.
+	told := 0
+	for _, m := range regexp.MustCompile(`refusals_not_logged=(\d+)`).FindAllStringSubmatch(out.String(), -1) {
+		k, _ := strconv.Atoi(m[1])
+		told += k
+	}
+	if logged+told != n {
+		t.Errorf("%d refusals logged and %d told as not logged, want %d in all", logged, told, n)
+	}
+	want := fmt.Sprintf(`seckill_http_requests_total{method="GET",route="/api/items/:id",status="404"} %d`, n)
+	if !strings.Contains(scrape(t, s.Srv), want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+}
