@@ -12,23 +12,10 @@ import (
 	"time"
 )
 
-// syncBuffer is a bytes.Buffer safe to read while the log buffer's flusher writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // Log lines go out whole, within a tenth of a second or so, and all of them by Close.
 func TestLogBufferFlushesWholeLines(t *testing.T) {
-	var out syncBuffer
-	b := newLogBuffer(&out)
+	out := &safeWriter{w: &bytes.Buffer{}}
+	b := newLogBuffer(out)
 	log := slog.New(slog.NewTextHandler(b, nil))
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -68,8 +55,8 @@ func TestLogBufferFlushesWholeLines(t *testing.T) {
 // Refusals past refusalLines a second are counted, not logged: the next line says how many; the
 // metrics count every request.
 func TestRefusalsAreSampledInTheAccessLog(t *testing.T) {
-	var out syncBuffer
-	s := startLive(t, liveOpts{noBackground: true, log: slog.New(slog.NewTextHandler(&out, nil))})
+	out := &safeWriter{w: &bytes.Buffer{}}
+	s := startLive(t, liveOpts{noBackground: true, log: slog.New(slog.NewTextHandler(out, nil))})
 	const n = 3 * refusalLines
 	for range n {
 		do(t, s.Srv.Fiber, "GET", "/api/items/999999999", nil) // 404: not found
