@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash/maphash"
+	"strings"
+	"sync/atomic"
 )
 
 // CSRF makes and checks anti-forgery tokens: a random value and its signature. A state-changing request
@@ -12,12 +15,18 @@ import (
 // and the token must carry this server's signature (so a planted cookie does not pass). All in memory.
 type CSRF struct {
 	mac *macPool
+	// signed remembers tokens whose signature was checked (a token never expires: its signature is all
+	// there is to it), a slot per hash of the token: a buyer's repeated buys do not check it again.
+	signed [verifiedSlots]atomic.Pointer[string]
+	seed   maphash.Seed
 }
 
 const csrfRandLen, csrfMacLen = 16, 16
 
 // NewCSRF returns a token maker keyed by the session secret.
-func NewCSRF(secret string) *CSRF { return &CSRF{mac: newMacPool(derive(secret, "csrf"))} }
+func NewCSRF(secret string) *CSRF {
+	return &CSRF{mac: newMacPool(derive(secret, "csrf")), seed: maphash.MakeSeed()}
+}
 
 // Token returns a new token.
 func (c *CSRF) Token() (string, error) {
@@ -34,6 +43,20 @@ func (c *CSRF) Valid(header, cookie string) bool {
 	if header == "" || !hmac.Equal([]byte(header), []byte(cookie)) {
 		return false
 	}
+	slot := &c.signed[maphash.String(c.seed, header)%verifiedSlots]
+	if t := slot.Load(); t != nil && *t == header {
+		return true
+	}
+	if !c.signedBy(header) {
+		return false
+	}
+	kept := strings.Clone(header)
+	slot.Store(&kept)
+	return true
+}
+
+// signedBy reports whether a token carries this server's signature.
+func (c *CSRF) signedBy(header string) bool {
 	var raw [csrfRandLen + csrfMacLen]byte
 	if base64.RawURLEncoding.DecodedLen(len(header)) != len(raw) {
 		return false
