@@ -5,9 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"hash/maphash"
-	"strings"
-	"sync/atomic"
 )
 
 // CSRF makes and checks anti-forgery tokens: a random value and its signature. A state-changing request
@@ -16,16 +13,15 @@ import (
 type CSRF struct {
 	mac *macPool
 	// signed remembers tokens whose signature was checked (a token never expires: its signature is all
-	// there is to it), a slot per hash of the token: a buyer's repeated buys do not check it again.
-	signed [verifiedSlots]atomic.Pointer[string]
-	seed   maphash.Seed
+	// there is to it).
+	signed *verified[struct{}]
 }
 
 const csrfRandLen, csrfMacLen = 16, 16
 
 // NewCSRF returns a token maker keyed by the session secret.
 func NewCSRF(secret string) *CSRF {
-	return &CSRF{mac: newMacPool(derive(secret, "csrf")), seed: maphash.MakeSeed()}
+	return &CSRF{mac: newMacPool(derive(secret, "csrf")), signed: newVerified[struct{}]()}
 }
 
 // Token returns a new token.
@@ -43,29 +39,21 @@ func (c *CSRF) Valid(header, cookie string) bool {
 	if header == "" || !hmac.Equal([]byte(header), []byte(cookie)) {
 		return false
 	}
-	slot := &c.signed[maphash.String(c.seed, header)%verifiedSlots]
-	if t := slot.Load(); t != nil && *t == header {
-		return true
-	}
-	if !c.signedBy(header) {
-		return false
-	}
-	kept := strings.Clone(header)
-	slot.Store(&kept)
-	return true
+	_, ok := c.signed.check(header, c.signedBy)
+	return ok
 }
 
 // signedBy reports whether a token carries this server's signature.
-func (c *CSRF) signedBy(header string) bool {
+func (c *CSRF) signedBy(header string) (struct{}, bool) {
 	var raw [csrfRandLen + csrfMacLen]byte
 	if base64.RawURLEncoding.DecodedLen(len(header)) != len(raw) {
-		return false
+		return struct{}{}, false
 	}
 	// One spelling per token: Strict refuses spare bits in the last character, and the length refuses
 	// the line breaks a decoder skips.
 	if n, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(header)); err != nil || n != len(raw) {
-		return false
+		return struct{}{}, false
 	}
 	var mac [sha256.Size]byte
-	return hmac.Equal(c.mac.sum(mac[:0], raw[:csrfRandLen])[:csrfMacLen], raw[csrfRandLen:])
+	return struct{}{}, hmac.Equal(c.mac.sum(mac[:0], raw[:csrfRandLen])[:csrfMacLen], raw[csrfRandLen:])
 }

@@ -9,12 +9,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -79,26 +77,16 @@ type Sessions struct {
 	users map[int64]userState
 	since time.Time // the last database refresh
 
-	// verified remembers cookies whose signature was checked, so that a shopper's polls do not check it
-	// again each time: a slot per hash of the cookie, the newest cookie in each. Expiry and the user's
-	// session version are still checked on every request.
-	verified [verifiedSlots]atomic.Pointer[verifiedCookie]
-	seed     maphash.Seed
-}
-
-// verifiedSlots bounds the verified cookies remembered (a few hundred kilobytes at most).
-const verifiedSlots = 4096
-
-type verifiedCookie struct {
-	value string
-	sess  Session
+	// verified remembers cookies whose signature was checked; expiry and the user's session version are
+	// still checked on every request.
+	verified *verified[Session]
 }
 
 // NewSessions returns a session manager whose cookies live for ttl.
 func NewSessions(secret string, ttl time.Duration, db *gorm.DB, rdb redis.UniversalClient, now func() time.Time, log *slog.Logger) *Sessions {
 	return &Sessions{
 		mac: newMacPool(derive(secret, "session")), ttl: ttl, now: now, db: db, rdb: rdb, log: log,
-		users: map[int64]userState{}, seed: maphash.MakeSeed(),
+		users: map[int64]userState{}, verified: newVerified[Session](),
 	}
 }
 
@@ -131,15 +119,10 @@ func (s *Sessions) Check(value string) (Session, bool) {
 	if len(value) != base64.RawURLEncoding.EncodedLen(payloadLen+macLen) {
 		return Session{}, false
 	}
-	slot := &s.verified[maphash.String(s.seed, value)%verifiedSlots]
-	if v := slot.Load(); v != nil && v.value == value {
-		return s.current(v.sess)
-	}
-	sess, ok := s.verify(value)
+	sess, ok := s.verified.check(value, s.verify)
 	if !ok {
 		return Session{}, false
 	}
-	slot.Store(&verifiedCookie{value: strings.Clone(value), sess: sess})
 	return s.current(sess)
 }
 
