@@ -174,37 +174,32 @@ const apiContentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'"
 
 type header struct{ key, value []byte }
 
-// pageHeaders and apiHeaders are the security headers of pages and of JSON answers: those a browser still
+// securityHeaderList is the security headers of pages (page) or of JSON answers: those a browser still
 // reads (the ones helmet adds for Internet Explorer and Flash are left out). Each answer costs a few
 // header writes: they are most of what a status poll or a sold-out answer sends.
-func pageHeaders(hsts bool) []header {
-	h := []header{
-		{[]byte(fiber.HeaderContentSecurityPolicy), []byte(contentSecurityPolicy)},
-		{[]byte(fiber.HeaderXContentTypeOptions), []byte("nosniff")},
-		{[]byte(fiber.HeaderXFrameOptions), []byte("DENY")},
-		{[]byte(fiber.HeaderReferrerPolicy), []byte("same-origin")},
-		{[]byte("Cross-Origin-Opener-Policy"), []byte("same-origin")},
-		{[]byte(fiber.HeaderCrossOriginResourcePolicy), []byte("same-origin")},
+func securityHeaderList(page, hsts bool) []header {
+	csp := apiContentSecurityPolicy
+	if page {
+		csp = contentSecurityPolicy
 	}
-	return withHSTS(h, hsts)
-}
-
-func apiHeaders(hsts bool) []header {
-	h := []header{
-		{[]byte(fiber.HeaderContentSecurityPolicy), []byte(apiContentSecurityPolicy)},
-		{[]byte(fiber.HeaderXContentTypeOptions), []byte("nosniff")},
-		{[]byte(fiber.HeaderXFrameOptions), []byte("DENY")},
-		{[]byte(fiber.HeaderReferrerPolicy), []byte("same-origin")},
-		{[]byte(fiber.HeaderCrossOriginResourcePolicy), []byte("same-origin")},
+	list := [][2]string{
+		{fiber.HeaderContentSecurityPolicy, csp},
+		{fiber.HeaderXContentTypeOptions, "nosniff"},
+		{fiber.HeaderXFrameOptions, "DENY"},
+		{fiber.HeaderReferrerPolicy, "same-origin"},
+		{fiber.HeaderCrossOriginResourcePolicy, "same-origin"},
 	}
-	return withHSTS(h, hsts)
-}
-
-func withHSTS(h []header, hsts bool) []header {
+	if page {
+		list = append(list, [2]string{"Cross-Origin-Opener-Policy", "same-origin"})
+	}
 	if hsts {
-		h = append(h, header{[]byte(fiber.HeaderStrictTransportSecurity), []byte("max-age=31536000; includeSubDomains")})
+		list = append(list, [2]string{fiber.HeaderStrictTransportSecurity, "max-age=31536000; includeSubDomains"})
 	}
-	return h
+	out := make([]header, len(list))
+	for i, kv := range list {
+		out[i] = header{[]byte(kv[0]), []byte(kv[1])}
+	}
+	return out
 }
 
 // securityHeaders sets the headers a browser needs to keep pages from being framed, sniffed or leaking
@@ -213,7 +208,7 @@ func withHSTS(h []header, hsts bool) []header {
 // poll's cost (it asks each request's protocol and writes twelve headers): the profile in
 // docs/performance.md.
 func securityHeaders(cfg Config) fiber.Handler {
-	pages, api := pageHeaders(cfg.SecureCookies()), apiHeaders(cfg.SecureCookies())
+	pages, api := securityHeaderList(true, cfg.SecureCookies()), securityHeaderList(false, cfg.SecureCookies())
 	return func(c *fiber.Ctx) error {
 		set := pages
 		if strings.HasPrefix(c.Path(), "/api/") {
