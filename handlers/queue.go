@@ -50,67 +50,60 @@ type roomView struct {
 	read     time.Time // when it was read (the wall clock)
 }
 
-// roomViews are the rooms as last read, at most maxRoomViews (all forgotten when full).
-type roomViews struct {
-	mu sync.RWMutex
-	m  map[int64]roomView
+// memo is a map read under a read lock, of at most max entries (all forgotten when it is full): what the
+// crowd's polls read on every request, where an LRU's one lock and clock read per get were most of the
+// cost under load.
+type memo[K comparable, V any] struct {
+	mu  sync.RWMutex
+	m   map[K]V
+	max int
 }
+
+func (m *memo[K, V]) get(k K) (V, bool) {
+	m.mu.RLock()
+	v, ok := m.m[k]
+	m.mu.RUnlock()
+	return v, ok
+}
+
+func (m *memo[K, V]) add(k K, v V) {
+	m.mu.Lock()
+	if m.m == nil || len(m.m) >= m.max {
+		m.m = make(map[K]V)
+	}
+	m.m[k] = v
+	m.mu.Unlock()
+}
+
+func (m *memo[K, V]) remove(k K) {
+	m.mu.Lock()
+	delete(m.m, k)
+	m.mu.Unlock()
+}
+
+// roomViews are the rooms as last read.
+type roomViews struct{ memo[int64, roomView] }
 
 // fresh answers the item's room if it was read less than roomViewTTL before now.
 func (r *roomViews) fresh(itemID int64, now time.Time) (roomView, bool) {
-	r.mu.RLock()
-	v, ok := r.m[itemID]
-	r.mu.RUnlock()
+	v, ok := r.get(itemID)
 	return v, ok && now.Sub(v.read) < roomViewTTL
-}
-
-func (r *roomViews) add(itemID int64, v roomView) {
-	r.mu.Lock()
-	if r.m == nil || len(r.m) >= maxRoomViews {
-		r.m = make(map[int64]roomView)
-	}
-	r.m[itemID] = v
-	r.mu.Unlock()
 }
 
 // knownPlaces are the shoppers waiting in line whose ticket and place are known here: a place never
 // changes (joining again after a missed turn is known by the place being let in), so they need no
 // expiry. Sharded for the crowd's polls; a full shard is emptied (those shoppers' next polls read Redis).
-type knownPlaces struct{ shards [64]placeShard }
-
-type placeShard struct {
-	mu sync.RWMutex
-	m  map[placeKey]knownPlace
+type knownPlaces struct {
+	shards [64]memo[placeKey, knownPlace]
 }
 
-func (p *knownPlaces) shard(k placeKey) *placeShard {
+func (p *knownPlaces) shard(k placeKey) *memo[placeKey, knownPlace] {
 	return &p.shards[uint64(k.user)%uint64(len(p.shards))]
 }
 
-func (p *knownPlaces) get(k placeKey) (knownPlace, bool) {
-	s := p.shard(k)
-	s.mu.RLock()
-	v, ok := s.m[k]
-	s.mu.RUnlock()
-	return v, ok
-}
-
-func (p *knownPlaces) add(k placeKey, v knownPlace) {
-	s := p.shard(k)
-	s.mu.Lock()
-	if s.m == nil || len(s.m) >= maxKnownPlaces/len(p.shards) {
-		s.m = make(map[placeKey]knownPlace)
-	}
-	s.m[k] = v
-	s.mu.Unlock()
-}
-
-func (p *knownPlaces) remove(k placeKey) {
-	s := p.shard(k)
-	s.mu.Lock()
-	delete(s.m, k)
-	s.mu.Unlock()
-}
+func (p *knownPlaces) get(k placeKey) (knownPlace, bool) { return p.shard(k).get(k) }
+func (p *knownPlaces) add(k placeKey, v knownPlace)      { p.shard(k).add(k, v) }
+func (p *knownPlaces) remove(k placeKey)                 { p.shard(k).remove(k) }
 
 type lineRate struct {
 	rate     float64   // shoppers let in per second lately
@@ -137,6 +130,10 @@ const (
 func (h *Queue) init() {
 	h.once.Do(func() {
 		h.rates = expirable.NewLRU[int64, lineRate](maxRoomViews, nil, 10*time.Minute)
+		h.rooms.max, h.times.max = maxRoomViews, maxRoomViews
+		for i := range h.places.shards {
+			h.places.shards[i].max = maxKnownPlaces / len(h.places.shards)
+		}
 		h.draws = expirable.NewLRU[int64, []byte](maxDraws, nil, 24*time.Hour)
 	})
 }
@@ -257,7 +254,7 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 	if !now.Before(a.EndsAt) {
 		out.State = QueueEnded
 		out.StockLeft = h.left(it, 0, false)
-		return sendQueueWith(c, &out, h.times.of(a))
+		return sendQueue(c, &out, h.times.of(a))
 	}
 	key := placeKey{it.ID, userID}
 	if room, ok := h.rooms.fresh(it.ID, time.Now()); ok {
@@ -265,7 +262,7 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 			out.StockLeft = h.left(it, 0, false)
 			out.SeedHash = seedHash(room.Room)
 			h.waiting(&out, room, k.ticket, k.place, it.ID)
-			return sendQueueWith(c, &out, h.times.of(a))
+			return sendQueue(c, &out, h.times.of(a))
 		}
 	}
 	st, err := h.Ledger.StandingOf(ctx, it.ID, userID)
@@ -302,7 +299,7 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 		h.waiting(&out, room, p.Ticket, p.Place, it.ID)
 		h.places.add(key, knownPlace{ticket: p.Ticket, place: p.Place})
 	}
-	return sendQueueWith(c, &out, h.times.of(a))
+	return sendQueue(c, &out, h.times.of(a))
 }
 
 // left is the item's stock left: fresh from Redis when read with the standing (a whole item's count
@@ -452,13 +449,9 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 
 // sendQueue answers q as JSON, written by hand: a status poll is the crowd's most frequent request, and
 // its fields are numbers, times and hex or fixed words that need no escaping (TestQueueJSONByHand holds it
-// to encoding/json's answer).
-func sendQueue(c *fiber.Ctx, q *QueueJSON) error {
-	return sendQueueWith(c, q, nil)
-}
-
-// sendQueueWith is sendQueue with the sale's two times already written (nil: written here).
-func sendQueueWith(c *fiber.Ctx, q *QueueJSON, saleTimes []byte) error {
+// to encoding/json's answer). times are the sale's two times as appendSaleTimes writes them, made once
+// per sale (nil: written here).
+func sendQueue(c *fiber.Ctx, q *QueueJSON, times []byte) error {
 	b := make([]byte, 0, 384)
 	b = append(b, `{"state":"`...)
 	b = append(b, q.State...)
@@ -471,8 +464,8 @@ func sendQueueWith(c *fiber.Ctx, q *QueueJSON, saleTimes []byte) error {
 	b = appendInt(b, `,"wait_seconds":`, q.WaitSeconds)
 	b = appendStr(b, `,"path":`, q.Path)
 	b = appendTime(b, `,"turn_ends_at":`, q.TurnEndsAt)
-	if saleTimes != nil {
-		b = append(b, saleTimes...)
+	if times != nil {
+		b = append(b, times...)
 	} else {
 		b = appendSaleTimes(b, q.QueueOpensAt, q.StartsAt)
 	}
@@ -490,10 +483,7 @@ func appendSaleTimes(b []byte, opens *time.Time, starts time.Time) []byte {
 
 // saleTimes are a queue sale's queue_opens_at and starts_at as a status answer writes them, written once
 // per sale (an approved sale's times never change).
-type saleTimes struct {
-	mu sync.RWMutex
-	m  map[int64]saleTimesText
-}
+type saleTimes struct{ memo[int64, saleTimesText] }
 
 type saleTimesText struct {
 	opens, starts time.Time
@@ -501,19 +491,11 @@ type saleTimesText struct {
 }
 
 func (t *saleTimes) of(a *models.Activity) []byte {
-	t.mu.RLock()
-	v, ok := t.m[a.ID]
-	t.mu.RUnlock()
-	if ok && v.opens.Equal(*a.QueueOpensAt) && v.starts.Equal(a.StartsAt) {
+	if v, ok := t.get(a.ID); ok && v.opens.Equal(*a.QueueOpensAt) && v.starts.Equal(a.StartsAt) {
 		return v.text
 	}
-	v = saleTimesText{opens: *a.QueueOpensAt, starts: a.StartsAt, text: appendSaleTimes(nil, a.QueueOpensAt, a.StartsAt.UTC())}
-	t.mu.Lock()
-	if t.m == nil || len(t.m) >= maxRoomViews {
-		t.m = make(map[int64]saleTimesText)
-	}
-	t.m[a.ID] = v
-	t.mu.Unlock()
+	v := saleTimesText{opens: *a.QueueOpensAt, starts: a.StartsAt, text: appendSaleTimes(nil, a.QueueOpensAt, a.StartsAt.UTC())}
+	t.add(a.ID, v)
 	return v.text
 }
 

@@ -22,16 +22,19 @@ func TestQueueJSONByHand(t *testing.T) {
 		{State: QueueWaiting, Ticket: &ticket, Position: &pos, Ahead: &ahead, WaitSeconds: &wait, StockLeft: -1, StartsAt: opens, ServerTime: ends},
 		{State: QueueTurn, Ticket: &ticket, Position: &pos, Path: &path, TurnEndsAt: &ends, QueueOpensAt: &opens, StartsAt: opens, ServerTime: ends},
 	} {
-		app := fiber.New()
-		app.Get("/", func(c *fiber.Ctx) error { return sendQueue(c, &q) })
-		resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		want, _ := json.Marshal(q)
-		if string(got) != string(want) || resp.Header.Get("Content-Type") != "application/json" {
-			t.Errorf("by hand:\n%s\nencoding/json:\n%s", got, want)
+		// The sale's times written with the answer, and written once beforehand (as the handler keeps them).
+		for _, times := range [][]byte{nil, appendSaleTimes(nil, q.QueueOpensAt, q.StartsAt)} {
+			app := fiber.New()
+			app.Get("/", func(c *fiber.Ctx) error { return sendQueue(c, &q, times) })
+			resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			want, _ := json.Marshal(q)
+			if string(got) != string(want) || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("by hand:\n%s\nencoding/json:\n%s", got, want)
+			}
 		}
 	}
 }
