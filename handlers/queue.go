@@ -335,11 +335,10 @@ func (h *Queue) waiting(out *QueueJSON, room roomView, ticket string, place, ite
 		return
 	}
 	rate := room.rate
-	switch {
-	case !room.measured: // the line has not been seen moving yet: as fast as it may
+	if !room.measured || rate < 0.01 {
+		// Not seen moving yet, or standing still a moment (every turn taken, none done): as fast as it
+		// may move, the rate it is let in at when turns come free.
 		rate = float64(max(h.Rate, 1))
-	case rate < 0.01: // the line stands still (every turn taken, none done): no estimate
-		return
 	}
 	wait := int64(float64(ahead)/rate + 0.5)
 	out.WaitSeconds = &wait
