@@ -48,14 +48,12 @@ func (l *Ledger) take(ctx context.Context, itemID int64, h int, userID int64, pa
 // a failed call fails every one of them (and took nothing: the script decides all before it writes).
 func (l *Ledger) takeBatch(ctx context.Context, itemID int64, h int, batch []*waiting[takeReq]) {
 	k := ShardKeys(itemID, h)
-	keys := make([]string, 0, 4+len(batch))
-	keys = append(keys, k.Sale, k.Buyers, k.Stream, k.Received)
+	keys := []string{k.Sale, k.Buyers, k.Stream, k.Received, k.Paths}
 	args := make([]any, 0, 1+4*len(batch))
 	args = append(args, l.now().UnixMilli())
 	for _, w := range batch {
 		r := &w.req
 		r.err = errNotAnswered // until the script answers (a panic on the way leaves it)
-		keys = append(keys, k.Path(r.userID))
 		args = append(args, r.userID, r.path, r.orderNo, r.loan)
 	}
 	l.calls.Add(1)
@@ -103,8 +101,7 @@ func (l *Ledger) issue(ctx context.Context, itemID int64, h int, userID int64, t
 // call fails every one of them.
 func (l *Ledger) pathBatch(ctx context.Context, itemID int64, h int, batch []*waiting[pathReq]) {
 	k := ShardKeys(itemID, h)
-	keys := make([]string, 0, 2+len(batch))
-	keys = append(keys, k.Sale, k.Buyers)
+	keys := []string{k.Sale, k.Buyers, k.Paths}
 	args := make([]any, 0, 2+3*len(batch))
 	args = append(args, l.now().UnixMilli(), PathTTL.Milliseconds())
 	for _, w := range batch {
@@ -114,7 +111,6 @@ func (l *Ledger) pathBatch(ctx context.Context, itemID int64, h int, batch []*wa
 		if r.anyStock {
 			skip = "1"
 		}
-		keys = append(keys, k.Path(r.userID))
 		args = append(args, r.userID, r.token, skip)
 	}
 	res, err := pathScript.Run(ctx, l.rdb, keys, args...).StringSlice()

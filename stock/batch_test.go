@@ -63,10 +63,10 @@ func newBatchScene(t *testing.T, shards int) *batchScene {
 	add(users(2), "not-the-token", "")
 	add(users(3), "never-issued", "")
 	expired := users(4)
-	r.rdb.Set(ctx, k.Path(expired), "tok:"+strconv.FormatInt(r.clock.now().Add(-time.Second).UnixMilli(), 10), time.Minute)
+	r.rdb.HSet(ctx, k.Paths, expired, "tok:"+strconv.FormatInt(r.clock.now().Add(-time.Second).UnixMilli(), 10))
 	add(expired, "tok", "")
 	// A path as IssuePath would write it, which it refuses to a buyer who bought: a second tab's.
-	r.rdb.Set(ctx, k.Path(early), "again:"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10), time.Minute)
+	r.rdb.HSet(ctx, k.Paths, early, "again:"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10))
 	add(early, "again", "")
 	twice, tok := users(5), path(users(5))
 	add(twice, tok, "")
@@ -76,7 +76,7 @@ func newBatchScene(t *testing.T, shards int) *batchScene {
 	for i := 7; i < 12; i++ {
 		add(users(i), path(users(i)), "")
 	}
-	r.rdb.Set(ctx, k.Path(late), "again:"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10), time.Minute)
+	r.rdb.HSet(ctx, k.Paths, late, "again:"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10))
 	add(late, "again", "") // bought before, asks when nothing is left: already bought, not sold out
 	return sc
 }
@@ -99,7 +99,7 @@ func (sc *batchScene) state(t *testing.T) string {
 	var paths []int64
 	for _, b := range sc.buyers {
 		// A used path is gone, or holds the answer it got ('!…'): either way it is not left.
-		if p, err := sc.r.rdb.Get(ctx, k.Path(b.UserID)).Result(); err == nil && !strings.HasPrefix(p, "!") {
+		if p, err := sc.r.rdb.HGet(ctx, k.Paths, strconv.FormatInt(b.UserID, 10)).Result(); err == nil && !strings.HasPrefix(p, "!") {
 			paths = append(paths, b.UserID)
 		}
 	}
@@ -122,7 +122,7 @@ func TestBatchAnswersAsOneTakeAtATime(t *testing.T) {
 			k := stock.ShardKeys(one.r.item.ID, 0)
 			var want, got [][2]string
 			for _, b := range one.buyers {
-				a, err := takeOne.Run(ctx, one.r.rdb, []string{k.Sale, k.Buyers, k.Path(b.UserID), k.Stream, k.Received},
+				a, err := takeOne.Run(ctx, one.r.rdb, []string{k.Sale, k.Buyers, k.Paths, k.Stream, k.Received},
 					b.UserID, b.Path, one.r.clock.now().UnixMilli(), b.OrderNo, b.Loan).StringSlice()
 				if err != nil {
 					t.Fatal(err)

@@ -48,7 +48,12 @@ const streamsKey = "sk:streams"
 type Keys struct {
 	Sale, Buyers, Results, Stream string
 	Loans, Received               string // units lent to other shards, and loans received from them
-	item                          string
+	// Paths holds the shard's purchase paths, one field per buyer (user id → 'token:expiry ms', or the
+	// answer a used path got: '!order:answer:left'). One hash rather than a key per buyer lets a batch
+	// read and use up its buyers' paths in one command each; the hash lives a minute past the validity
+	// of the last path written into it, and every path also carries its own expiry.
+	Paths string
+	item  string
 }
 
 // KeysOf returns the keys of item id's first shard, the only one of an item that is not split.
@@ -59,11 +64,8 @@ func KeysOf(id int64) Keys { return ShardKeys(id, 0) }
 func ShardKeys(id int64, i int) Keys {
 	tag := "sk:{" + shardTag(id, i) + "}:"
 	return Keys{Sale: tag + "sale", Buyers: tag + "buyers", Results: tag + "results", Stream: tag + "orders",
-		Loans: tag + "loans", Received: tag + "received", item: tag}
+		Loans: tag + "loans", Received: tag + "received", Paths: tag + "paths", item: tag}
 }
-
-// Path is the key of a buyer's purchase path for this item.
-func (k Keys) Path(userID int64) string { return k.item + "path:" + strconv.FormatInt(userID, 10) }
 
 // HomeShard is the shard that holds a user's mark, path, result and order messages for an item of n
 // shards: one place per user, so one-per-user holds across shards.
@@ -281,7 +283,7 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 		return n == 1 && res[1] == "0", nil
 	case "empty":
 		// Every shard is empty: the path is used up by this answer, as a one-shard sale's is.
-		if err := l.rdb.Del(ctx, ShardKeys(itemID, h).Path(userID)).Err(); err != nil {
+		if err := l.rdb.HDel(ctx, ShardKeys(itemID, h).Paths, strconv.FormatInt(userID, 10)).Err(); err != nil {
 			return false, fmt.Errorf("take: %w", err)
 		}
 		return true, reason(errs.SoldOut)

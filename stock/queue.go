@@ -511,6 +511,7 @@ func (l *Ledger) writePaths(ctx context.Context, itemID int64, n int, users []st
 	}
 	now := l.now()
 	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		lives := map[string]time.Duration{} // each shard's paths hash: how long it must live at least
 		for i, u := range users {
 			t, _ := turns[i].(string)
 			_, ends, ok := strings.Cut(t, ":")
@@ -523,7 +524,14 @@ func (l *Ledger) writePaths(ctx context.Context, itemID int64, n int, users []st
 			if ttl <= time.Minute {
 				continue // the turn is over: no path to write
 			}
-			p.Set(ctx, ShardKeys(itemID, HomeShard(id, n)).Path(id), t, ttl)
+			key := ShardKeys(itemID, HomeShard(id, n)).Paths
+			p.HSet(ctx, key, u, t)
+			lives[key] = max(lives[key], ttl)
+		}
+		// Lengthened, never shortened: other buyers' paths in the hash may be valid for longer.
+		for key, ttl := range lives {
+			p.ExpireNX(ctx, key, ttl)
+			p.ExpireGT(ctx, key, ttl)
 		}
 		return nil
 	})

@@ -520,7 +520,7 @@ func TestPathsADeadInstanceDidNotWriteAreWritten(t *testing.T) {
 	// As if the instance had died after the admit script and before writing: no paths, all pending.
 	byPlace := r.byPlace(t)
 	for _, u := range byPlace[:3] {
-		r.rdb.Del(ctx, stock.ShardKeys(r.item.ID, 0).Path(u))
+		r.rdb.HDel(ctx, stock.ShardKeys(r.item.ID, 0).Paths, strconv.FormatInt(u, 10))
 		r.rdb.SAdd(ctx, stock.ShardKeys(r.item.ID, 0).Sale[:len(stock.ShardKeys(r.item.ID, 0).Sale)-len("sale")]+"q:pending", u)
 	}
 	_, p := r.place(t, byPlace[0])

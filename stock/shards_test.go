@@ -41,7 +41,7 @@ type shardRig struct {
 }
 
 // newShardRig makes a running sale of one item of stockTotal units split over n shards, preheated.
-func newShardRig(t *testing.T, stockTotal int64, n int) *shardRig {
+func newShardRig(t testing.TB, stockTotal int64, n int) *shardRig {
 	t.Helper()
 	r := &shardRig{db: testenv.Postgres(t), rdb: testenv.Redis(t), clock: &clock{t: time.Now()}}
 	r.ledger = testenv.Ledger(r.rdb, r.clock.now)
@@ -496,7 +496,7 @@ func TestShardedPreheatNeverTakesARealUnit(t *testing.T) {
 			lend.Run(ctx, r.rdb, []string{k0.Sale, k0.Loans}, "SK"+tab+":0", fmt.Sprintf("1:%d", now))
 		}
 		for _, tab := range []string{"a", "b"} {
-			take.Run(ctx, r.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Received, k.Path(15)}, now, 15, tok, "SK"+tab, "SK"+tab+":0")
+			take.Run(ctx, r.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Received, k.Paths}, now, 15, tok, "SK"+tab, "SK"+tab+":0")
 		}
 	}})
 	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
@@ -555,7 +555,7 @@ func TestShardedSoldOutUsesThePathUp(t *testing.T) {
 	// The path was issued while a unit was left; it comes to the buy after the item sold out.
 	tok, _ := auth.RandomToken(16)
 	k := stock.ShardKeys(r.item.ID, 0)
-	r.rdb.Set(ctx, k.Path(22), fmt.Sprintf("%s:%d", tok, r.clock.now().Add(time.Minute).UnixMilli()), time.Minute)
+	r.rdb.HSet(ctx, k.Paths, 22, fmt.Sprintf("%s:%d", tok, r.clock.now().Add(time.Minute).UnixMilli()))
 	if _, err := r.ledger.Take(ctx, r.item.ID, 22, tok, "SKlate"); !errs.Is(err, errs.SoldOut) {
 		t.Fatalf("a buy after the sell-out answered %v, want sold_out", err)
 	}
@@ -586,7 +586,7 @@ func TestShardedLostShardIsNotSoldOut(t *testing.T) {
 		t.Fatalf("a path while a shard is lost: %v, want not_found (the caller rebuilds from the database)", err)
 	}
 	// A buyer who got a path before the loss tries to buy.
-	if _, err := r.rdb.Set(ctx, stock.ShardKeys(r.item.ID, 0).Path(12), tok+":"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10), 0).Result(); err != nil {
+	if _, err := r.rdb.HSet(ctx, stock.ShardKeys(r.item.ID, 0).Paths, 12, tok+":"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10)).Result(); err != nil {
 		t.Fatal(err)
 	}
 	soldOut, err := r.ledger.Take(ctx, r.item.ID, 12, tok, "SK12")

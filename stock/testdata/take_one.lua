@@ -1,7 +1,8 @@
 -- The take as it was before group commit, one buyer a call: the reference the batch is held to (batch_test.go).
+-- (Changed since only where the paths live: a field per buyer in the shard's paths hash, not a key each.)
 -- Takes one unit of an item for a buyer from the buyer's stock shard, or says why not: the whole buy in
 -- one atomic step.
--- KEYS: 1 the shard's sale hash, 2 its buyers set, 3 the buyer's purchase path, 4 its order stream,
+-- KEYS: 1 the shard's sale hash, 2 its buyers set, 3 the shard's paths hash, 4 its order stream,
 --       5 its set of units received from other shards
 -- ARGV: 1 user id, 2 path token, 3 now (ms), 4 order number, 5 a unit lent by another shard for this
 --       buy ('' for none)
@@ -18,7 +19,7 @@ if ARGV[5] ~= '' and left and redis.call('SADD', KEYS[5], ARGV[5]) == 1 then
 end
 
 -- The path is this buyer's, for this item, unexpired.
-local p = redis.call('GET', KEYS[3])
+local p = redis.call('HGET', KEYS[3], uid)
 if not p then
   return {'invalid_path'}
 end
@@ -28,7 +29,7 @@ if not sep or string.sub(p, 1, sep - 1) ~= ARGV[2] or now >= tonumber(string.sub
 end
 
 local function refuse(why)
-  redis.call('DEL', KEYS[3]) -- the path is used up by any answer but 'empty'
+  redis.call('HDEL', KEYS[3], uid) -- the path is used up by any answer but 'empty'
   return {why}
 end
 if not left then
@@ -52,7 +53,7 @@ end
 
 -- Stock, the buyer's mark and the order message change together or not at all: no message can be lost
 -- between taking stock and queueing the order. (A marked buyer with no result yet is "queued".)
-redis.call('DEL', KEYS[3])
+redis.call('HDEL', KEYS[3], uid)
 redis.call('HINCRBY', KEYS[1], 'left', -1)
 redis.call('SADD', KEYS[2], uid)
 -- The message's field names are filled in from message.go when the script loads.

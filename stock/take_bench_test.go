@@ -1,0 +1,106 @@
+package stock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/auth"
+	"seckill/stock"
+)
+
+// BenchmarkTakeScript runs the take script in batches of 13 buyers (the batch group commit gathered under
+// 64 connections in BenchmarkBuyWhileStockLasts), one batch at a time, every buyer with a good path and
+// stock for all: what a buy costs Redis itself, apart from the app. It reports Redis's CPU per buy (all of
+// it, from INFO cpu) and the script's own time per buy (INFO commandstats). Both are noisy on a shared
+// machine; scripts/take-cost.sh runs it against a Redis under callgrind (CALLGRIND_PID names it), whose
+// instruction count for the timed part is the same from run to run.
+func BenchmarkTakeScript(b *testing.B) {
+	const batch = 13
+	n := b.N * batch
+	r := newShardRig(b, int64(n), 1)
+	ctx := context.Background()
+	buyers := make([]stock.BatchBuyer, n)
+	for i := range buyers {
+		u := int64(i + 1)
+		tok, _ := auth.RandomToken(16)
+		buyers[i] = stock.BatchBuyer{UserID: u, Path: tok, OrderNo: fmt.Sprintf("SK%019d", u)}
+	}
+	for i := 0; i < n; i += 200 {
+		j := min(i+200, n)
+		users, toks := make([]int64, 0, j-i), make([]string, 0, j-i)
+		for _, by := range buyers[i:j] {
+			users, toks = append(users, by.UserID), append(toks, by.Path)
+		}
+		if _, err := r.ledger.IssueBatch(ctx, r.item.ID, 0, users, toks); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := r.rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	callgrind := os.Getenv("CALLGRIND_PID")
+	if callgrind != "" {
+		if out, err := exec.Command("callgrind_control", "--zero", callgrind).CombinedOutput(); err != nil {
+			b.Fatalf("callgrind_control: %v: %s", err, out)
+		}
+	}
+	cpu0 := redisUsedCPU(b, r.rdb)
+	b.ResetTimer()
+	for i := 0; i < n; i += batch {
+		res, err := r.ledger.TakeBatch(ctx, r.item.ID, 0, buyers[i:i+batch])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res[0][0] != "queued" {
+			b.Fatalf("answer %v", res[0])
+		}
+	}
+	b.StopTimer()
+	if callgrind != "" {
+		if out, err := exec.Command("callgrind_control", "--dump=take", callgrind).CombinedOutput(); err != nil {
+			b.Fatalf("callgrind_control: %v: %s", err, out)
+		}
+	}
+	cpu := redisUsedCPU(b, r.rdb) - cpu0
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "redis-cpu-µs/buy")
+	b.ReportMetric(float64(n)/cpu.Seconds(), "buys/redis-core-s")
+	stats, err := r.rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(stats, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for _, f := range strings.Split(rest, ",") {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					us, _ := strconv.ParseFloat(v, 64)
+					b.ReportMetric(us/float64(n), "script-µs/buy")
+				}
+			}
+		}
+	}
+}
+
+// redisUsedCPU is the Redis server's CPU time so far (user and system).
+func redisUsedCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
