@@ -68,6 +68,12 @@ func newBatchScene(t *testing.T, shards int) *batchScene {
 	// A path as IssuePath would write it, which it refuses to a buyer who bought: a second tab's.
 	r.rdb.HSet(ctx, k.Paths, early, "again:"+strconv.FormatInt(r.clock.now().Add(time.Minute).UnixMilli(), 10))
 	add(early, "again", "")
+	// Expiries of another length than now's are compared as numbers: one far off (year 5138), one long
+	// past (2001).
+	far, past := users(13), users(14)
+	r.rdb.HSet(ctx, k.Paths, far, "far:99999999999999", past, "past:999999999999")
+	add(far, "far", "")
+	add(past, "past", "")
 	twice, tok := users(5), path(users(5))
 	add(twice, tok, "")
 	add(twice, tok, "")
@@ -158,6 +164,36 @@ func TestBatchAnswersAsOneTakeAtATime(t *testing.T) {
 				t.Errorf("after the batch: %s\none at a time: %s", g, w)
 			}
 		})
+	}
+}
+
+// A shard's paths hash lives a minute past the validity of the last path written into it: every path
+// lengthens its life (a hash left without an expiry gets one), none shortens it.
+func TestPathsHashLivesPastTheLastPath(t *testing.T) {
+	r := newShardRig(t, 10, 1)
+	ctx := context.Background()
+	key := stock.ShardKeys(r.item.ID, 0).Paths
+	issue := func(u int64) {
+		t.Helper()
+		tok, _ := auth.RandomToken(16)
+		if err := r.ledger.IssuePath(ctx, r.item.ID, u, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lives := func() time.Duration { return r.rdb.PTTL(ctx, key).Val() }
+	issue(1)
+	if ttl := lives(); ttl <= stock.PathTTL || ttl > stock.PathTTL+time.Minute {
+		t.Fatalf("after a path the hash lives %v, want the path's validity and a minute more", ttl)
+	}
+	r.rdb.Expire(ctx, key, 10*time.Minute)
+	issue(2)
+	if ttl := lives(); ttl < 9*time.Minute {
+		t.Errorf("a path shortened the hash's life to %v", ttl)
+	}
+	r.rdb.Persist(ctx, key)
+	issue(3)
+	if ttl := lives(); ttl <= stock.PathTTL || ttl > stock.PathTTL+time.Minute {
+		t.Errorf("a hash without an expiry lives %v after a path, want the path's validity and a minute more", ttl)
 	}
 }
 

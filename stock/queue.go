@@ -510,7 +510,9 @@ func (l *Ledger) writePaths(ctx context.Context, itemID int64, n int, users []st
 		return fmt.Errorf("turns of item %d: %w", itemID, err)
 	}
 	now := l.now()
-	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// One transaction a shard: a path is never written into a hash left without its expiry (an instance
+	// that died between the two would leave the hash for ever once the turns are over).
+	_, err = l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		lives := map[string]time.Duration{} // each shard's paths hash: how long it must live at least
 		for i, u := range users {
 			t, _ := turns[i].(string)

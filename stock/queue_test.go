@@ -538,3 +538,30 @@ func TestPathsADeadInstanceDidNotWriteAreWritten(t *testing.T) {
 		}
 	}
 }
+
+// The turns' paths are written into the shard's paths hash with an expiry past the turn's end, which a
+// later, shorter one never shortens.
+func TestTurnPathsKeepTheHashAlive(t *testing.T) {
+	r := newRoomRig(t, 2, 1, 4)
+	ctx := context.Background()
+	r.joinAllAndDraw(t)
+	a := stock.Admission{Overbook: 1, Rate: 1, Turn: 30 * time.Second}
+	if n := r.admit(t, a); n != 1 {
+		t.Fatalf("%d let in, want 1", n)
+	}
+	key := stock.ShardKeys(r.item.ID, 0).Paths
+	if ttl := r.rdb.PTTL(ctx, key).Val(); ttl < 30*time.Second || ttl > 92*time.Second {
+		t.Fatalf("the paths hash lives %v after a 30 s turn, want its end and a minute more", ttl)
+	}
+	r.rdb.Expire(ctx, key, 10*time.Minute) // a longer path in it, say
+	r.clock.add(2 * time.Second)
+	if n := r.admit(t, a); n != 1 {
+		t.Fatalf("%d let in, want 1 more", n)
+	}
+	if ttl := r.rdb.PTTL(ctx, key).Val(); ttl < 9*time.Minute {
+		t.Errorf("the next turn shortened the hash's life to %v", ttl)
+	}
+	if n := r.rdb.HLen(ctx, key).Val(); n != 2 {
+		t.Errorf("%d paths in the hash, want the 2 turns'", n)
+	}
+}

@@ -11,7 +11,8 @@
 -- Every buyer is decided first, reading only, as if the buyers before had been written; then everything
 -- is written. A batch that fails (a key of the wrong type, say) fails before it writes anything. The
 -- buyers' paths and marks are read in one command each, and written in one: what a buyer costs Redis
--- beyond that is its order message (docs/performance.md has the instruction counts).
+-- beyond that is its order message (scripts/take-cost.sh counts the instructions; docs/performance.md
+-- has the counts).
 --
 -- A path used up keeps, until it expires, the answer it got and the order number it got it for
 -- ('!order:answer:left'): the same buy asked again (the Redis client resends a call whose reply came
