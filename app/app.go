@@ -311,7 +311,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	s.Captchas = captcha.New(d.Redis, s.Drawing, 200*time.Millisecond, cfg.CaptchaPool)
 	s.Queue = &jobs.Queue{Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
 		Admission: stock.Admission{Overbook: cfg.QueueOverbook, Rate: cfg.QueueRate, Turn: cfg.QueueTurn}}
-	s.Captchas.Expected = expectedShoppers(shop, d.Now, cfg.PreheatWindow)
+	s.Captchas.Expected = expectedShoppers(shop, s.Flags.SoldOut, d.Now, cfg.PreheatWindow)
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
 		Passwords: passwords, Captchas: s.Captchas,
@@ -535,9 +535,11 @@ func templateFuncs(files *assets.Set) template.FuncMap {
 const shoppersPerUnit = 20
 
 // expectedShoppers estimates, from the catalog, how many shoppers the sales running or starting within
-// lead will bring: the captcha pool fills to that many before they arrive. It looks again every five
-// seconds at most (by the wall clock: an interval).
-func expectedShoppers(shop *catalog.Catalog, now func() time.Time, lead time.Duration) func() int {
+// lead will bring: the captcha pool fills to that many before they arrive. An item that sold out brings
+// none (its shoppers get no purchase path, so no captcha): a pool that kept drawing for it would take a
+// fifth of the server's CPU from the crowd still being answered (the profile is in docs/performance.md).
+// It looks again every five seconds at most (by the wall clock: an interval).
+func expectedShoppers(shop *catalog.Catalog, soldOut func(itemID int64) bool, now func() time.Time, lead time.Duration) func() int {
 	var mu sync.Mutex
 	var n int
 	var at time.Time
@@ -559,7 +561,9 @@ func expectedShoppers(shop *catalog.Catalog, now func() time.Time, lead time.Dur
 				continue
 			}
 			for _, it := range a.Items {
-				n += int(min(it.StockTotal, 1_000_000)) * shoppersPerUnit
+				if !soldOut(it.ID) {
+					n += int(min(it.StockTotal, 1_000_000)) * shoppersPerUnit
+				}
 			}
 		}
 		return n

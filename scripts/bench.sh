@@ -55,9 +55,10 @@ compare the ratios, not the absolute figures. Scale: $SCALE of the full scenario
 
 The goals are in the table below, each read from the scenario named. Where one is not met, the reason
 is usually this machine: the load tool, the server, PostgreSQL and Redis share two cores, so a scenario
-whose server work is heavier than its baseline's (a buy runs a seven-command script and its order is
-written to PostgreSQL meanwhile; the baseline runs one HINCRBY) loses more to the shared cores than the
-ratio on a dedicated server would. And p99 at 1,000 connections is bound by Little's law: with 1,000
+whose server work is heavier than its baseline's (a buy is checked, batched with the buys beside it into
+one take script call, and its order is written to PostgreSQL meanwhile; the baseline runs one HINCRBY)
+loses more to the shared cores than the ratio on a dedicated server would. The access log is on (LOG_LEVEL
+info; BENCH_LOG_LEVEL changes it), as a server runs. And p99 at 1,000 connections is bound by Little's law: with 1,000
 requests in flight at X requests per second, each waits 1,000/X seconds on average, so a p99 under 50 ms
 needs well over 20,000 req/s through tool and server together on these two cores. The Go benchmarks
 (\`make bench-go\`, 64 connections, no PostgreSQL writes during the buys) measure the same ratios with less
