@@ -2,7 +2,8 @@
 # make bench: builds the server and the load tool, starts the server on real PostgreSQL and Redis (a
 # fresh database and Redis database of its own, BCRYPT_COST=4, per-address limits off: the load comes
 # from one address), runs the load tool's scenarios with their baselines in the same run, and writes
-# docs/performance.md. SCALE shrinks the scenarios (SCALE=0.1 for a quick look); SCENARIOS picks them.
+# docs/performance.md. SCALE shrinks the scenarios (SCALE=0.1 for a quick look); SCENARIOS picks them; CONNS
+# sets the connections (1,000 by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-1}
@@ -41,7 +42,8 @@ run=$(mktemp -d)
 # make bench-cluster's section of the report stays as it is.
 awk '/^<!-- cluster:/,/^<!-- \/cluster -->/' "$OUT" >"$run/cluster.md" 2>/dev/null || true
 bin/loadtest -base "$BASE_URL" -redis "$REDIS_URL" -admin bench_admin:bench-admin-pass -merchant bench_merchant:bench-merchant-pass \
-  -scenario "$SCENARIOS" -scale "$SCALE" -db "$DATABASE_URL" -report "$run/performance.md" -cpu "$cpu"
+  -scenario "$SCENARIOS" -scale "$SCALE" -db "$DATABASE_URL" -report "$run/performance.md" -cpu "$cpu" \
+  ${CONNS:+-conns "$CONNS"}
 
 {
   cat <<MD
