@@ -88,6 +88,7 @@ type site struct {
 	buy      *handlers.Buy
 	queue    *handlers.Queue
 	orders   *handlers.Orders
+	book     *handlers.Addresses
 	pay      *handlers.Payments
 	merchant *handlers.Merchant
 	admin    *handlers.Admin
@@ -336,6 +337,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Rate: cfg.QueueRate, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
 		orders:   &handlers.Orders{DB: d.DB},
+		book:     &handlers.Addresses{DB: d.DB, Now: d.Now},
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
@@ -382,6 +384,7 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/items/:id", pages.Item)
 	f.Get("/orders", pages.Orders)
 	f.Get("/orders/:order_no", pages.Order)
+	f.Get("/account/addresses", pages.Addresses)
 	f.Get("/lang/:lang", pages.SetLang)
 	f.Get("/merchant", consoles.MerchantHome)
 	f.Get("/merchant/activities/:id", consoles.MerchantActivity)
@@ -423,7 +426,12 @@ func routes(f *fiber.App, h *site) {
 
 	api.Get("/orders", user, orders.List)
 	api.Get("/orders/:order_no", user, orders.Get)
+	api.Post("/orders/:order_no/address", user, h.book.Choose)
 	api.Post("/orders/:order_no/pay", user, pay.Pay)
+	api.Get("/addresses", user, h.book.List)
+	api.Post("/addresses", user, h.book.Add)
+	api.Put("/addresses/:id", user, h.book.Update)
+	api.Delete("/addresses/:id", user, h.book.Delete)
 	api.Post("/payments/notify", pay.Notify)
 
 	// The built-in payment provider, as another site would serve it (seckill sandbox-pay serves it alone):

@@ -172,12 +172,45 @@ func TestShopperBuysInABrowser(t *testing.T) {
 		screenshots(t, ctx, s.URL, dir, item.ID)
 	}
 
+	// The address step: Pay waits for a delivery address. A first try with a bad phone number shows the
+	// reason beside the field; the corrected address goes to the book and to the order.
+	var phoneErr, payDisabled, shown string
+	var payIsDisabled bool
+	run(t, ctx, "address",
+		chromedp.Navigate(s.URL+"/lang/en"),
+		chromedp.Navigate(s.URL+"/orders/"+orderNo),
+		chromedp.WaitVisible("#addr-recipient", chromedp.ByID),
+		chromedp.AttributeValue("#pay-start", "disabled", &payDisabled, &payIsDisabled, chromedp.ByID),
+		chromedp.SendKeys("#addr-recipient", "Zhang Wei", chromedp.ByID),
+		chromedp.SendKeys("#addr-phone", "call me", chromedp.ByID),
+		chromedp.SendKeys("#addr-region", "Zhejiang", chromedp.ByID),
+		chromedp.SendKeys("#addr-city", "Hangzhou", chromedp.ByID),
+		chromedp.SendKeys("#addr-street", "90 Wensan Road, building 3, flat 501", chromedp.ByID),
+		chromedp.Click(".address-form button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(`//span[@data-error-for="phone"][normalize-space(.) != ""]`),
+		chromedp.Text(`[data-error-for="phone"]`, &phoneErr, chromedp.ByQuery),
+	)
+	if !payIsDisabled {
+		t.Error("Pay is enabled before the order has an address")
+	}
+	if !strings.Contains(phoneErr, "phone number") {
+		t.Errorf("the bad phone number is explained as %q", phoneErr)
+	}
+	shot(t, ctx, "order-address")
+	run(t, ctx, "a good address",
+		chromedp.SetValue("#addr-phone", "+86 138 0013 8000", chromedp.ByID),
+		chromedp.Click(".address-form button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible("address.delivery", chromedp.ByQuery),
+		chromedp.Text("address.delivery", &shown, chromedp.ByQuery),
+	)
+	if !strings.Contains(shown, "Zhang Wei") || !strings.Contains(shown, "90 Wensan Road") {
+		t.Errorf("the order page shows the address %q", shown)
+	}
+
 	// Paying: the order page shows the payment's QR code; its URL opens the provider's page, where
 	// pressing Pay makes the order paid (the page follows it).
 	var payURL, status string
 	run(t, ctx, "pay",
-		chromedp.Navigate(s.URL+"/lang/en"),
-		chromedp.Navigate(s.URL+"/orders/"+orderNo),
 		chromedp.WaitVisible("#pay-start", chromedp.ByID),
 		chromedp.Click("#pay-start", chromedp.ByID),
 		chromedp.WaitVisible("#pay-qr img[src^='data:image/png']", chromedp.ByQuery),

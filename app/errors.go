@@ -37,6 +37,7 @@ var statusOf = map[string]int{
 	errs.QueueNotOpen:       fiber.StatusForbidden,
 	errs.ActivityState:      fiber.StatusConflict,
 	errs.OrderState:         fiber.StatusConflict,
+	errs.AddressRequired:    fiber.StatusConflict,
 	errs.PaymentUnavailable: fiber.StatusServiceUnavailable,
 	errs.TooLarge:           fiber.StatusRequestEntityTooLarge,
 	errs.UnsupportedMedia:   fiber.StatusUnsupportedMediaType,
@@ -66,14 +67,15 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 		if e.RetryAfter > 0 {
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 		}
-		return c.Status(status).JSON(errorBody{e.Code, e.Message})
+		return c.Status(status).JSON(errorBody{e.Code, e.Message, e.Fields})
 	}
 }
 
 // errorBody is the contract's error JSON.
 type errorBody struct {
-	Error   string `json:"error"`
-	Message string `json:"message"`
+	Error   string            `json:"error"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields,omitempty"` // bad fields of a form, each with its reason
 }
 
 func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {

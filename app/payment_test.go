@@ -21,8 +21,35 @@ import (
 	"seckill/payment"
 )
 
-// orderFor has a new shopper buy one unit and waits for the order to be written.
+// orderFor has a new shopper buy one unit, waits for the order to be written, and gives it a delivery
+// address, as the order page has the shopper do before paying.
 func orderFor(t *testing.T, s *liveServer, item models.Item, name string) (*browser, models.Order) {
+	t.Helper()
+	b, o := bareOrderFor(t, s, item, name)
+	deliverTo(t, b, o.OrderNo, homeAddress)
+	return b, o
+}
+
+// homeAddress is a good delivery address.
+var homeAddress = map[string]any{"recipient": "张伟", "phone": "+86 138-0013-8000", "region": "浙江省", "city": "杭州市",
+	"street": "西湖区文三路 90 号 3 栋 501", "postcode": "310012"}
+
+// deliverTo adds the address to the shopper's book and chooses it for the order.
+func deliverTo(t *testing.T, b *browser, no string, addr map[string]any) int64 {
+	t.Helper()
+	r := b.call("POST", "/api/addresses", addr)
+	if r.Status != 201 {
+		t.Fatalf("add an address: %d %s", r.Status, r.Body)
+	}
+	id := int64(r.json(t)["id"].(float64))
+	if r := b.call("POST", "/api/orders/"+no+"/address", map[string]any{"address_id": id}); r.Status != 200 {
+		t.Fatalf("choose the address for %s: %d %s", no, r.Status, r.Body)
+	}
+	return id
+}
+
+// bareOrderFor has a new shopper buy one unit and waits for the order to be written: no address yet.
+func bareOrderFor(t *testing.T, s *liveServer, item models.Item, name string) (*browser, models.Order) {
 	t.Helper()
 	b := newBrowser(t, s.URL)
 	id := b.register(name, name+" password")

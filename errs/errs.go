@@ -44,6 +44,7 @@ const (
 
 	// Payment.
 	OrderState         = "order_state"
+	AddressRequired    = "address_required" // paying an order that has no delivery address yet
 	PaymentUnavailable = "payment_unavailable"
 )
 
@@ -52,6 +53,9 @@ type Error struct {
 	Code       string
 	Message    string
 	RetryAfter time.Duration // for RateLimited: when to try again (the Retry-After header)
+	// Fields says, for a bad_request about a form, what is wrong with each bad field, by its name: the
+	// pages show each beside its field, all at once.
+	Fields map[string]string
 
 	body []byte // the contract's JSON body, made once for errors answered at a crowd's rate
 }
@@ -83,6 +87,11 @@ func Newf(code, format string, args ...any) *Error {
 // Invalid reports a bad field: the message names the field and why it is wrong.
 func Invalid(field, why string) *Error {
 	return &Error{Code: BadRequest, Message: field + ": " + why}
+}
+
+// Fields reports bad fields of a form, all at once: message sums them up, fields says each one's reason.
+func Fields(message string, fields map[string]string) *Error {
+	return &Error{Code: BadRequest, Message: message, Fields: fields}
 }
 
 // Code returns the contract code of err, or Internal for an error that carries none.

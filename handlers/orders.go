@@ -24,6 +24,8 @@ type OrderJSON struct {
 	Status      string    `json:"status"`
 	CreatedAt   time.Time `json:"created_at"`
 	PayDeadline time.Time `json:"pay_deadline"`
+	// Address is the copy of the delivery address chosen for the order, null until then.
+	Address *models.Delivery `json:"address"`
 }
 
 // orderViews turns orders into what the API and the pages show, with their items' names.
@@ -39,7 +41,7 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]OrderJSON, 
 	out := make([]OrderJSON, len(orders))
 	for i, o := range orders {
 		out[i] = OrderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: names[o.ItemID],
-			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC()}
+			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC(), Address: o.Address}
 	}
 	return out, nil
 }

@@ -191,10 +191,43 @@ func (h *Pages) Order(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	var book []models.Address
+	if o.Status == models.OrderPendingPayment {
+		if book, err = models.AddressesOfUser(c.UserContext(), h.DB, s.UserID); err != nil {
+			return err
+		}
+	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	data := PageData(c, h.Now(), "orders.title", "Order", views[0])
+	data := PageData(c, h.Now(), "orders.title", "Order", views[0], "Addresses", book, "AddressFields", addressFields)
 	data["Title"] = views[0].Name
 	return c.Render("order", data, Layout)
+}
+
+// addressField is one input of the address form.
+type addressField struct {
+	Name, Autocomplete string
+	Max                int
+	Required           bool
+}
+
+// addressFields are the address form's inputs, in order (the rules are models.Delivery.Clean's).
+var addressFields = []addressField{
+	{"recipient", "name", 50, true}, {"phone", "tel", 20, true}, {"region", "address-level1", 50, true},
+	{"city", "address-level2", 50, true}, {"street", "street-address", 200, true}, {"postcode", "postal-code", 12, false},
+}
+
+// Addresses renders the shopper's address book, with a form to add one.
+func (h *Pages) Addresses(c *fiber.Ctx) error {
+	s, ok := SessionOf(c)
+	if !ok {
+		return redirectLocal(c, "/login?next="+url.QueryEscape("/account/addresses"))
+	}
+	book, err := models.AddressesOfUser(c.UserContext(), h.DB, s.UserID)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Render("addresses", PageData(c, h.Now(), "addr.title", "Addresses", book, "AddressFields", addressFields), Layout)
 }
 
 // Login renders the login page: a password form and a QR code for a phone.

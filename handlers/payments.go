@@ -33,6 +33,8 @@ const (
 	payTime  = 10 * time.Second
 )
 
+var errAddressRequired = errs.New(errs.AddressRequired, "choose a delivery address for this order before paying")
+
 // Pay makes (or gives back) the order's payment and answers where to pay, with its QR code.
 func (h *Payments) Pay(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
@@ -52,6 +54,9 @@ func (h *Payments) Pay(c *fiber.Ctx) error {
 	}
 	if !now.Before(o.PayDeadline.Add(-payGrace)) {
 		return errs.New(errs.OrderState, "the time to pay this order is over")
+	}
+	if o.Address == nil {
+		return errAddressRequired
 	}
 	created, err := h.Provider.Create(ctx, payment.Request{OrderNo: o.OrderNo, AmountCents: o.PriceCents, NotifyURL: h.NotifyURL})
 	if errors.Is(err, payment.ErrUnavailable) {

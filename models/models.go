@@ -119,8 +119,10 @@ type Order struct {
 	PayDeadline time.Time `gorm:"not null;index"`
 	PaidAt      *time.Time
 	CancelledAt *time.Time
-	CreatedAt   time.Time `gorm:"not null"`
-	UpdatedAt   time.Time `gorm:"not null"`
+	// Address is the copy of the delivery address the buyer chose (nil until then): paying needs one.
+	Address   *Delivery `gorm:"serializer:json;type:text"`
+	CreatedAt time.Time `gorm:"not null"`
+	UpdatedAt time.Time `gorm:"not null"`
 }
 
 // StockLog records every move of an item's stock in the database. One row per (order, kind): a message
@@ -161,5 +163,5 @@ type Payment struct {
 
 // All lists every model, in the order the migrations create them.
 func All() []any {
-	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}}
+	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}}
 }

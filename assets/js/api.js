@@ -26,7 +26,7 @@
       return r.json().then(function (j) {
         if (!r.ok) {
           var e = new Error(j.message || "request failed");
-          e.code = j.error; e.status = r.status;
+          e.code = j.error; e.status = r.status; e.fields = j.fields;
           throw e;
         }
         return j;

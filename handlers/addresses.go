@@ -1,0 +1,112 @@
+package handlers
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/errs"
+	"seckill/models"
+)
+
+// Addresses serves the shopper's address book and the choice of an order's delivery address.
+type Addresses struct {
+	DB  *gorm.DB
+	Now func() time.Time
+}
+
+// AddressJSON is the contract's `address`: an entry of the address book.
+type AddressJSON struct {
+	ID int64 `json:"id"`
+	models.Delivery
+}
+
+func addressJSON(a *models.Address) AddressJSON { return AddressJSON{ID: a.ID, Delivery: a.Delivery} }
+
+// List answers the caller's address book, oldest first.
+func (h *Addresses) List(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	book, err := models.AddressesOfUser(c.UserContext(), h.DB, s.UserID)
+	if err != nil {
+		return err
+	}
+	out := make([]AddressJSON, len(book))
+	for i := range book {
+		out[i] = addressJSON(&book[i])
+	}
+	return c.JSON(out)
+}
+
+// Add adds an address to the caller's book.
+func (h *Addresses) Add(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	var d models.Delivery
+	if err := ParseJSON(c, &d); err != nil {
+		return err
+	}
+	a, err := models.AddAddress(c.UserContext(), h.DB, s.UserID, d)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(addressJSON(a))
+}
+
+// Update changes one of the caller's addresses; the orders that took a copy keep it.
+func (h *Addresses) Update(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	id, err := pathID(c, "id", "address")
+	if err != nil {
+		return err
+	}
+	var d models.Delivery
+	if err := ParseJSON(c, &d); err != nil {
+		return err
+	}
+	a, err := models.UpdateAddress(c.UserContext(), h.DB, s.UserID, id, d)
+	if err != nil {
+		return err
+	}
+	return c.JSON(addressJSON(a))
+}
+
+// Delete removes one of the caller's addresses; the orders that took a copy keep it.
+func (h *Addresses) Delete(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	id, err := pathID(c, "id", "address")
+	if err != nil {
+		return err
+	}
+	if err := models.DeleteAddress(c.UserContext(), h.DB, s.UserID, id); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// Choose gives one of the caller's unpaid orders a copy of one of the caller's addresses, and answers
+// the order.
+func (h *Addresses) Choose(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		AddressID int64 `json:"address_id"`
+	}
+	if err := ParseJSON(c, &body); err != nil {
+		return err
+	}
+	if body.AddressID <= 0 {
+		return errs.Fields("address_id: choose one of your addresses", map[string]string{"address_id": "must be one of your addresses"})
+	}
+	o, err := models.SetOrderAddress(c.UserContext(), h.DB, s.UserID, no, body.AddressID, h.Now())
+	if err != nil {
+		return err
+	}
+	out, err := orderViews(c, h.DB, []models.Order{*o})
+	if err != nil {
+		return err
+	}
+	return c.JSON(out[0])
+}

@@ -1,0 +1,200 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"seckill/errs"
+)
+
+// Address is one entry of a shopper's address book.
+type Address struct {
+	ID        int64 `gorm:"primaryKey"`
+	UserID    int64 `gorm:"not null;index"`
+	Delivery  `gorm:"embedded"`
+	CreatedAt time.Time `gorm:"not null"`
+	UpdatedAt time.Time `gorm:"not null"`
+}
+
+// Delivery is what a delivery address says. An order keeps a copy of the one its buyer chose, which later
+// edits of the address book do not change.
+type Delivery struct {
+	Recipient string `gorm:"size:200;not null" json:"recipient"`
+	Phone     string `gorm:"size:80;not null" json:"phone"`
+	Region    string `gorm:"size:200;not null" json:"region"` // province, state or region
+	City      string `gorm:"size:200;not null" json:"city"`
+	Street    string `gorm:"size:800;not null" json:"street"` // street, number, building, flat
+	Postcode  string `gorm:"size:64;not null" json:"postcode"`
+}
+
+// MaxAddresses is how many addresses one shopper's book holds.
+const MaxAddresses = 20
+
+// The fields' limits, in characters.
+const (
+	maxRecipient = 50
+	maxPlace     = 50
+	maxStreet    = 200
+)
+
+var (
+	phoneChars = regexp.MustCompile(`^\+?[0-9 ()-]{5,20}$`)
+	postcode   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 -]{1,10}[A-Za-z0-9]$`)
+)
+
+// Clean trims the fields and answers what is wrong with each, by field name (none when it is good).
+func (d *Delivery) Clean() map[string]string {
+	bad := map[string]string{}
+	text := func(name string, v *string, most int) {
+		*v = strings.TrimSpace(*v)
+		switch n := utf8.RuneCountInString(*v); {
+		case n == 0:
+			bad[name] = "must not be empty"
+		case n > most:
+			bad[name] = fmt.Sprintf("must be %d characters at most", most)
+		case !utf8.ValidString(*v) || strings.IndexFunc(*v, unicode.IsControl) >= 0:
+			bad[name] = "must be text on one line"
+		}
+	}
+	text("recipient", &d.Recipient, maxRecipient)
+	text("region", &d.Region, maxPlace)
+	text("city", &d.City, maxPlace)
+	text("street", &d.Street, maxStreet)
+	d.Phone = strings.TrimSpace(d.Phone)
+	digits := 0
+	for _, r := range d.Phone {
+		if r >= '0' && r <= '9' {
+			digits++
+		}
+	}
+	if !phoneChars.MatchString(d.Phone) || digits < 5 {
+		bad["phone"] = "must be a phone number: 5 to 20 digits, spaces, dashes, brackets and a leading +"
+	}
+	d.Postcode = strings.TrimSpace(d.Postcode)
+	if d.Postcode != "" && !postcode.MatchString(d.Postcode) {
+		bad["postcode"] = "must be 3 to 12 letters, digits, spaces or dashes, or empty"
+	}
+	return bad
+}
+
+// invalidDelivery is the 400 of a delivery address with bad fields: every one of them at once.
+func invalidDelivery(bad map[string]string) error {
+	names := make([]string, 0, len(bad))
+	for _, f := range []string{"recipient", "phone", "region", "city", "street", "postcode"} {
+		if why, ok := bad[f]; ok {
+			names = append(names, f+": "+why)
+		}
+	}
+	return errs.Fields("the address has mistakes: "+strings.Join(names, "; "), bad)
+}
+
+// AddressesOfUser lists a user's address book, oldest first.
+func AddressesOfUser(ctx context.Context, db *gorm.DB, userID int64) ([]Address, error) {
+	var out []Address
+	if err := db.WithContext(ctx).Where("user_id = ?", userID).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("addresses of user %d: %w", userID, err)
+	}
+	return out, nil
+}
+
+// AddressOfUser finds one of a user's addresses; another user's, or none, answers errs.NotFound.
+func AddressOfUser(ctx context.Context, db *gorm.DB, userID, id int64) (*Address, error) {
+	var a Address
+	err := db.WithContext(ctx).Where("id = ? AND user_id = ?", id, userID).Take(&a).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errs.New(errs.NotFound, "no such address")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("address %d: %w", id, err)
+	}
+	return &a, nil
+}
+
+// AddAddress adds d to the user's address book, at most MaxAddresses of them (409 conflict beyond).
+func AddAddress(ctx context.Context, db *gorm.DB, userID int64, d Delivery) (*Address, error) {
+	if bad := d.Clean(); len(bad) > 0 {
+		return nil, invalidDelivery(bad)
+	}
+	a := Address{UserID: userID, Delivery: d}
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// The user's row is locked so that two adds at once cannot both pass the count.
+		var u User
+		if err := tx.Clauses(lockForUpdate).Select("id").Where("id = ?", userID).Take(&u).Error; err != nil {
+			return fmt.Errorf("user %d: %w", userID, err)
+		}
+		var n int64
+		if err := tx.Model(&Address{}).Where("user_id = ?", userID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n >= MaxAddresses {
+			return errs.Newf(errs.Conflict, "an address book holds %d addresses: delete one first", MaxAddresses)
+		}
+		return tx.Create(&a).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// UpdateAddress changes one of the user's addresses. Orders keep the copy they took.
+func UpdateAddress(ctx context.Context, db *gorm.DB, userID, id int64, d Delivery) (*Address, error) {
+	if bad := d.Clean(); len(bad) > 0 {
+		return nil, invalidDelivery(bad)
+	}
+	a, err := AddressOfUser(ctx, db, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	a.Delivery = d
+	if err := db.WithContext(ctx).Select("recipient", "phone", "region", "city", "street", "postcode", "updated_at").Save(a).Error; err != nil {
+		return nil, fmt.Errorf("address %d: %w", id, err)
+	}
+	return a, nil
+}
+
+// DeleteAddress removes one of the user's addresses. Orders keep the copy they took.
+func DeleteAddress(ctx context.Context, db *gorm.DB, userID, id int64) error {
+	res := db.WithContext(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&Address{})
+	if res.Error != nil {
+		return fmt.Errorf("address %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return errs.New(errs.NotFound, "no such address")
+	}
+	return nil
+}
+
+// SetOrderAddress gives an unpaid order of the user a copy of one of the user's addresses.
+func SetOrderAddress(ctx context.Context, db *gorm.DB, userID int64, orderNo string, addressID int64, now time.Time) (*Order, error) {
+	a, err := AddressOfUser(ctx, db, userID, addressID)
+	if err != nil {
+		return nil, err
+	}
+	o, err := OrderOfUser(ctx, db, userID, orderNo)
+	if err != nil {
+		return nil, err
+	}
+	if o.Status != OrderPendingPayment {
+		return nil, errs.Newf(errs.OrderState, "this order is %s: its address can no longer change", o.Status)
+	}
+	d := a.Delivery
+	res := db.WithContext(ctx).Model(&Order{ID: o.ID}).Where("status = ?", OrderPendingPayment).
+		Select("address", "updated_at").Updates(&Order{Address: &d, UpdatedAt: now})
+	if res.Error != nil {
+		return nil, fmt.Errorf("order %s: %w", orderNo, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, errs.New(errs.OrderState, "this order no longer waits for payment: its address can no longer change")
+	}
+	o.Address = &d
+	return o, nil
+}
