@@ -336,7 +336,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Left: left, Captchas: s.Captchas, Limits: accounts.Limits,
 			Rate: cfg.QueueRate, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
-		orders:   &handlers.Orders{DB: d.DB},
+		orders:   &handlers.Orders{DB: d.DB, Canceller: s.UnpaidTimeout},
 		book:     &handlers.Addresses{DB: d.DB, Now: d.Now},
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
@@ -427,6 +427,7 @@ func routes(f *fiber.App, h *site) {
 	api.Get("/orders", user, orders.List)
 	api.Get("/orders/:order_no", user, orders.Get)
 	api.Post("/orders/:order_no/address", user, h.book.Choose)
+	api.Post("/orders/:order_no/cancel", user, orders.Cancel)
 	api.Post("/orders/:order_no/pay", user, pay.Pay)
 	api.Get("/addresses", user, h.book.List)
 	api.Post("/addresses", user, h.book.Add)

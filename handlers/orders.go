@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,6 +13,11 @@ import (
 // Orders serves the buyer's orders.
 type Orders struct {
 	DB *gorm.DB
+	// Canceller cancels an unpaid order as its deadline would (jobs.UnpaidTimeout): payments closed at
+	// the provider, the order cancelled, its unit back on sale.
+	Canceller interface {
+		Cancel(ctx context.Context, o *models.Order) error
+	}
 }
 
 // OrderJSON is the contract's `order`.
@@ -69,6 +75,33 @@ func (h *Orders) Get(c *fiber.Ctx) error {
 	}
 	o, err := models.OrderOfUser(c.UserContext(), h.DB, s.UserID, no)
 	if err != nil {
+		return err
+	}
+	out, err := orderViews(c, h.DB, []models.Order{*o})
+	if err != nil {
+		return err
+	}
+	return c.JSON(out[0])
+}
+
+// Cancel cancels one of the caller's unpaid orders at once and answers it: its unit goes back on sale,
+// and the caller still cannot buy the item again (one per person holds for the whole sale).
+func (h *Orders) Cancel(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), payTime)
+	defer cancel()
+	o, err := models.OrderOfUser(ctx, h.DB, s.UserID, no)
+	if err != nil {
+		return err
+	}
+	if err := h.Canceller.Cancel(ctx, o); err != nil {
+		return err
+	}
+	if o, err = models.OrderOfUser(ctx, h.DB, s.UserID, no); err != nil {
 		return err
 	}
 	out, err := orderViews(c, h.DB, []models.Order{*o})

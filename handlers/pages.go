@@ -212,7 +212,7 @@ type addressField struct {
 
 // addressFields are the address form's inputs, in order (the rules are models.Delivery.Clean's).
 var addressFields = []addressField{
-	{"recipient", "name", 50, true}, {"phone", "tel", 20, true}, {"region", "address-level1", 50, true},
+	{"recipient", "name", 50, true}, {"phone", "tel", 21, true}, {"region", "address-level1", 50, true},
 	{"city", "address-level2", 50, true}, {"street", "street-address", 200, true}, {"postcode", "postal-code", 12, false},
 }
 

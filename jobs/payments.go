@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"seckill/errs"
 	"seckill/models"
 	"seckill/payment"
 	"seckill/stock"
@@ -165,9 +166,44 @@ func (u *UnpaidTimeout) round(ctx context.Context, counts map[string]int64) erro
 // expire settles one order past its deadline: every open payment is closed at the provider first (if
 // one was paid after all, the order is paid); if the provider cannot say, nothing is cancelled.
 func (u *UnpaidTimeout) expire(ctx context.Context, o *models.Order, counts map[string]int64) error {
+	_, err := u.cancel(ctx, o, counts)
+	return err
+}
+
+// Cancel cancels an unpaid order at its buyer's wish, as its deadline would: its open payments are closed
+// at the provider first, then the order is cancelled and its unit goes back on sale (or, if Redis fails,
+// the next round of the job puts it back). An order paid meanwhile (at the provider too) answers
+// errs.OrderState, a provider that cannot say errs.PaymentUnavailable: the order stays as it was.
+func (u *UnpaidTimeout) Cancel(ctx context.Context, o *models.Order) error {
+	if o.Status != models.OrderPendingPayment {
+		return errs.Newf(errs.OrderState, "this order is %s: it cannot be cancelled", o.Status)
+	}
+	counts := map[string]int64{}
+	cancelled, err := u.cancel(ctx, o, counts)
+	switch {
+	case counts["provider_failed"] > 0:
+		u.Log.Warn("a shopper's cancel: the payment provider failed", "order", o.OrderNo, "err", err)
+		return errs.New(errs.PaymentUnavailable, "the payment provider does not answer: try again in a minute (your order is unchanged)")
+	case counts["paid_late"] > 0:
+		return errs.New(errs.OrderState, "this order was paid meanwhile: it cannot be cancelled")
+	case cancelled && err != nil:
+		// Cancelled in the database; the unit goes back to Redis at the job's next round.
+		u.Log.Warn("a shopper's cancel: restock left to the job", "order", o.OrderNo, "err", err)
+		return nil
+	case err != nil:
+		return err
+	case !cancelled:
+		return errs.New(errs.OrderState, "this order no longer waits for payment: it cannot be cancelled")
+	}
+	return nil
+}
+
+// cancel closes the order's open payments at the provider and, unless one was paid after all, cancels
+// the order and puts its unit back on sale. It reports whether the order was cancelled.
+func (u *UnpaidTimeout) cancel(ctx context.Context, o *models.Order, counts map[string]int64) (bool, error) {
 	ps, err := models.OpenPayments(ctx, u.DB, o.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	paid := false
 	for i := range ps {
@@ -175,31 +211,70 @@ func (u *UnpaidTimeout) expire(ctx context.Context, o *models.Order, counts map[
 		if payment.IsNotFound(err) && u.Now().Sub(ps[i].CreatedAt) > 10*time.Minute {
 			st, err = payment.StatusClosed, nil // the provider has long forgotten it: it cannot be paid
 		}
+		if err != nil && paid {
+			break // the order is paid: what is left open, the poll follows
+		}
 		if err != nil {
 			counts["provider_failed"]++
-			return err
+			return false, err
 		}
 		if st == payment.StatusPaid {
 			if err := settlePaid(ctx, u.DB, u.Log, &ps[i], u.Now(), counts); err != nil {
-				return err
+				return false, err
 			}
 			paid = true
 		}
 	}
 	if paid {
 		counts["paid_late"]++
-		return nil
+		return false, nil
 	}
 	cancelled, err := models.CancelUnpaid(ctx, u.DB, o, u.Now())
 	if err != nil || !cancelled {
-		return err // an error, or paid (or cancelled) meanwhile
+		return false, err // an error, or paid (or cancelled) meanwhile
 	}
 	counts["cancelled"]++
+	u.closeLate(ctx, o, ps)
 	var releaseID int64
 	if err := u.DB.WithContext(ctx).Raw("SELECT id FROM stock_logs WHERE order_no = ? AND kind = ?", o.OrderNo, models.StockRelease).Scan(&releaseID).Error; err != nil {
-		return err
+		return true, err
 	}
-	return u.restock(ctx, releaseID, o.ItemID, o.OrderNo)
+	return true, u.restock(ctx, releaseID, o.ItemID, o.OrderNo)
+}
+
+// closeLate closes at the provider the payments of a cancelled order that were made while it was being
+// cancelled (a Pay in another tab between the payments' list and the cancel): the cancel closed them in
+// the database only. No payment can be made once the order is cancelled. One the provider cannot close
+// is logged, as is one paid meanwhile, whose money must go back.
+func (u *UnpaidTimeout) closeLate(ctx context.Context, o *models.Order, closed []models.Payment) {
+	var all []models.Payment
+	if err := u.DB.WithContext(ctx).Where("order_id = ?", o.ID).Find(&all).Error; err != nil {
+		u.Log.Error("payments of a cancelled order", "order", o.OrderNo, "err", err)
+		return
+	}
+	known := map[string]bool{}
+	for _, p := range closed {
+		known[p.ProviderID] = true
+	}
+	for _, p := range all {
+		if known[p.ProviderID] || p.Status != models.PaymentClosed {
+			continue
+		}
+		var st string
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			if st, err = u.Provider.Close(ctx, p.ProviderID); err == nil || payment.IsNotFound(err) {
+				break
+			}
+		}
+		switch {
+		case payment.IsNotFound(err):
+		case err != nil:
+			u.Log.Error("a payment of a cancelled order may still be open at the provider", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+		case st == payment.StatusPaid:
+			u.Log.Error("refund_needed: a payment of a cancelled order was paid", "order", o.OrderNo, "payment", p.ProviderID)
+		}
+	}
 }
 
 // restock puts a cancelled order's unit back on sale in Redis (once per order) and records it done; on

@@ -56,11 +56,11 @@ func (d *Delivery) Clean() map[string]string {
 	text := func(name string, v *string, most int) {
 		*v = strings.TrimSpace(*v)
 		switch n := utf8.RuneCountInString(*v); {
-		case n == 0:
+		case strings.TrimFunc(*v, invisible) == "":
 			bad[name] = "must not be empty"
 		case n > most:
 			bad[name] = fmt.Sprintf("must be %d characters at most", most)
-		case !utf8.ValidString(*v) || strings.IndexFunc(*v, unicode.IsControl) >= 0:
+		case !utf8.ValidString(*v) || strings.IndexFunc(*v, notOnALine) >= 0:
 			bad[name] = "must be text on one line"
 		}
 	}
@@ -83,6 +83,15 @@ func (d *Delivery) Clean() map[string]string {
 		bad["postcode"] = "must be 3 to 12 letters, digits, spaces or dashes, or empty"
 	}
 	return bad
+}
+
+// invisible is a character that shows nothing: a space, or a format character (a zero-width space).
+func invisible(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
+
+// notOnALine is a character an address line must not hold: a control character, a line or paragraph
+// separator, or a bidirectional override (which would show the text reversed on a shipping label).
+func notOnALine(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // invalidDelivery is the 400 of a delivery address with bad fields: every one of them at once.
@@ -155,8 +164,13 @@ func UpdateAddress(ctx context.Context, db *gorm.DB, userID, id int64, d Deliver
 		return nil, err
 	}
 	a.Delivery = d
-	if err := db.WithContext(ctx).Select("recipient", "phone", "region", "city", "street", "postcode", "updated_at").Save(a).Error; err != nil {
-		return nil, fmt.Errorf("address %d: %w", id, err)
+	res := db.WithContext(ctx).Model(a).Where("user_id = ?", userID).
+		Select("recipient", "phone", "region", "city", "street", "postcode", "updated_at").Updates(a)
+	if res.Error != nil {
+		return nil, fmt.Errorf("address %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return nil, errs.New(errs.NotFound, "no such address") // deleted meanwhile
 	}
 	return a, nil
 }

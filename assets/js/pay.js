@@ -9,6 +9,18 @@
       setTimeout(follow, 2000);
     }).catch(function () { setTimeout(follow, 4000); });
   }
+  document.getElementById("order-cancel").addEventListener("click", function (ev) {
+    if (!window.confirm(ev.target.dataset.confirm)) return;
+    ev.target.disabled = true;
+    err.textContent = "";
+    var payButton = document.getElementById("pay-start"), payWas = payButton.disabled;
+    payButton.disabled = true; // no payment is started while the order is being cancelled
+    api("POST", "/api/orders/" + no + "/cancel").then(function () { location.reload(); })
+      .catch(function (e) {
+        if (e.code === "order_state") { location.reload(); return; } // paid or cancelled meanwhile: show it
+        err.textContent = e.message; ev.target.disabled = false; payButton.disabled = payWas;
+      });
+  });
   document.getElementById("pay-start").addEventListener("click", function (ev) {
     ev.target.disabled = true;
     err.textContent = "";
