@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -126,9 +125,9 @@ func BenchmarkBaselineOneEvalsha(b *testing.B) {
 		return c.Status(202).JSON(fiber.Map{"status": "queued"})
 	})
 	addr := listen(b, f)
-	before := redisCPU(b, rdb)
+	before := testenv.RedisCPU(b, rdb)
 	hammer(b, addr, b.N, func(int) (string, string, string) { return "/buy", "", "" }, 202)
-	if used := redisCPU(b, rdb) - before; used > 0 {
+	if used := testenv.RedisCPU(b, rdb) - before; used > 0 {
 		b.ReportMetric(float64(b.N)/used.Seconds(), "buys/redis-core-s")
 	}
 }
@@ -218,37 +217,15 @@ func BenchmarkBuyWhileStockLasts(b *testing.B) {
 	srv, addr, itemID := benchServer(b, int64(b.N)+1)
 	paths, cookies, csrf := buyers(b, srv, itemID, b.N)
 	rdb := testenv.Redis(b)
-	before := redisCPU(b, rdb)
+	before := testenv.RedisCPU(b, rdb)
 	hammer(b, addr, b.N, func(i int) (string, string, string) { return paths[i], cookies[i], csrf }, 202)
-	if used := redisCPU(b, rdb) - before; used > 0 {
+	if used := testenv.RedisCPU(b, rdb) - before; used > 0 {
 		b.ReportMetric(float64(b.N)/used.Seconds(), "buys/redis-core-s")
 	}
 	calls, takes := srv.Ledger.BatchStats()
 	if calls > 0 {
 		b.ReportMetric(float64(takes)/float64(calls), "buys/script-call")
 	}
-}
-
-// redisCPU is the CPU time the Redis server has used (INFO cpu: user and system, its main thread and
-// the rest).
-func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %s", line)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }
 
 // BenchmarkBuySoldOut: every request finds the item sold out (409), answered from memory.

@@ -104,9 +104,5 @@ func (h *Addresses) Choose(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out, err := orderViews(c, h.DB, []models.Order{*o})
-	if err != nil {
-		return err
-	}
-	return c.JSON(out[0])
+	return sendOrder(c, h.DB, o)
 }

@@ -77,7 +77,12 @@ func (h *Orders) Get(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out, err := orderViews(c, h.DB, []models.Order{*o})
+	return sendOrder(c, h.DB, o)
+}
+
+// sendOrder answers one order, as the contract's `order`.
+func sendOrder(c *fiber.Ctx, db *gorm.DB, o *models.Order) error {
+	out, err := orderViews(c, db, []models.Order{*o})
 	if err != nil {
 		return err
 	}
@@ -104,9 +109,5 @@ func (h *Orders) Cancel(c *fiber.Ctx) error {
 	if o, err = models.OrderOfUser(ctx, h.DB, s.UserID, no); err != nil {
 		return err
 	}
-	out, err := orderViews(c, h.DB, []models.Order{*o})
-	if err != nil {
-		return err
-	}
-	return c.JSON(out[0])
+	return sendOrder(c, h.DB, o)
 }

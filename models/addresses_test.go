@@ -20,20 +20,9 @@ func TestDeliveryFieldsAreReadableLines(t *testing.T) {
 		{"region", string(make([]byte, 0))}, // empty
 	} {
 		d := good
-		switch c.field {
-		case "recipient":
-			d.Recipient = c.value
-		case "street":
-			d.Street = c.value
-		case "city":
-			d.City = c.value
-		case "phone":
-			d.Phone = c.value
-		case "postcode":
-			d.Postcode = c.value
-		case "region":
-			d.Region = c.value
-		}
+		field := map[string]*string{"recipient": &d.Recipient, "phone": &d.Phone, "region": &d.Region, "city": &d.City,
+			"street": &d.Street, "postcode": &d.Postcode}[c.field]
+		*field = c.value
 		if bad := d.Clean(); bad[c.field] == "" || len(bad) != 1 {
 			t.Errorf("%s %q: %v, want that field alone refused", c.field, c.value, bad)
 		}

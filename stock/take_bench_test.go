@@ -8,11 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"seckill/auth"
+	"seckill/internal/testenv"
 	"seckill/stock"
 )
 
@@ -52,7 +50,7 @@ func BenchmarkTakeScript(b *testing.B) {
 			b.Fatalf("callgrind_control: %v: %s", err, out)
 		}
 	}
-	cpu0 := redisUsedCPU(b, r.rdb)
+	cpu0 := testenv.RedisCPU(b, r.rdb)
 	b.ResetTimer()
 	for i := 0; i < n; i += batch {
 		res, err := r.ledger.TakeBatch(ctx, r.item.ID, 0, buyers[i:i+batch])
@@ -69,7 +67,7 @@ func BenchmarkTakeScript(b *testing.B) {
 			b.Fatalf("callgrind_control: %v: %s", err, out)
 		}
 	}
-	cpu := redisUsedCPU(b, r.rdb) - cpu0
+	cpu := testenv.RedisCPU(b, r.rdb) - cpu0
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "redis-cpu-µs/buy")
 	b.ReportMetric(float64(n)/cpu.Seconds(), "buys/redis-core-s")
 	stats, err := r.rdb.Info(ctx, "commandstats").Result()
@@ -86,21 +84,4 @@ func BenchmarkTakeScript(b *testing.B) {
 			}
 		}
 	}
-}
-
-// redisUsedCPU is the Redis server's CPU time so far (user and system).
-func redisUsedCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,4 +205,26 @@ func Redis(t testing.TB) *redis.Client {
 func RedisURLFor(rdb *redis.Client) string {
 	o := rdb.Options()
 	return fmt.Sprintf("redis://%s/%d", o.Addr, o.DB)
+}
+
+// RedisCPU is the CPU time the Redis server has used so far (INFO cpu: user and system, its main thread
+// and the rest), for benchmarks that report what a request costs Redis.
+func RedisCPU(tb testing.TB, rdb *redis.Client) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("INFO cpu: %s", line)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
