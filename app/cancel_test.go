@@ -3,7 +3,12 @@ package app
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 
 	"seckill/auth"
 	"seckill/errs"
@@ -92,5 +97,44 @@ func TestPaymentMadeDuringTheCancelIsClosed(t *testing.T) {
 	}
 	if st := s.Redis.HGet(context.Background(), "sandbox:pay:{"+second+"}", "status").Val(); st == payment.StatusOpen {
 		t.Errorf("the payment made during the cancel is %s at the provider, want closed", st)
+	}
+}
+
+// TestCancelInABrowser: on the order page, in Chinese, the shopper presses 取消订单, confirms, and the page
+// shows the order cancelled; the unit is back on sale.
+func TestCancelInABrowser(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
+	item, _ := newPaySale(t, s, 1)
+	ctx := chrome(t)
+	registerInBrowser(t, ctx, s.URL, "cancel_clicker")
+	var u models.User
+	if err := s.DB.Where("username = ?", "cancel_clicker").Take(&u).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, u.ID, issuePath(t, s, item.ID, u.ID), "SKclicker"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, "SKclicker", models.OrderPendingPayment, 20*time.Second)
+	var confirmed atomic.Bool
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			confirmed.Store(true)
+			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	var badge string
+	run(t, ctx, "cancel on the order page",
+		chromedp.Navigate(s.URL+"/lang/zh"),
+		chromedp.Navigate(s.URL+"/orders/SKclicker"),
+		chromedp.WaitVisible(`//button[@id="order-cancel"][contains(., "取消订单")]`),
+		chromedp.Click("#order-cancel", chromedp.ByID),
+		chromedp.WaitVisible(`//span[@class="badge"][contains(., "已取消")]`),
+		chromedp.Text(".badge", &badge, chromedp.ByQuery),
+	)
+	if !confirmed.Load() {
+		t.Error("the order was cancelled without asking")
+	}
+	if left, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID); left != 1 {
+		t.Errorf("after the cancel in the browser Redis holds %d, want the unit back", left)
 	}
 }
