@@ -114,7 +114,14 @@ func TestCancelInABrowser(t *testing.T) {
 	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, u.ID, issuePath(t, s, item.ID, u.ID), "SKclicker"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, s, "SKclicker", models.OrderPendingPayment, 20*time.Second)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := models.OrderByNo(context.Background(), s.DB, "SKclicker"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("order SKclicker was not written in 20 s")
+		}
+	}
 	var confirmed atomic.Bool
 	chromedp.ListenTarget(ctx, func(ev any) {
 		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
