@@ -89,6 +89,7 @@ type site struct {
 	queue    *handlers.Queue
 	orders   *handlers.Orders
 	book     *handlers.Addresses
+	ship     *handlers.Fulfilment
 	pay      *handlers.Payments
 	merchant *handlers.Merchant
 	admin    *handlers.Admin
@@ -290,6 +291,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	trustProxies(&fcfg, cfg.Proxies())
 	s.Fiber = fiber.New(fcfg)
+	s.Fiber.Server().HeaderReceived = uploadLimit(cfg.BodyLimit)
 	s.Fiber.Use(requestid.New(requestid.Config{Generator: requestIDs()}))
 	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
 	s.Fiber.Use(recover.New())
@@ -338,6 +340,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		},
 		orders:   &handlers.Orders{DB: d.DB, Canceller: s.UnpaidTimeout},
 		book:     &handlers.Addresses{DB: d.DB, Now: d.Now},
+		ship:     &handlers.Fulfilment{DB: d.DB, Now: d.Now},
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
@@ -389,6 +392,7 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/merchant", consoles.MerchantHome)
 	f.Get("/merchant/activities/:id", consoles.MerchantActivity)
 	f.Get("/merchant/activities/:id/live", consoles.MerchantLive)
+	f.Get("/merchant/activities/:id/orders", h.ship.Page)
 	f.Get("/merchant/activities/:id/chart.svg", consoles.MerchantChart)
 	f.Get("/admin", consoles.AdminHome)
 	f.Get("/admin/activities/:id/live", consoles.AdminLive)
@@ -451,6 +455,10 @@ func routes(f *fiber.App, h *site) {
 	m.Delete("/activities/:id/items/:item", merchant.DeleteItem)
 	m.Post("/activities/:id/submit", merchant.Submit)
 	m.Get("/activities/:id/stats", merchant.ActivityStats)
+	m.Get("/activities/:id/orders", h.ship.ActivityOrders)
+	m.Get("/activities/:id/orders.csv", h.ship.ActivityOrdersCSV)
+	m.Post("/activities/:id/shipments", h.ship.Shipments)
+	m.Post("/orders/:order_no/ship", h.ship.Ship)
 
 	a := api.Group("/admin", adminOnly)
 	a.Get("/reviews", admin.Reviews)
@@ -529,6 +537,7 @@ func templateFuncs(files *assets.Set) template.FuncMap {
 			}
 			return ""
 		},
+		"list":  func(v ...string) []string { return v },
 		"money": func(cents int64) string { return fmt.Sprintf("¥%d.%02d", cents/100, cents%100) },
 		"percent": func(part, whole int64) int64 {
 			if whole <= 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"seckill/handlers"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 	"golang.org/x/time/rate"
 )
 
@@ -251,4 +253,16 @@ type deadlineCtx struct {
 	ctx    context.Context
 	cancel context.CancelFunc // called by nobody: the deadline's own timer ends the context
 	start  time.Time
+}
+
+// uploadLimit lets the upload routes (a merchant's item image, its shipments' CSV) have bodies up to
+// handlers.MaxUploadBody, and every other request up to limit, decided from the request line before
+// the body is read.
+func uploadLimit(limit int) func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		if string(h.Method()) == fiber.MethodPost && handlers.IsUpload(string(h.RequestURI())) {
+			return fasthttp.RequestConfig{MaxRequestBodySize: max(limit, handlers.MaxUploadBody)}
+		}
+		return fasthttp.RequestConfig{}
+	}
 }

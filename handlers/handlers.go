@@ -63,15 +63,23 @@ var errNoSuchOrder = errs.Static(errs.NotFound, "no such order")
 // not UTF-8 would make PostgreSQL fail).
 func pathOrderNo(c *fiber.Ctx) (string, error) {
 	no := c.Params("order_no")
-	if len(no) == 0 || len(no) > 32 {
+	if !validOrderNo(no) {
 		return "", errNoSuchOrder
+	}
+	return no, nil
+}
+
+// validOrderNo reports whether no can be an order number.
+func validOrderNo(no string) bool {
+	if len(no) == 0 || len(no) > 32 {
+		return false
 	}
 	for i := 0; i < len(no); i++ {
 		if b := no[i]; !('0' <= b && b <= '9' || 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || b == '_' || b == '-') {
-			return "", errNoSuchOrder
+			return false
 		}
 	}
-	return no, nil
+	return true
 }
 
 // pathID reads a positive integer id from the path. A malformed id cannot name anything: 404.

@@ -32,6 +32,14 @@ type OrderJSON struct {
 	PayDeadline time.Time `json:"pay_deadline"`
 	// Address is the copy of the delivery address chosen for the order, null until then.
 	Address *models.Delivery `json:"address"`
+	PaidAt  *time.Time       `json:"paid_at"`
+	// Shipping: set once the merchant has sent the order.
+	ShippedAt  *time.Time `json:"shipped_at"`
+	Carrier    string     `json:"carrier"`
+	TrackingNo string     `json:"tracking_no"`
+	// An admin's refund: when, and why.
+	RefundedAt   *time.Time `json:"refunded_at"`
+	RefundReason string     `json:"refund_reason"`
 }
 
 // orderViews turns orders into what the API and the pages show, with their items' names.
@@ -47,7 +55,9 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]OrderJSON, 
 	out := make([]OrderJSON, len(orders))
 	for i, o := range orders {
 		out[i] = OrderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: names[o.ItemID],
-			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC(), Address: o.Address}
+			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC(), Address: o.Address,
+			PaidAt: utcPtr(o.PaidAt), ShippedAt: utcPtr(o.ShippedAt), Carrier: o.Carrier, TrackingNo: o.TrackingNo,
+			RefundedAt: utcPtr(o.RefundedAt), RefundReason: o.RefundReason}
 	}
 	return out, nil
 }

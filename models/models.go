@@ -42,6 +42,8 @@ const (
 	OrderPendingPayment = "pending_payment"
 	OrderPaid           = "paid"
 	OrderCancelled      = "cancelled"
+	OrderShipped        = "shipped"  // paid, and the merchant sent it (with a carrier and a tracking number)
+	OrderRefunded       = "refunded" // paid, then refunded by an admin before it was shipped: its unit is not sold again
 )
 
 // Stock log kinds: a sale takes one from stock, a release (an unpaid order cancelled) gives it back.
@@ -120,9 +122,16 @@ type Order struct {
 	PaidAt      *time.Time
 	CancelledAt *time.Time
 	// Address is the copy of the delivery address the buyer chose (nil until then): paying needs one.
-	Address   *Delivery `gorm:"serializer:json;type:text"`
-	CreatedAt time.Time `gorm:"not null"`
-	UpdatedAt time.Time `gorm:"not null"`
+	Address *Delivery `gorm:"serializer:json;type:text"`
+	// Shipping, set by the merchant once the order is paid.
+	ShippedAt  *time.Time
+	Carrier    string `gorm:"size:200;not null;default:''"`
+	TrackingNo string `gorm:"size:64;not null;default:''"`
+	// An admin's refund of a paid order.
+	RefundedAt   *time.Time
+	RefundReason string    `gorm:"type:text;not null;default:''"`
+	CreatedAt    time.Time `gorm:"not null"`
+	UpdatedAt    time.Time `gorm:"not null"`
 }
 
 // StockLog records every move of an item's stock in the database. One row per (order, kind): a message

@@ -15,11 +15,13 @@
     if (method !== "GET") {
       p = csrf().then(function (t) { headers["X-CSRF-Token"] = t; });
     }
-    if (body !== undefined) headers["Content-Type"] = "application/json";
+    // A FormData body (a file upload) goes as multipart/form-data, with the boundary the browser sets.
+    var form = typeof FormData !== "undefined" && body instanceof FormData;
+    if (body !== undefined && !form) headers["Content-Type"] = "application/json";
     return p.then(function () {
       return fetch(url, {
         method: method, headers: headers, credentials: "same-origin",
-        body: body === undefined ? undefined : JSON.stringify(body)
+        body: body === undefined || form ? body : JSON.stringify(body)
       });
     }).then(function (r) {
       if (r.status === 204) return null;

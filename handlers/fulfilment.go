@@ -1,0 +1,410 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"golang.org/x/text/encoding/simplifiedchinese"
+	"gorm.io/gorm"
+
+	"seckill/errs"
+	"seckill/models"
+)
+
+// Fulfilment serves a merchant's paid orders: the list with the delivery addresses, its CSV, and marking
+// orders shipped one by one or by sending the CSV back with carriers and tracking numbers filled in.
+type Fulfilment struct {
+	DB  *gorm.DB
+	Now func() time.Time
+}
+
+// OrdersPage is one page of an activity's orders.
+type OrdersPage struct {
+	Orders  []OrderJSON `json:"orders"`
+	Page    int         `json:"page"`
+	PerPage int         `json:"per_page"`
+	Total   int64       `json:"total"`
+
+	activityID int64
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// filter reads ?status= (to_ship, shipped or all; all when absent).
+func filter(c *fiber.Ctx) (string, error) {
+	f := c.Query("status", models.AllPaid)
+	if !models.ValidOrderFilter(f) {
+		return "", errs.Invalid("status", "must be to_ship, shipped or all")
+	}
+	return f, nil
+}
+
+// ActivityOrders answers one page of an activity's paid and shipped orders: ?status=, ?page= (from 1).
+func (h *Fulfilment) ActivityOrders(c *fiber.Ctx) error {
+	page, err := h.OrdersPage(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(page)
+}
+
+// OrdersPage reads the page of orders a request asks for (the API's and the console page's).
+func (h *Fulfilment) OrdersPage(c *fiber.Ctx) (*OrdersPage, error) {
+	s, _ := SessionOf(c)
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return nil, err
+	}
+	f, err := filter(c)
+	if err != nil {
+		return nil, err
+	}
+	page := 1
+	if p := c.Query("page"); p != "" {
+		if page, err = strconv.Atoi(p); err != nil || page < 1 || page > 1_000_000 {
+			return nil, errs.Invalid("page", "must be a number from 1")
+		}
+	}
+	orders, total, err := models.ActivityOrders(c.UserContext(), h.DB, s.UserID, id, f, page)
+	if err != nil {
+		return nil, err
+	}
+	views, err := orderViews(c, h.DB, orders)
+	if err != nil {
+		return nil, err
+	}
+	return &OrdersPage{Orders: views, Page: page, PerPage: models.OrdersPerPage, Total: total, activityID: id}, nil
+}
+
+// csvColumns are the CSV's columns. Sending it back, only order_no, carrier and tracking_no are read.
+var csvColumns = []string{"order_no", "item", "price", "status", "paid_at", "recipient", "phone", "region", "city", "street", "postcode", "carrier", "tracking_no"}
+
+// The byte order mark that makes spreadsheets read the file as UTF-8 (Excel shows Chinese as mojibake
+// without it).
+const bom = "\uFEFF"
+
+// ActivityOrdersCSV answers an activity's paid and shipped orders (?status=) as CSV.
+func (h *Fulfilment) ActivityOrdersCSV(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	f, err := filter(c)
+	if err != nil {
+		return err
+	}
+	orders, err := models.AllActivityOrders(c.UserContext(), h.DB, s.UserID, id, f)
+	if err != nil {
+		return err
+	}
+	views, err := orderViews(c, h.DB, orders)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(bom)
+	w := csv.NewWriter(&buf)
+	w.UseCRLF = true
+	_ = w.Write(csvColumns)
+	for _, o := range views {
+		var d models.Delivery
+		if o.Address != nil {
+			d = *o.Address
+		}
+		paid := ""
+		if o.PaidAt != nil {
+			paid = o.PaidAt.Format(time.RFC3339)
+		}
+		row := []string{o.OrderNo, o.Name, fmt.Sprintf("%d.%02d", o.PriceCents/100, o.PriceCents%100), o.Status, paid,
+			d.Recipient, d.Phone, d.Region, d.City, d.Street, d.Postcode, o.Carrier, o.TrackingNo}
+		for i := range row {
+			row[i] = inert(row[i])
+		}
+		_ = w.Write(row)
+	}
+	w.Flush()
+	noStore(c)
+	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
+	c.Set(fiber.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="activity-%d-orders.csv"`, id))
+	return c.Send(buf.Bytes())
+}
+
+// inert keeps a cell from running as a formula when a spreadsheet opens the file (a shopper's address
+// line "=HYPERLINK(…)", say): a cell starting with = + - @ or a tab or carriage return gets a leading '.
+func inert(cell string) string {
+	if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
+		return "'" + cell
+	}
+	return cell
+}
+
+// Ship marks one of the merchant's paid orders shipped, or corrects a shipped order's carrier and
+// tracking number.
+func (h *Fulfilment) Ship(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	var in models.Shipment
+	if err := ParseJSON(c, &in); err != nil {
+		return err
+	}
+	outcome, o, err := models.ShipOrder(c.UserContext(), h.DB, s.UserID, 0, no, in, h.Now())
+	if err != nil {
+		return err
+	}
+	views, err := orderViews(c, h.DB, []models.Order{*o})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"outcome": outcome, "order": views[0]})
+}
+
+// MaxShipmentRows is how many orders one CSV sent back can hold.
+const MaxShipmentRows = 20_000
+
+// maxRowErrors is how many bad rows an answer lists (it counts them all).
+const maxRowErrors = 200
+
+// RowError is a row of a CSV sent back that was not applied, by its line in the file.
+type RowError struct {
+	Line    int               `json:"line"`
+	OrderNo string            `json:"order_no,omitempty"`
+	Error   string            `json:"error"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
+
+// ShipmentsResult is what a CSV sent back did.
+type ShipmentsResult struct {
+	Shipped   int        `json:"shipped"`   // orders shipped now
+	Corrected int        `json:"corrected"` // shipped orders whose carrier or tracking number changed
+	Unchanged int        `json:"unchanged"` // shipped already, as the row says
+	Skipped   int        `json:"skipped"`   // rows with neither carrier nor tracking number: not shipped yet
+	Bad       int        `json:"bad"`       // rows not applied (the first 200 are in errors)
+	Errors    []RowError `json:"errors"`
+}
+
+// Shipments marks shipped the orders of a CSV sent back (the exported file, with carrier and tracking_no
+// filled in): a multipart upload in the field "file", or the CSV as the body (text/csv). Every good row
+// is applied and every bad one reported by its line, so a fixed file can be sent again: rows applied
+// before change nothing. UTF-8 (with or without a BOM) is read, and GB18030, which Chinese Excel saves.
+func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	raw, err := uploaded(c, "file", "text/csv")
+	if err != nil {
+		return err
+	}
+	rows, err := readShipments(raw)
+	if err != nil {
+		return err
+	}
+	// The activity first: a merchant sending a file to another's activity learns nothing from its rows.
+	if err := models.OwnActivity(c.UserContext(), h.DB, s.UserID, id); err != nil {
+		return err
+	}
+	res := ShipmentsResult{Errors: []RowError{}}
+	bad := func(r RowError) {
+		res.Bad++
+		if len(res.Errors) < maxRowErrors {
+			res.Errors = append(res.Errors, r)
+		}
+	}
+	now := h.Now()
+	for _, r := range rows {
+		switch {
+		case r.err != nil:
+			bad(rowError(r.line, r.orderNo, r.err))
+			continue
+		case r.ship.Carrier == "" && r.ship.TrackingNo == "":
+			res.Skipped++
+			continue
+		}
+		outcome, _, err := models.ShipOrder(c.UserContext(), h.DB, s.UserID, id, r.orderNo, r.ship, now)
+		var e *errs.Error
+		switch {
+		case errors.As(err, &e):
+			bad(rowError(r.line, r.orderNo, e))
+		case err != nil:
+			return err
+		case outcome == models.ShipDone:
+			res.Shipped++
+		case outcome == models.ShipCorrected:
+			res.Corrected++
+		default:
+			res.Unchanged++
+		}
+	}
+	return c.JSON(res)
+}
+
+func rowError(line int, orderNo string, err error) RowError {
+	var e *errs.Error
+	if !errors.As(err, &e) {
+		e = errs.New(errs.BadRequest, err.Error())
+	}
+	return RowError{Line: line, OrderNo: orderNo, Error: e.Code, Message: e.Message, Fields: e.Fields}
+}
+
+type shipmentRow struct {
+	line    int
+	orderNo string
+	ship    models.Shipment
+	err     error
+}
+
+var errNoRows = errs.New(errs.BadRequest, "file: the file holds no rows: send back the CSV downloaded from this page, with carrier and tracking_no filled in")
+
+// readShipments reads a CSV sent back: a header naming order_no, carrier and tracking_no (in any order,
+// among other columns), then one order per row.
+func readShipments(raw []byte) ([]shipmentRow, error) {
+	raw = bytes.TrimPrefix(raw, []byte(bom))
+	if !utf8.Valid(raw) {
+		dec, err := simplifiedchinese.GB18030.NewDecoder().Bytes(raw)
+		if err != nil {
+			return nil, errs.Invalid("file", "is neither UTF-8 nor GB18030 text: save it as CSV UTF-8")
+		}
+		raw = dec
+	}
+	r := csv.NewReader(bytes.NewReader(raw))
+	r.FieldsPerRecord = -1
+	r.ReuseRecord = false
+	head, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, errNoRows
+	}
+	if err != nil {
+		return nil, errs.Invalid("file", "is not CSV: "+err.Error())
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[strings.ToLower(strings.TrimSpace(h))] = i
+	}
+	for _, want := range []string{"order_no", "carrier", "tracking_no"} {
+		if _, ok := col[want]; !ok {
+			return nil, errs.Invalid("file", "line 1 must name the columns, among them order_no, carrier and tracking_no")
+		}
+	}
+	var out []shipmentRow
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if len(out) == MaxShipmentRows {
+			return nil, errs.Invalid("file", fmt.Sprintf("holds more than %d rows: send it in parts", MaxShipmentRows))
+		}
+		line, _ := r.FieldPos(0)
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line = pe.StartLine
+			}
+			out = append(out, shipmentRow{line: line, err: errs.Invalid("file", "this line is not CSV")})
+			continue
+		}
+		cell := func(name string) string {
+			if i := col[name]; i < len(rec) {
+				return strings.TrimSpace(strings.TrimPrefix(rec[i], "'"))
+			}
+			return ""
+		}
+		row := shipmentRow{line: line, orderNo: cell("order_no"), ship: models.Shipment{Carrier: cell("carrier"), TrackingNo: cell("tracking_no")}}
+		if strings.Join(rec, "") == "" {
+			continue // a blank line
+		}
+		if !validOrderNo(row.orderNo) {
+			row.err = errs.Invalid("order_no", "names no order")
+		}
+		out = append(out, row)
+	}
+	if len(out) == 0 {
+		return nil, errNoRows
+	}
+	return out, nil
+}
+
+// MaxUpload is the largest file a merchant uploads (an item's image, a CSV sent back), and MaxUploadBody
+// the largest request body carrying one (the multipart envelope's few lines on top).
+const (
+	MaxUpload     = 5 << 20
+	MaxUploadBody = MaxUpload + 64<<10
+)
+
+// IsUpload reports whether a request for uri (path and query) is one of the upload routes.
+func IsUpload(uri string) bool {
+	path, _, _ := strings.Cut(uri, "?")
+	rest, ok := strings.CutPrefix(path, "/api/merchant/activities/")
+	return ok && (strings.HasSuffix(rest, "/shipments") || strings.HasSuffix(rest, "/image"))
+}
+
+// uploaded reads an uploaded file: the multipart field name, or the whole body when the request's type
+// is bodyType.
+func uploaded(c *fiber.Ctx, field, bodyType string) ([]byte, error) {
+	ct := strings.ToLower(strings.TrimSpace(strings.SplitN(c.Get(fiber.HeaderContentType), ";", 2)[0]))
+	switch ct {
+	case bodyType:
+		if len(c.Body()) > MaxUpload {
+			return nil, errs.Newf(errs.TooLarge, "the file is %.1f MB: at most %d MB can be sent", float64(len(c.Body()))/(1<<20), MaxUpload>>20)
+		}
+		return c.Body(), nil
+	case fiber.MIMEMultipartForm:
+		fh, err := c.FormFile(field)
+		if err != nil {
+			return nil, errs.Invalid(field, "choose a file to send")
+		}
+		if fh.Size > MaxUpload {
+			return nil, errs.Newf(errs.TooLarge, "the file is %.1f MB: at most %d MB can be sent", float64(fh.Size)/(1<<20), MaxUpload>>20)
+		}
+		f, err := fh.Open()
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return io.ReadAll(f)
+	}
+	return nil, errs.Newf(errs.UnsupportedMedia, "send the file as multipart/form-data (field %s) or as %s", field, bodyType)
+}
+
+// Page is the merchant's orders page of an activity: the paid orders with their addresses, a ship form
+// each, the CSV to download and the form to send it back.
+func (h *Fulfilment) Page(c *fiber.Ctx) error {
+	if _, ok, err := pageRole(c, h.Now(), models.RoleMerchant); !ok {
+		return err
+	}
+	page, err := h.OrdersPage(c)
+	if err != nil {
+		return err
+	}
+	s, _ := SessionOf(c)
+	a, err := models.MerchantActivity(c.UserContext(), h.DB, s.UserID, page.activityID)
+	if err != nil {
+		return err
+	}
+	last := max(int((page.Total+int64(page.PerPage)-1)/int64(page.PerPage)), 1)
+	noStore(c)
+	data := PageData(c, h.Now(), "ful.title", "Activity", a, "Page", page, "Status", c.Query("status", models.AllPaid),
+		"Prev", page.Page-1, "Next", page.Page+1, "Last", last)
+	data["Title"] = a.Name
+	return c.Render("merchant_orders", data, Layout)
+}

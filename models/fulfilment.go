@@ -1,0 +1,174 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"seckill/errs"
+)
+
+// Fulfilment: a merchant sees the paid orders of its activities with their delivery addresses and marks
+// them shipped. A merchant never sees, nor ships, another merchant's order: it answers not found.
+
+// OrdersPerPage is how many orders a merchant's page of orders holds.
+const OrdersPerPage = 50
+
+// Which of an activity's orders a merchant lists.
+const (
+	ToShip  = "to_ship" // paid, not shipped yet
+	Shipped = "shipped"
+	AllPaid = "all" // paid or shipped
+)
+
+// ValidOrderFilter reports whether f names one of the lists above.
+func ValidOrderFilter(f string) bool { return f == ToShip || f == Shipped || f == AllPaid }
+
+func filterStatuses(f string) []string {
+	switch f {
+	case ToShip:
+		return []string{OrderPaid}
+	case Shipped:
+		return []string{OrderShipped}
+	}
+	return []string{OrderPaid, OrderShipped}
+}
+
+// ActivityOrders lists one page (from 1) of an activity's paid or shipped orders, oldest payment first,
+// with how many there are in all. The activity must be the merchant's (else not found).
+func ActivityOrders(ctx context.Context, db *gorm.DB, merchantID, activityID int64, filter string, page int) ([]Order, int64, error) {
+	if err := OwnActivity(ctx, db, merchantID, activityID); err != nil {
+		return nil, 0, err
+	}
+	q := db.WithContext(ctx).Model(&Order{}).Where("activity_id = ? AND status IN ?", activityID, filterStatuses(filter))
+	var total int64
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("count orders of activity %d: %w", activityID, err)
+	}
+	var out []Order
+	err := q.Order("paid_at, id").Offset((max(page, 1) - 1) * OrdersPerPage).Limit(OrdersPerPage).Find(&out).Error
+	if err != nil {
+		return nil, 0, fmt.Errorf("orders of activity %d: %w", activityID, err)
+	}
+	return out, total, nil
+}
+
+// AllActivityOrders lists every paid or shipped order of one of the merchant's activities, for its CSV.
+func AllActivityOrders(ctx context.Context, db *gorm.DB, merchantID, activityID int64, filter string) ([]Order, error) {
+	if err := OwnActivity(ctx, db, merchantID, activityID); err != nil {
+		return nil, err
+	}
+	var out []Order
+	err := db.WithContext(ctx).Where("activity_id = ? AND status IN ?", activityID, filterStatuses(filter)).
+		Order("paid_at, id").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("orders of activity %d: %w", activityID, err)
+	}
+	return out, nil
+}
+
+// OwnActivity answers not found unless the activity is the merchant's.
+func OwnActivity(ctx context.Context, db *gorm.DB, merchantID, activityID int64) error {
+	var n int64
+	if err := db.WithContext(ctx).Model(&Activity{}).Where("id = ? AND merchant_id = ?", activityID, merchantID).Count(&n).Error; err != nil {
+		return fmt.Errorf("activity %d: %w", activityID, err)
+	}
+	if n == 0 {
+		return errs.New(errs.NotFound, "no such activity")
+	}
+	return nil
+}
+
+// Shipment is how an order was sent.
+type Shipment struct {
+	Carrier    string `json:"carrier"`
+	TrackingNo string `json:"tracking_no"`
+}
+
+const maxCarrier = 50
+
+var trackingNo = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{2,38}[A-Za-z0-9]$`)
+
+// Clean trims the fields and answers what is wrong with each, by field name (none when it is good).
+func (s *Shipment) Clean() map[string]string {
+	bad := map[string]string{}
+	s.Carrier = strings.TrimSpace(s.Carrier)
+	switch {
+	case strings.TrimFunc(s.Carrier, invisible) == "":
+		bad["carrier"] = "must not be empty"
+	case utf8.RuneCountInString(s.Carrier) > maxCarrier:
+		bad["carrier"] = fmt.Sprintf("must be %d characters at most", maxCarrier)
+	case !utf8.ValidString(s.Carrier) || strings.IndexFunc(s.Carrier, notOnALine) >= 0:
+		bad["carrier"] = "must be text on one line"
+	}
+	s.TrackingNo = strings.TrimSpace(s.TrackingNo)
+	if !trackingNo.MatchString(s.TrackingNo) {
+		bad["tracking_no"] = "must be 4 to 40 letters, digits and dashes"
+	}
+	return bad
+}
+
+// ShipOutcome is what marking an order shipped did.
+const (
+	ShipDone      = "shipped"   // the order is shipped now
+	ShipUnchanged = "unchanged" // it was shipped already, with this carrier and tracking number
+	ShipCorrected = "corrected" // it was shipped already: its carrier or tracking number changed
+)
+
+// ShipOrder marks one of the merchant's paid orders shipped (or corrects a shipped order's carrier and
+// tracking number). An order that is not the merchant's (or, with activityID > 0, not that activity's)
+// answers not found; one not paid, order_state.
+func ShipOrder(ctx context.Context, db *gorm.DB, merchantID, activityID int64, orderNo string, s Shipment, now time.Time) (string, *Order, error) {
+	if bad := s.Clean(); len(bad) > 0 {
+		names := make([]string, 0, len(bad))
+		for _, f := range []string{"carrier", "tracking_no"} {
+			if why, ok := bad[f]; ok {
+				names = append(names, f+": "+why)
+			}
+		}
+		return "", nil, errs.Fields("the shipment has mistakes: "+strings.Join(names, "; "), bad)
+	}
+	var outcome string
+	var o Order
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		mine := tx.Model(&Activity{}).Select("id").Where("merchant_id = ?", merchantID)
+		if activityID > 0 {
+			mine = mine.Where("id = ?", activityID)
+		}
+		err := tx.Clauses(lockForUpdate).Where("order_no = ? AND activity_id IN (?)", orderNo, mine).Take(&o).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return errs.New(errs.NotFound, "no such order")
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case o.Status == OrderShipped && o.Carrier == s.Carrier && o.TrackingNo == s.TrackingNo:
+			outcome = ShipUnchanged
+			return nil
+		case o.Status == OrderShipped:
+			outcome = ShipCorrected
+		case o.Status == OrderPaid:
+			outcome = ShipDone
+			o.ShippedAt = &now
+		default:
+			return errs.Newf(errs.OrderState, "this order is %s: only a paid order can be shipped", o.Status)
+		}
+		o.Status, o.Carrier, o.TrackingNo, o.UpdatedAt = OrderShipped, s.Carrier, s.TrackingNo, now
+		return tx.Model(&o).Select("status", "shipped_at", "carrier", "tracking_no", "updated_at").Updates(&o).Error
+	})
+	if err != nil {
+		var e *errs.Error
+		if errors.As(err, &e) {
+			return "", nil, err
+		}
+		return "", nil, fmt.Errorf("ship order %s: %w", orderNo, err)
+	}
+	return outcome, &o, nil
+}
