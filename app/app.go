@@ -68,6 +68,7 @@ type Server struct {
 	Preheat       *jobs.Preheat
 	PaymentPoll   *jobs.PaymentPoll
 	UnpaidTimeout *jobs.UnpaidTimeout
+	Refunds       *jobs.Refunds
 	Reconcile     *jobs.Reconcile
 	Queue         *jobs.Queue
 
@@ -90,6 +91,7 @@ type site struct {
 	orders   *handlers.Orders
 	book     *handlers.Addresses
 	ship     *handlers.Fulfilment
+	refunds  *handlers.AdminOrders
 	pay      *handlers.Payments
 	merchant *handlers.Merchant
 	admin    *handlers.Admin
@@ -174,6 +176,7 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 		jobs.PreheatJob:       s.Preheat.Run,
 		jobs.PaymentPollJob:   s.PaymentPoll.Run,
 		jobs.UnpaidTimeoutJob: s.UnpaidTimeout.Run,
+		jobs.RefundsJob:       s.Refunds.Run,
 		jobs.ReconcileJob:     s.Reconcile.Run,
 		jobs.QueueJob:         s.Queue.Run,
 	}
@@ -264,6 +267,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s.Provider = payment.NewClient(cfg.ProviderURL(), payment.APIKey(cfg.CallbackSecret()), 3*time.Second)
 	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
+	s.Refunds = &jobs.Refunds{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.UnpaidTimeout = &jobs.UnpaidTimeout{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
 	s.Reconcile = &jobs.Reconcile{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcileGauge(reg)}
 
@@ -341,6 +345,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		orders:   &handlers.Orders{DB: d.DB, Canceller: s.UnpaidTimeout},
 		book:     &handlers.Addresses{DB: d.DB, Now: d.Now},
 		ship:     &handlers.Fulfilment{DB: d.DB, Now: d.Now},
+		refunds:  &handlers.AdminOrders{DB: d.DB, Refunds: s.Refunds, Now: d.Now},
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
@@ -399,6 +404,7 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/admin/activities/:id/chart.svg", consoles.AdminChart)
 	f.Get("/admin/users", consoles.AdminUsers)
 	f.Get("/admin/audit", consoles.AdminAudit)
+	f.Get("/admin/orders", h.refunds.Page)
 	f.Get("/login", pages.Login)
 	f.Get("/register", pages.Register)
 	f.Get("/m/qr/:id", pages.QRPhone)
@@ -468,6 +474,8 @@ func routes(f *fiber.App, h *site) {
 	a.Get("/users", admin.Users)
 	a.Post("/users/:id/role", accounts.SetRole)
 	a.Get("/audit", admin.Audit)
+	a.Get("/orders/:order_no", h.refunds.Order)
+	a.Post("/orders/:order_no/refund", h.refunds.Refund)
 }
 
 // loadViews reads the assets and parses every template, so that a broken one fails at start.
@@ -518,6 +526,7 @@ func sandboxRoutes(r fiber.Router, sandbox *handlers.Sandbox) {
 	api.Post("/payments", sandbox.Create)
 	api.Get("/payments/:id", sandbox.Query)
 	api.Post("/payments/:id/close", sandbox.Close)
+	api.Post("/payments/:id/refund", sandbox.Refund)
 	r.Get("/pay/:id", sandbox.Page)
 	r.Post("/pay/:id/confirm", sandbox.Confirm)
 	r.Post("/pay/:id/cancel", sandbox.Cancel)

@@ -40,6 +40,9 @@ type OrderJSON struct {
 	// An admin's refund: when, and why.
 	RefundedAt   *time.Time `json:"refunded_at"`
 	RefundReason string     `json:"refund_reason"`
+	// RefundStatus is where the money of a refund of this order is: pending (on its way back), done, or
+	// failed (the shop is looking into it); empty when nothing was refunded.
+	RefundStatus string `json:"refund_status"`
 }
 
 // orderViews turns orders into what the API and the pages show, with their items' names.
@@ -52,12 +55,20 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]OrderJSON, 
 	if err != nil {
 		return nil, err
 	}
+	orderIDs := make([]int64, len(orders))
+	for i, o := range orders {
+		orderIDs[i] = o.ID
+	}
+	refunds, err := models.RefundStates(c.UserContext(), db, orderIDs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]OrderJSON, len(orders))
 	for i, o := range orders {
 		out[i] = OrderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: names[o.ItemID],
 			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC(), Address: o.Address,
 			PaidAt: utcPtr(o.PaidAt), ShippedAt: utcPtr(o.ShippedAt), Carrier: o.Carrier, TrackingNo: o.TrackingNo,
-			RefundedAt: utcPtr(o.RefundedAt), RefundReason: o.RefundReason}
+			RefundedAt: utcPtr(o.RefundedAt), RefundReason: o.RefundReason, RefundStatus: refunds[o.ID]}
 	}
 	return out, nil
 }

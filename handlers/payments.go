@@ -82,7 +82,7 @@ func (h *Payments) Pay(c *fiber.Ctx) error {
 }
 
 // Notify takes the provider's signed callback: a genuine, fresh one for a known payment of the right
-// amount marks its order paid (once); anything else changes nothing.
+// amount marks its order paid (once), or the payment's refund done; anything else changes nothing.
 func (h *Payments) Notify(c *fiber.Ctx) error {
 	body := c.Body()
 	if !payment.Verify(h.Secret, body, c.Get(payment.SignatureHeader)) {
@@ -103,15 +103,20 @@ func (h *Payments) Notify(c *fiber.Ctx) error {
 	if n.AmountCents != p.AmountCents || n.OrderNo != p.OrderNo {
 		return errs.New(errs.BadRequest, "amount_cents: does not match the payment")
 	}
-	if n.Status != payment.StatusPaid {
-		return c.JSON(fiber.Map{"ok": true})
-	}
-	out, err := models.MarkPaid(ctx, h.DB, p, h.Now())
-	if err != nil {
-		return err
-	}
-	if out.Refund {
-		payment.RefundNeeded(ctx, h.Log, p.OrderNo, p.ProviderID, p.AmountCents, out.Status)
+	switch n.Status {
+	case payment.StatusPaid:
+		out, err := models.MarkPaid(ctx, h.DB, p, h.Now())
+		if err != nil {
+			return err
+		}
+		if out.Refund {
+			h.Log.WarnContext(ctx, "money came in for an order that does not need it: it is being refunded", "order_no", p.OrderNo,
+				"payment_id", p.ProviderID, "amount_cents", p.AmountCents, "order_status", out.Status)
+		}
+	case payment.StatusRefunded:
+		if err := models.RefundDoneByProvider(ctx, h.DB, p.ID, h.Now()); err != nil {
+			return err
+		}
 	}
 	return c.JSON(fiber.Map{"ok": true})
 }

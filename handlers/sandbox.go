@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"crypto/subtle"
+	"errors"
 	"strings"
 	"time"
 
@@ -77,6 +78,22 @@ func (h *Sandbox) Query(c *fiber.Ctx) error {
 // Close is the provider's API: close a payment.
 func (h *Sandbox) Close(c *fiber.Ctx) error {
 	st, err := h.Pay.Close(c.UserContext(), c.Params("id"))
+	return sandboxStatus(c, st, err)
+}
+
+// Refund is the provider's API: give a paid payment's money back (once).
+func (h *Sandbox) Refund(c *fiber.Ctx) error {
+	var r payment.RefundRequest
+	if err := ParseJSON(c, &r); err != nil {
+		return err
+	}
+	if !payment.ValidRefund(r) {
+		return errs.Invalid("refund_id", "must be 1 to 64 printable characters, with amount_cents from 1 and a reason of 500 bytes at most")
+	}
+	st, err := h.Pay.Refund(c.UserContext(), c.Params("id"), r)
+	if errors.Is(err, payment.ErrNotRefundable) {
+		return errs.New(errs.Conflict, err.Error())
+	}
 	return sandboxStatus(c, st, err)
 }
 

@@ -18,6 +18,7 @@ const (
 	UnpaidTimeoutJob = "unpaid_timeout"
 	ReconcileJob     = "reconcile"
 	QueueJob         = "queue"
+	RefundsJob       = "refunds"
 )
 
 // Every calls fn at once and then every interval, until ctx ends; it then returns ctx's error. An error

@@ -28,15 +28,21 @@ type PaymentPoll struct {
 
 // Run polls until ctx ends.
 func (p *PaymentPoll) Run(ctx context.Context) error {
-	unavailable := retryWait(2*p.Interval, time.Minute)
+	return whileProviderUp(ctx, p.Interval, p.Once, func(err error) { p.Log.Warn("payment poll failed", "err", err) })
+}
+
+// whileProviderUp runs once every interval until ctx ends; while the payment provider is unavailable it
+// waits longer between rounds, up to a minute. Other errors go to onErr.
+func whileProviderUp(ctx context.Context, interval time.Duration, once func(context.Context) error, onErr func(error)) error {
+	unavailable := retryWait(2*interval, time.Minute)
 	for {
-		err := p.Once(ctx)
-		wait := p.Interval
+		err := once(ctx)
+		wait := interval
 		switch {
 		case errors.Is(err, payment.ErrUnavailable):
 			wait = unavailable.NextBackOff()
 		case err != nil && ctx.Err() == nil:
-			p.Log.Warn("payment poll failed", "err", err)
+			onErr(err)
 			unavailable.Reset()
 		default:
 			unavailable.Reset()
@@ -89,7 +95,7 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 }
 
 // settlePaid records a paid payment; money that came in for an order no longer waiting for it (cancelled,
-// or paid twice) is logged as needing a refund, and counted.
+// or paid twice) gets a refund, which the refunds job makes.
 func settlePaid(ctx context.Context, db *gorm.DB, log *slog.Logger, p *models.Payment, now time.Time, counts map[string]int64) error {
 	out, err := models.MarkPaid(ctx, db, p, now)
 	if err != nil {
@@ -99,8 +105,9 @@ func settlePaid(ctx context.Context, db *gorm.DB, log *slog.Logger, p *models.Pa
 	case out.Paid:
 		counts["paid"]++
 	case out.Refund:
-		counts["refund_needed"]++
-		payment.RefundNeeded(ctx, log, p.OrderNo, p.ProviderID, p.AmountCents, out.Status)
+		counts["refund_requested"]++
+		log.WarnContext(ctx, "money came in for an order that does not need it: it is being refunded", "order_no", p.OrderNo,
+			"payment_id", p.ProviderID, "amount_cents", p.AmountCents, "order_status", out.Status)
 	}
 	return nil
 }
@@ -245,7 +252,7 @@ func (u *UnpaidTimeout) cancel(ctx context.Context, o *models.Order, counts map[
 // closeLate closes at the provider the payments of a cancelled order that were made while it was being
 // cancelled (a Pay in another tab between the payments' list and the cancel): the cancel closed them in
 // the database only. No payment can be made once the order is cancelled. One the provider cannot close
-// is logged, as is one paid meanwhile, whose money must go back.
+// is logged; one paid meanwhile is recorded paid and its money goes back (a refund).
 func (u *UnpaidTimeout) closeLate(ctx context.Context, o *models.Order, closed []models.Payment) {
 	var all []models.Payment
 	if err := u.DB.WithContext(ctx).Where("order_id = ?", o.ID).Find(&all).Error; err != nil {
@@ -272,7 +279,10 @@ func (u *UnpaidTimeout) closeLate(ctx context.Context, o *models.Order, closed [
 		case err != nil:
 			u.Log.Error("a payment of a cancelled order may still be open at the provider", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
 		case st == payment.StatusPaid:
-			u.Log.Error("refund_needed: a payment of a cancelled order was paid", "order", o.OrderNo, "payment", p.ProviderID)
+			// Paid while the order was being cancelled: recorded paid, and refunded.
+			if err := settlePaid(ctx, u.DB, u.Log, &p, u.Now(), map[string]int64{}); err != nil {
+				u.Log.Error("refund_needed: a paid payment of a cancelled order could not be recorded: refund it by hand", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			}
 		}
 	}
 }

@@ -63,13 +63,13 @@ type PaidOutcome struct {
 	Paid   bool   // this payment paid its order (which waited for it)
 	Status string // the order's status after it
 	// Refund: this payment's money came in now for an order that no longer needed it (cancelled, or paid
-	// by another payment): the money must go back. A payment seen paid twice (a callback and a poll) is
-	// counted once.
+	// by another payment): a refund of it was recorded, which the refunds job makes at the provider. A
+	// payment seen paid twice (a callback and a poll) is counted once.
 	Refund bool
 }
 
 // MarkPaid records that payment p was paid: the payment, and its order if the order still waits for it,
-// in one transaction.
+// or else a refund of it, in one transaction.
 func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (PaidOutcome, error) {
 	var out PaidOutcome
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -87,7 +87,14 @@ func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (Paid
 			return err
 		}
 		out.Refund = pay.RowsAffected == 1 && !out.Paid // the order was no longer waiting: cancelled, or paid
-		return nil
+		if !out.Refund {
+			return nil
+		}
+		why := "paid after the order was " + out.Status
+		if out.Status == OrderPaid || out.Status == OrderShipped {
+			why = "the order was paid by another payment"
+		}
+		return requestRefund(tx, System, p, RefundLatePayment, why, now)
 	})
 	if err != nil {
 		return PaidOutcome{}, fmt.Errorf("mark order %s paid: %w", p.OrderNo, err)

@@ -72,7 +72,7 @@ func (c *Client) call(ctx context.Context, method, path string, body any, tries 
 			return out, backoff.Permanent(err)
 		case errors.Is(err, errRefused), ctx.Err() != nil:
 			// No retry: the same request gets the same answer.
-			return nil, backoff.Permanent(fmt.Errorf("%w: %v", ErrUnavailable, err))
+			return nil, backoff.Permanent(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
 			return nil, backoff.Permanent(fmt.Errorf("%w: circuit open", ErrUnavailable))
 		}
@@ -154,6 +154,22 @@ func (c *Client) Close(ctx context.Context, id string) (string, error) {
 	var out statusBody
 	if err := json.Unmarshal(b, &out); err != nil || out.Status == "" {
 		return "", fmt.Errorf("%w: bad answer to close", ErrUnavailable)
+	}
+	return out.Status, nil
+}
+
+// Refund asks for a paid payment's money back. It is retried: the provider refunds a payment once.
+func (c *Client) Refund(ctx context.Context, id string, r RefundRequest) (string, error) {
+	b, err := c.call(ctx, http.MethodPost, "/api/payments/"+id+"/refund", r, 3)
+	if errors.Is(err, errRefused) {
+		return "", fmt.Errorf("%w: %v", ErrNotRefundable, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	var out statusBody
+	if err := json.Unmarshal(b, &out); err != nil || out.Status == "" {
+		return "", fmt.Errorf("%w: bad answer to refund", ErrUnavailable)
 	}
 	return out.Status, nil
 }

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"log/slog"
 	"time"
 )
 
@@ -19,6 +18,7 @@ const (
 	StatusPaid      = "paid"      // the money is in
 	StatusCancelled = "cancelled" // the payer pressed Cancel
 	StatusClosed    = "closed"    // the shop closed it (order cancelled); it can no longer be paid
+	StatusRefunded  = "refunded"  // it was paid, and the money went back to the payer
 )
 
 // ErrUnavailable means the provider cannot be reached (it is down, slow, or the breaker is open).
@@ -34,6 +34,18 @@ type Request struct {
 	NotifyURL   string `json:"notify_url"` // where the provider calls back when paid ("" for none)
 }
 
+// RefundRequest asks the provider to give a paid payment's money back. RefundID is the shop's own id of
+// the refund: the provider refunds a payment once, however often it is asked.
+type RefundRequest struct {
+	RefundID    string `json:"refund_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Reason      string `json:"reason"`
+}
+
+// ErrNotRefundable means the provider will not refund the payment: it was never paid (open, closed or
+// cancelled), or it was refunded for another amount. Asking again will not help; a person must look.
+var ErrNotRefundable = errors.New("the provider will not refund this payment")
+
 // Created is a payment the provider made.
 type Created struct {
 	ID     string `json:"payment_id"`
@@ -48,9 +60,12 @@ type Provider interface {
 	// Close stops a payment from being paid and answers its final status: closed, or paid if the money
 	// came in first.
 	Close(ctx context.Context, id string) (string, error)
+	// Refund gives a paid payment's money back and answers StatusRefunded, also when it was refunded
+	// before (a retry); a payment that was not paid answers ErrNotRefundable.
+	Refund(ctx context.Context, id string, r RefundRequest) (string, error)
 }
 
-// Notification is the provider's callback that a payment was paid.
+// Notification is the provider's callback that a payment was paid, or refunded.
 type Notification struct {
 	PaymentID   string `json:"payment_id"`
 	OrderNo     string `json:"order_no"`
@@ -81,14 +96,6 @@ func ValidProviderID(id string) bool {
 		}
 	}
 	return true
-}
-
-// RefundNeeded flags money that came in for an order that no longer needed it (cancelled, or paid by
-// another payment), wherever the shop learnt of it (its poller, or the provider's callback): an error in
-// the log, with what a person needs to refund it.
-func RefundNeeded(ctx context.Context, log *slog.Logger, orderNo, paymentID string, amountCents int64, orderStatus string) {
-	log.ErrorContext(ctx, "money received for an order that does not need it: refund it", "order_no", orderNo,
-		"payment_id", paymentID, "amount_cents", amountCents, "order_status", orderStatus)
 }
 
 // APIKey is the key the shop sends to the provider's API (Authorization: Bearer …), derived from the

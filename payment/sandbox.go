@@ -214,13 +214,55 @@ func (s *Sandbox) Confirm(ctx context.Context, id string) (string, error) {
 	}
 	p, err := s.Get(ctx, id)
 	if err == nil && s.notifyURL != "" {
-		s.notify(ctx, p)
+		s.notify(ctx, p, StatusPaid)
 	}
 	return st, nil
 }
 
-func (s *Sandbox) notify(ctx context.Context, p *SandboxPayment) {
-	body, _ := json.Marshal(Notification{PaymentID: p.ID, OrderNo: p.OrderNo, AmountCents: p.AmountCents, Status: StatusPaid, At: s.now().Unix()})
+// refundScript refunds a paid payment once: it answers "refunded!" the first time (the shop is to be
+// told), "refunded" after, "amount" for another amount, or the status of a payment never paid.
+var refundScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then return '' end
+if st ~= 'paid' then return st end
+if redis.call('HGET', KEYS[1], 'amount') ~= ARGV[2] then return 'amount' end
+redis.call('HSET', KEYS[1], 'status', 'refunded', 'refund_id', ARGV[1], 'refunded', ARGV[3])
+return 'refunded!'`)
+
+// ValidRefund reports whether r is within the sandbox's limits: a refund id of 1 to 64 printable ASCII
+// characters, an amount from 1 cent, a reason of 500 bytes at most.
+func ValidRefund(r RefundRequest) bool {
+	return ValidProviderID(r.RefundID) && r.AmountCents > 0 && r.AmountCents <= MaxAmountCents && len(r.Reason) <= 500
+}
+
+// Refund gives a paid payment's money back, once (asked again, it answers refunded and does nothing),
+// and calls the shop back. The whole amount only: a payment not paid, or another amount, is refused.
+func (s *Sandbox) Refund(ctx context.Context, id string, r RefundRequest) (string, error) {
+	if !ValidID(id) {
+		return "", ErrNotFound
+	}
+	if !ValidRefund(r) {
+		return "", fmt.Errorf("%w: a bad refund request", ErrNotRefundable)
+	}
+	st, err := refundScript.Run(ctx, s.rdb, []string{sandboxKey(id)}, r.RefundID, strconv.FormatInt(r.AmountCents, 10), s.now().Unix()).Text()
+	switch {
+	case err != nil:
+		return "", err
+	case st == "":
+		return "", ErrNotFound
+	case st == StatusRefunded:
+		return StatusRefunded, nil
+	case st != StatusRefunded+"!":
+		return "", fmt.Errorf("%w: the payment is %s", ErrNotRefundable, st)
+	}
+	if p, err := s.Get(ctx, id); err == nil && s.notifyURL != "" {
+		s.notify(ctx, p, StatusRefunded)
+	}
+	return StatusRefunded, nil
+}
+
+func (s *Sandbox) notify(ctx context.Context, p *SandboxPayment, status string) {
+	body, _ := json.Marshal(Notification{PaymentID: p.ID, OrderNo: p.OrderNo, AmountCents: p.AmountCents, Status: status, At: s.now().Unix()})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.notifyURL, bytes.NewReader(body))
 	if err != nil {
 		return

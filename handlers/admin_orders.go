@@ -1,0 +1,156 @@
+package handlers
+
+import (
+	"context"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/errs"
+	"seckill/models"
+)
+
+// AdminOrders serves an admin's look at one order (its payments and refunds) and the refund of a paid
+// order that will not be shipped.
+type AdminOrders struct {
+	DB *gorm.DB
+	// Refunds makes an order's pending refunds at the provider now (jobs.Refunds); what it cannot, the
+	// refunds job retries.
+	Refunds interface {
+		MakeFor(ctx context.Context, orderID int64) error
+	}
+	Now func() time.Time
+}
+
+// PaymentJSON is a payment as an admin sees it.
+type PaymentJSON struct {
+	PaymentID   string    `json:"payment_id"`
+	Status      string    `json:"status"`
+	AmountCents int64     `json:"amount_cents"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// RefundJSON is a refund as an admin sees it.
+type RefundJSON struct {
+	PaymentID   string     `json:"payment_id"`
+	AmountCents int64      `json:"amount_cents"`
+	Kind        string     `json:"kind"` // late_payment or admin
+	Reason      string     `json:"reason"`
+	Status      string     `json:"status"` // pending, done or failed
+	Attempts    int        `json:"attempts"`
+	LastError   string     `json:"last_error"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DoneAt      *time.Time `json:"done_at"`
+}
+
+// AdminOrderJSON is one order as an admin sees it.
+type AdminOrderJSON struct {
+	Order    OrderJSON     `json:"order"`
+	Buyer    string        `json:"buyer"`
+	Payments []PaymentJSON `json:"payments"`
+	Refunds  []RefundJSON  `json:"refunds"`
+}
+
+func (h *AdminOrders) view(c *fiber.Ctx, no string) (*AdminOrderJSON, error) {
+	ctx := c.UserContext()
+	o, err := models.OrderByNo(ctx, h.DB, no)
+	if err != nil {
+		return nil, err
+	}
+	views, err := orderViews(c, h.DB, []models.Order{*o})
+	if err != nil {
+		return nil, err
+	}
+	names, err := models.Usernames(ctx, h.DB, []int64{o.UserID})
+	if err != nil {
+		return nil, err
+	}
+	var ps []models.Payment
+	if err := h.DB.WithContext(ctx).Where("order_id = ?", o.ID).Order("id").Find(&ps).Error; err != nil {
+		return nil, err
+	}
+	rs, err := models.RefundsOfOrder(ctx, h.DB, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &AdminOrderJSON{Order: views[0], Buyer: names[o.UserID], Payments: []PaymentJSON{}, Refunds: []RefundJSON{}}
+	for _, p := range ps {
+		out.Payments = append(out.Payments, PaymentJSON{p.ProviderID, p.Status, p.AmountCents, p.CreatedAt.UTC()})
+	}
+	for _, r := range rs {
+		out.Refunds = append(out.Refunds, RefundJSON{r.ProviderID, r.AmountCents, r.Kind, r.Reason, r.Status, r.Attempts, r.LastError, r.CreatedAt.UTC(), utcPtr(r.DoneAt)})
+	}
+	return out, nil
+}
+
+// Order answers one order with its buyer, payments and refunds.
+func (h *AdminOrders) Order(c *fiber.Ctx) error {
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	v, err := h.view(c, no)
+	if err != nil {
+		return err
+	}
+	return c.JSON(v)
+}
+
+// Refund refunds a paid order that was not shipped, with a reason (audited): the order becomes refunded
+// at once, and the money goes back now or, if the provider cannot take it now, as soon as it can.
+func (h *AdminOrders) Refund(c *fiber.Ctx) error {
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := ParseJSON(c, &in); err != nil {
+		return err
+	}
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	o, err := models.RefundOrder(c.UserContext(), h.DB, who, no, in.Reason, h.Now())
+	if err != nil {
+		return err
+	}
+	// The provider's word now if it answers quickly; else the job carries on.
+	ctx, cancel := context.WithTimeout(c.UserContext(), payTime)
+	_ = h.Refunds.MakeFor(ctx, o.ID)
+	cancel()
+	v, err := h.view(c, no)
+	if err != nil {
+		return err
+	}
+	return c.JSON(v)
+}
+
+// Page is the admin's orders page: find an order by its number, see its payments and refunds, refund it;
+// and the refunds that need a person (refused by the provider) or are still on their way.
+func (h *AdminOrders) Page(c *fiber.Ctx) error {
+	if _, ok, err := pageRole(c, h.Now(), models.RoleAdmin); !ok {
+		return err
+	}
+	data := PageData(c, h.Now(), "adm.orders")
+	if no := c.Query("no"); no != "" {
+		data["Query"] = no
+		if validOrderNo(no) {
+			v, err := h.view(c, no)
+			if err != nil && errs.Code(err) != errs.NotFound {
+				return err
+			}
+			data["Found"] = v
+		}
+	}
+	var open []models.Refund
+	if err := h.DB.WithContext(c.UserContext()).Where("status <> ?", models.RefundDone).Order("id DESC").Limit(100).Find(&open).Error; err != nil {
+		return err
+	}
+	data["OpenRefunds"] = open
+	noStore(c)
+	return c.Render("admin_orders", data, Layout)
+}

@@ -1,0 +1,94 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"seckill/models"
+	"seckill/payment"
+)
+
+// Refunds gives back at the provider the money the shop recorded as owed (a late payment on a cancelled
+// order, an admin's refund). A refund is asked for until the provider confirms it: while the provider is
+// unavailable the job waits longer between rounds, up to a minute, and the refund stays pending. The
+// provider refunds a payment once however often it is asked (the shop's refund id), so a retry after a
+// lost answer gives nothing back twice.
+type Refunds struct {
+	DB       *gorm.DB
+	Provider payment.Provider
+	Runs     *Runs
+	Interval time.Duration
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// Run refunds until ctx ends.
+func (r *Refunds) Run(ctx context.Context) error {
+	return whileProviderUp(ctx, r.Interval, r.Once, func(err error) { r.Log.Warn("refunds failed", "err", err) })
+}
+
+// Once runs one round now (under the job's lock).
+func (r *Refunds) Once(ctx context.Context) error {
+	return r.Runs.Once(ctx, RefundsJob, true, max(r.Interval*3, 10*time.Second), r.round)
+}
+
+func (r *Refunds) round(ctx context.Context, counts map[string]int64) error {
+	due, err := models.PendingRefunds(ctx, r.DB, 100)
+	if err != nil {
+		return err
+	}
+	for i := range due {
+		if err := r.Make(ctx, &due[i], counts); err != nil {
+			return err // the provider is down: the rest wait for the next round
+		}
+	}
+	return nil
+}
+
+// Make asks the provider for one refund and records its answer. It answers an error only when the
+// provider could not be reached (the refund stays pending) or the database failed.
+func (r *Refunds) Make(ctx context.Context, f *models.Refund, counts map[string]int64) error {
+	st, err := r.Provider.Refund(ctx, f.ProviderID, payment.RefundRequest{RefundID: f.RefundID(), AmountCents: f.AmountCents, Reason: f.Reason})
+	now := r.Now()
+	switch {
+	case err == nil && st == payment.StatusRefunded:
+		counts["refunded"]++
+		return models.RefundSettled(ctx, r.DB, f.ID, models.RefundDone, "", now)
+	case errors.Is(err, payment.ErrNotRefundable), payment.IsNotFound(err), err == nil:
+		// The provider will not: a person must look (the admin pages show failed refunds).
+		counts["refused"]++
+		why := "the provider answered " + st
+		if err != nil {
+			why = err.Error()
+		}
+		r.Log.ErrorContext(ctx, "refund_needed: the provider refused a refund", "order_no", f.OrderNo, "payment_id", f.ProviderID, "why", why)
+		return models.RefundSettled(ctx, r.DB, f.ID, models.RefundFailed, why, now)
+	}
+	counts["unavailable"]++
+	if serr := models.RefundSettled(ctx, r.DB, f.ID, models.RefundPending, err.Error(), now); serr != nil {
+		return serr
+	}
+	return err
+}
+
+// MakeFor makes an order's pending refunds now (an admin's refund answers with the provider's word
+// when it can); those the provider cannot take now wait for the job.
+func (r *Refunds) MakeFor(ctx context.Context, orderID int64) error {
+	fs, err := models.RefundsOfOrder(ctx, r.DB, orderID)
+	if err != nil {
+		return err
+	}
+	for i := range fs {
+		if fs[i].Status != models.RefundPending {
+			continue
+		}
+		if err := r.Make(ctx, &fs[i], map[string]int64{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"seckill/errs"
+)
+
+// Refund kinds: money that reached an order no longer waiting for it goes back by itself; an admin
+// refunds a paid order that will not be shipped.
+const (
+	RefundLatePayment = "late_payment"
+	RefundByAdmin     = "admin"
+)
+
+// Refund states: pending until the provider has given the money back (retried while it cannot),
+// done once it has; failed when the provider refuses it (a person must look).
+const (
+	RefundPending = "pending"
+	RefundDone    = "done"
+	RefundFailed  = "failed"
+)
+
+// Refund is money given back for one payment: one per payment, so that asking twice refunds once.
+type Refund struct {
+	ID          int64      `gorm:"primaryKey"`
+	OrderID     int64      `gorm:"not null;index"`
+	OrderNo     string     `gorm:"size:32;not null;index"`
+	PaymentID   int64      `gorm:"not null;uniqueIndex"`
+	ProviderID  string     `gorm:"size:64;not null"`
+	AmountCents int64      `gorm:"not null"`
+	Kind        string     `gorm:"size:16;not null"`
+	Reason      string     `gorm:"type:text;not null;default:''"`
+	Status      string     `gorm:"size:16;not null;index"`
+	Attempts    int        `gorm:"not null;default:0"`
+	LastError   string     `gorm:"type:text;not null;default:''"`
+	RequestedBy *int64     // the admin, for an admin's refund
+	DoneAt      *time.Time // when the provider confirmed it
+	CreatedAt   time.Time  `gorm:"not null"`
+	UpdatedAt   time.Time  `gorm:"not null"`
+}
+
+// RefundID is the refund's id at the provider: the shop's own, so a retry names the same refund.
+func (r *Refund) RefundID() string { return fmt.Sprintf("RF%d", r.ID) }
+
+// System is the actor of what the shop does by itself (a late payment's refund) in the audit log.
+var System = Actor{ID: 0, Username: "system"}
+
+type refundAudit struct {
+	OrderNo     string `json:"order_no"`
+	PaymentID   string `json:"payment_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Kind        string `json:"kind"`
+	Reason      string `json:"reason,omitempty"`
+	Status      string `json:"status"`
+}
+
+func (r *Refund) audit() refundAudit {
+	return refundAudit{r.OrderNo, r.ProviderID, r.AmountCents, r.Kind, r.Reason, r.Status}
+}
+
+// requestRefund records, in tx, that payment p's money must go back; a payment with a refund already
+// keeps that one.
+func requestRefund(tx *gorm.DB, who Actor, p *Payment, kind, reason string, now time.Time) error {
+	r := Refund{OrderID: p.OrderID, OrderNo: p.OrderNo, PaymentID: p.ID, ProviderID: p.ProviderID, AmountCents: p.AmountCents,
+		Kind: kind, Reason: reason, Status: RefundPending, CreatedAt: now, UpdatedAt: now}
+	if who.ID != 0 {
+		r.RequestedBy = &who.ID
+	}
+	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "payment_id"}}, DoNothing: true}).Create(&r)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return res.Error
+	}
+	return Audit(tx, who, "refund.request", "order:"+p.OrderNo, nil, r.audit(), now)
+}
+
+// PendingRefunds lists refunds the provider has not confirmed yet, least recently tried first.
+func PendingRefunds(ctx context.Context, db *gorm.DB, limit int) ([]Refund, error) {
+	var out []Refund
+	if err := db.WithContext(ctx).Where("status = ?", RefundPending).Order("updated_at, id").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("pending refunds: %w", err)
+	}
+	return out, nil
+}
+
+// RefundsOfOrder lists an order's refunds.
+func RefundsOfOrder(ctx context.Context, db *gorm.DB, orderID int64) ([]Refund, error) {
+	var out []Refund
+	if err := db.WithContext(ctx).Where("order_id = ?", orderID).Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("refunds of order %d: %w", orderID, err)
+	}
+	return out, nil
+}
+
+// RefundStates answers, for each order that has refunds, the state shown to its buyer: done when every
+// refund is, failed when one was refused, else pending.
+func RefundStates(ctx context.Context, db *gorm.DB, orderIDs []int64) (map[int64]string, error) {
+	out := map[int64]string{}
+	if len(orderIDs) == 0 {
+		return out, nil
+	}
+	var rows []Refund
+	if err := db.WithContext(ctx).Select("order_id", "status").Where("order_id IN ?", orderIDs).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("refunds of orders: %w", err)
+	}
+	rank := map[string]int{RefundDone: 0, RefundPending: 1, RefundFailed: 2}
+	for _, r := range rows {
+		if cur, ok := out[r.OrderID]; !ok || rank[r.Status] > rank[cur] {
+			out[r.OrderID] = r.Status
+		}
+	}
+	return out, nil
+}
+
+// RefundSettled records the provider's answer to one try of a refund: done, refused (failed, with why),
+// or not reached (still pending, with why, to be tried again). Done is recorded once, audited.
+func RefundSettled(ctx context.Context, db *gorm.DB, id int64, status, why string, now time.Time) error {
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var r Refund
+		if err := tx.Clauses(lockForUpdate).Take(&r, "id = ?", id).Error; err != nil {
+			return err
+		}
+		if r.Status == RefundDone {
+			return nil
+		}
+		before := r.audit()
+		r.Attempts++
+		r.LastError, r.UpdatedAt = why, now
+		if status != RefundPending {
+			r.Status = status
+		}
+		if status == RefundDone {
+			r.DoneAt = &now
+		}
+		if err := tx.Model(&r).Select("status", "attempts", "last_error", "done_at", "updated_at").Updates(&r).Error; err != nil {
+			return err
+		}
+		if status == RefundPending {
+			return nil
+		}
+		return Audit(tx, System, "refund."+status, "order:"+r.OrderNo, before, r.audit(), now)
+	})
+}
+
+// RefundDoneByProvider records the provider's word (its callback) that a payment was refunded.
+func RefundDoneByProvider(ctx context.Context, db *gorm.DB, paymentID int64, now time.Time) error {
+	var r Refund
+	err := db.WithContext(ctx).Where("payment_id = ?", paymentID).Take(&r).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil // not a refund the shop asked for: nothing to record
+	}
+	if err != nil {
+		return fmt.Errorf("refund of payment %d: %w", paymentID, err)
+	}
+	return RefundSettled(ctx, db, r.ID, RefundDone, "", now)
+}
+
+// maxRefundReason is how long an admin's reason may be, in characters.
+const maxRefundReason = 500
+
+// RefundOrder is an admin's refund of a paid order that was not shipped: the order becomes refunded
+// (its unit is not sold again: the sale's count stays what was sold), each paid payment of it gets a
+// refund to be made, and the whole is audited with the reason. Refunding a refunded order changes
+// nothing; a shipped or unpaid one answers order_state.
+func RefundOrder(ctx context.Context, db *gorm.DB, who Actor, orderNo, reason string, now time.Time) (*Order, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case strings.TrimFunc(reason, invisible) == "":
+		return nil, errs.Fields("reason: say why the order is refunded", map[string]string{"reason": "must not be empty"})
+	case utf8.RuneCountInString(reason) > maxRefundReason || badText(reason, true):
+		return nil, errs.Fields("reason: must be text of 500 characters at most", map[string]string{"reason": "must be text of 500 characters at most"})
+	}
+	var o Order
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := tx.Clauses(lockForUpdate).Where("order_no = ?", orderNo).Take(&o).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return errs.New(errs.NotFound, "no such order")
+		}
+		if err != nil {
+			return err
+		}
+		switch o.Status {
+		case OrderRefunded:
+			return nil
+		case OrderShipped:
+			return errs.New(errs.OrderState, "this order was shipped: it cannot be refunded here (a return comes first)")
+		case OrderPaid:
+		default:
+			return errs.Newf(errs.OrderState, "this order is %s: only a paid order can be refunded", o.Status)
+		}
+		var paid []Payment
+		if err := tx.Where("order_id = ? AND status = ?", o.ID, PaymentPaid).Order("id").Find(&paid).Error; err != nil {
+			return err
+		}
+		for i := range paid {
+			if err := requestRefund(tx, who, &paid[i], RefundByAdmin, reason, now); err != nil {
+				return err
+			}
+		}
+		before := map[string]any{"status": o.Status}
+		o.Status, o.RefundedAt, o.RefundReason, o.UpdatedAt = OrderRefunded, &now, reason, now
+		if err := tx.Model(&o).Select("status", "refunded_at", "refund_reason", "updated_at").Updates(&o).Error; err != nil {
+			return err
+		}
+		return Audit(tx, who, "order.refund", "order:"+o.OrderNo, before, map[string]any{"status": o.Status, "reason": reason}, now)
+	})
+	if err != nil {
+		var e *errs.Error
+		if errors.As(err, &e) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("refund order %s: %w", orderNo, err)
+	}
+	return &o, nil
+}
