@@ -92,6 +92,7 @@ type site struct {
 	book     *handlers.Addresses
 	ship     *handlers.Fulfilment
 	refunds  *handlers.AdminOrders
+	images   *handlers.Images
 	pay      *handlers.Payments
 	merchant *handlers.Merchant
 	admin    *handlers.Admin
@@ -346,6 +347,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		book:     &handlers.Addresses{DB: d.DB, Now: d.Now},
 		ship:     &handlers.Fulfilment{DB: d.DB, Now: d.Now},
 		refunds:  &handlers.AdminOrders{DB: d.DB, Refunds: s.Refunds, Now: d.Now},
+		images:   handlers.NewImages(d.DB, d.Now),
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
@@ -387,6 +389,7 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/healthz", health.Live)
 	f.Get("/readyz", health.Ready)
 	f.Get("/assets/*", static.Serve)
+	f.Get("/images/:name", h.images.Serve)
 
 	f.Get("/", pages.Home)
 	f.Get("/items/:id", pages.Item)
@@ -459,6 +462,7 @@ func routes(f *fiber.App, h *site) {
 	m.Post("/activities/:id/items", merchant.AddItem)
 	m.Put("/activities/:id/items/:item", merchant.UpdateItem)
 	m.Delete("/activities/:id/items/:item", merchant.DeleteItem)
+	m.Post("/activities/:id/items/:item/image", h.images.Upload)
 	m.Post("/activities/:id/submit", merchant.Submit)
 	m.Get("/activities/:id/stats", merchant.ActivityStats)
 	m.Get("/activities/:id/orders", h.ship.ActivityOrders)

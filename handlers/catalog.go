@@ -51,7 +51,8 @@ type ItemJSON struct {
 	Name               string     `json:"name"`
 	Title              string     `json:"title"`
 	Description        string     `json:"description"`
-	ImageURL           string     `json:"image_url"`
+	ImageURL           string     `json:"image_url"`       // the item page's image ("" for none)
+	ImageThumbURL      string     `json:"image_thumb_url"` // the same, smaller, for lists
 	OriginalPriceCents int64      `json:"original_price_cents"`
 	SeckillPriceCents  int64      `json:"seckill_price_cents"`
 	StockTotal         int64      `json:"stock_total"`
@@ -102,7 +103,7 @@ func activityJSON(a *models.Activity, left map[int64]int64, now time.Time) Activ
 func itemJSON(it *models.Item, a *models.Activity, left int64, now time.Time) ItemJSON {
 	return ItemJSON{
 		ID: it.ID, ActivityID: it.ActivityID, Name: it.Name, Title: it.Title, Description: it.Description,
-		ImageURL: it.ImageURL, OriginalPriceCents: it.OriginalPriceCents, SeckillPriceCents: it.SeckillPriceCents,
+		ImageURL: it.Picture("960"), ImageThumbURL: it.Picture("480"), OriginalPriceCents: it.OriginalPriceCents, SeckillPriceCents: it.SeckillPriceCents,
 		StockTotal: it.StockTotal, StockLeft: left, StockShards: max(it.StockShards, 1),
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), SaleMode: saleMode(a), QueueOpensAt: utc(a.QueueOpensAt),
 		ServerTime: now.UTC(),

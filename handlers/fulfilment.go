@@ -358,32 +358,37 @@ func IsUpload(uri string) bool {
 	return ok && (strings.HasSuffix(rest, "/shipments") || strings.HasSuffix(rest, "/image"))
 }
 
-// uploaded reads an uploaded file: the multipart field name, or the whole body when the request's type
-// is bodyType.
-func uploaded(c *fiber.Ctx, field, bodyType string) ([]byte, error) {
+// uploaded reads an uploaded file: the multipart field, or the whole body when the request's type is one
+// of bodyTypes. A file over MaxUpload answers too_large.
+func uploaded(c *fiber.Ctx, field string, bodyTypes ...string) ([]byte, error) {
+	tooLarge := func(n int64) error {
+		return errs.Newf(errs.TooLarge, "%s: the file is %.1f MB: at most %d MB can be sent", field, float64(n)/(1<<20), MaxUpload>>20)
+	}
 	ct := strings.ToLower(strings.TrimSpace(strings.SplitN(c.Get(fiber.HeaderContentType), ";", 2)[0]))
-	switch ct {
-	case bodyType:
-		if len(c.Body()) > MaxUpload {
-			return nil, errs.Newf(errs.TooLarge, "the file is %.1f MB: at most %d MB can be sent", float64(len(c.Body()))/(1<<20), MaxUpload>>20)
-		}
-		return c.Body(), nil
-	case fiber.MIMEMultipartForm:
+	if ct == fiber.MIMEMultipartForm {
 		fh, err := c.FormFile(field)
 		if err != nil {
-			return nil, errs.Invalid(field, "choose a file to send")
+			return nil, errs.Fields(field+": choose a file to send", map[string]string{field: "choose a file to send"})
 		}
 		if fh.Size > MaxUpload {
-			return nil, errs.Newf(errs.TooLarge, "the file is %.1f MB: at most %d MB can be sent", float64(fh.Size)/(1<<20), MaxUpload>>20)
+			return nil, tooLarge(fh.Size)
 		}
 		f, err := fh.Open()
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		return io.ReadAll(f)
+		return io.ReadAll(io.LimitReader(f, MaxUpload+1))
 	}
-	return nil, errs.Newf(errs.UnsupportedMedia, "send the file as multipart/form-data (field %s) or as %s", field, bodyType)
+	for _, t := range bodyTypes {
+		if ct == t {
+			if len(c.Body()) > MaxUpload {
+				return nil, tooLarge(int64(len(c.Body())))
+			}
+			return c.Body(), nil
+		}
+	}
+	return nil, errs.Newf(errs.UnsupportedMedia, "send the file as multipart/form-data (field %s) or as %s", field, strings.Join(bodyTypes, " or "))
 }
 
 // Page is the merchant's orders page of an activity: the paid orders with their addresses, a ship form

@@ -73,8 +73,9 @@ type itemAudit struct {
 	SeckillPriceCents  int64  `json:"seckill_price_cents"`
 	Stock              int64  `json:"stock"`
 	StockShards        int    `json:"stock_shards"`
+	Image              string `json:"image,omitempty"`
 }
 
 func itemAuditOf(it *Item) itemAudit {
-	return itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal, it.StockShards}
+	return itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal, it.StockShards, it.Picture("960")}
 }

@@ -98,7 +98,8 @@ type Item struct {
 	Name               string    `gorm:"size:200;not null"`
 	Title              string    `gorm:"size:200;not null;default:''"`
 	Description        string    `gorm:"type:text;not null;default:''"`
-	ImageURL           string    `gorm:"size:500;not null;default:''"`
+	ImageURL           string    `gorm:"size:500;not null;default:''"` // an image hosted elsewhere
+	ImageKey           string    `gorm:"size:32;not null;default:''"`  // an uploaded image's sum: its sizes are Images
 	OriginalPriceCents int64     `gorm:"not null"`
 	SeckillPriceCents  int64     `gorm:"not null"`
 	StockTotal         int64     `gorm:"not null"`
@@ -172,5 +173,5 @@ type Payment struct {
 
 // All lists every model, in the order the migrations create them.
 func All() []any {
-	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}, &Refund{}}
+	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}, &Refund{}, &Image{}}
 }

@@ -57,6 +57,12 @@
     document.querySelectorAll("[data-pct]").forEach(function (el) { el.style.width = el.dataset.pct + "%"; });
   });
 
+  // An item's image that cannot be loaded (an address elsewhere that broke) shows the drawn placeholder.
+  document.addEventListener("error", function (ev) {
+    var img = ev.target;
+    if (img.tagName === "IMG" && img.dataset.fallback && img.src.indexOf(img.dataset.fallback) < 0) img.src = img.dataset.fallback;
+  }, true);
+
   // The language switch comes back to the page it was clicked on.
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("a[data-keep-path]").forEach(function (a) {

@@ -62,6 +62,20 @@
     });
   });
 
+  // An item's image: choosing a file sends it at once; the page shows it once the server has it.
+  document.querySelectorAll("form[data-upload-image]").forEach(function (form) {
+    var input = form.querySelector("input[type=file]"), err = form.querySelector(".form-error");
+    input.addEventListener("change", function () {
+      if (!input.files[0]) return;
+      var body = new FormData();
+      body.append("image", input.files[0]);
+      err.textContent = "";
+      api("POST", form.dataset.uploadImage, body)
+        .then(function () { location.reload(); })
+        .catch(function (e) { err.textContent = (e.fields && e.fields.image) || e.message; input.value = ""; });
+    });
+  });
+
   // An item's Edit fills the item form and turns it into a change of that item.
   var form = document.getElementById("item-form"), title = document.getElementById("item-form-title");
   document.querySelectorAll("[data-edit-item]").forEach(function (btn) {

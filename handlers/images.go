@@ -1,0 +1,114 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+	"gorm.io/gorm"
+
+	"seckill/errs"
+	"seckill/internal/gate"
+	"seckill/models"
+	"seckill/pictures"
+)
+
+// Images serves the item images merchants upload: the upload (checked, scaled, re-encoded, stored in
+// the database) and the images themselves, from memory after their first read, cached by browsers
+// for a year (an image's address names what it holds, so it never changes).
+type Images struct {
+	DB  *gorm.DB
+	Now func() time.Time
+
+	cache  *lru.Cache[string, []byte]
+	flight singleflight.Group
+	work   *gate.Gate // one image processed at a time: each can take 160 MB and a core for a second
+}
+
+// imageCacheSize is how many images an instance keeps in memory (at most about 250 KB each).
+const imageCacheSize = 128
+
+// NewImages returns the images' handlers.
+func NewImages(db *gorm.DB, now func() time.Time) *Images {
+	cache, _ := lru.New[string, []byte](imageCacheSize)
+	return &Images{DB: db, Now: now, cache: cache, work: gate.New(1, 10*time.Second)}
+}
+
+var imageName = regexp.MustCompile(`^[0-9a-f]{32}-(960|480)\.jpg$`)
+
+var errNoImage = errs.Static(errs.NotFound, "no such image")
+
+// Serve answers a stored image.
+func (h *Images) Serve(c *fiber.Ctx) error {
+	name := c.Params("name")
+	if !imageName.MatchString(name) {
+		return errNoImage
+	}
+	etag := `"` + name[:32] + `"`
+	c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")
+	c.Set(fiber.HeaderETag, etag)
+	if c.Get(fiber.HeaderIfNoneMatch) == etag {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	data, ok := h.cache.Get(name)
+	if !ok {
+		v, err, _ := h.flight.Do(name, func() (any, error) {
+			return models.ImageData(context.WithoutCancel(c.UserContext()), h.DB, name)
+		})
+		if err != nil {
+			c.Set(fiber.HeaderCacheControl, "no-store")
+			return err
+		}
+		data = v.([]byte)
+		h.cache.Add(name, data)
+	}
+	c.Set(fiber.HeaderContentType, "image/jpeg")
+	return c.Send(data)
+}
+
+// Upload gives an item of a draft or rejected activity the uploaded image: a PNG or JPEG of at most
+// 5 MB, in the multipart field "image" (or as the body, typed image/png or image/jpeg).
+func (h *Images) Upload(c *fiber.Ctx) error {
+	activityID, itemID, err := ids(c)
+	if err != nil {
+		return err
+	}
+	raw, err := uploaded(c, "image", "image/png", "image/jpeg")
+	if err != nil {
+		return err
+	}
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	// The activity and item first: a file for someone else's item is not even opened.
+	if _, err := models.MerchantActivity(c.UserContext(), h.DB, who.ID, activityID); err != nil {
+		return err
+	}
+	var p *pictures.Processed
+	var perr error
+	if err := h.work.Do(c.UserContext(), func() { p, perr = pictures.Process(raw) }); err != nil {
+		return err
+	}
+	switch {
+	case errors.Is(perr, pictures.ErrNotImage):
+		return errs.Fields("image: the file is not a PNG or JPEG image", map[string]string{"image": "must be a PNG or JPEG image"})
+	case errors.Is(perr, pictures.ErrTooBig):
+		return errs.Fields("image: "+perr.Error(), map[string]string{"image": perr.Error()})
+	case perr != nil:
+		return perr
+	}
+	it, err := models.SetItemImage(c.UserContext(), h.DB, who, activityID, itemID, p.Sum, p.Variants, h.Now())
+	if err != nil {
+		return err
+	}
+	a, err := models.ActivityByID(c.UserContext(), h.DB, it.ActivityID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(itemJSON(it, a, max(it.StockTotal-it.StockSold, 0), h.Now()))
+}

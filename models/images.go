@@ -1,0 +1,77 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"seckill/errs"
+)
+
+// Image is one size of an uploaded item image, kept in the database so that every instance serves it.
+// Its name says what it holds ("<sum>-<size>.jpg", the sum being the upload's): it never changes, so
+// it is cached for a year.
+type Image struct {
+	Name      string    `gorm:"primaryKey;size:48"`
+	Data      []byte    `gorm:"not null"`
+	CreatedAt time.Time `gorm:"not null"`
+}
+
+// ImageName names one size of an upload.
+func ImageName(sum, size string) string { return sum + "-" + size + ".jpg" }
+
+// Picture answers where the pages get the item's image at size ("960" or "480"): the uploaded image,
+// else the address the merchant gave (image_url), else "" (the pages draw a placeholder).
+func (it *Item) Picture(size string) string {
+	if it.ImageKey != "" {
+		return "/images/" + ImageName(it.ImageKey, size)
+	}
+	return it.ImageURL
+}
+
+// SetItemImage gives an item of a draft or rejected activity of the merchant an uploaded image: its
+// sizes (JPEG by size name) are stored under the upload's sum, and the item points at them. Audited as
+// an edit of the activity.
+func SetItemImage(ctx context.Context, db *gorm.DB, who Actor, activityID, itemID int64, sum string, sizes map[string][]byte, now time.Time) (*Item, error) {
+	var it Item
+	_, err := changeActivity(ctx, db, who, who.ID, activityID, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
+		if err := tx.Take(&it, "id = ? AND activity_id = ?", itemID, a.ID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, nil, errs.New(errs.NotFound, "no such item")
+		} else if err != nil {
+			return nil, nil, err
+		}
+		for size, data := range sizes {
+			img := Image{Name: ImageName(sum, size), Data: data, CreatedAt: now}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&img).Error; err != nil {
+				return nil, nil, err
+			}
+		}
+		before := itemAuditOf(&it)
+		it.ImageKey, it.UpdatedAt = sum, now
+		if err := tx.Model(&it).Select("image_key", "updated_at").Updates(&it).Error; err != nil {
+			return nil, nil, err
+		}
+		return before, itemAuditOf(&it), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// ImageData answers the bytes of a stored image; none answers errs.NotFound.
+func ImageData(ctx context.Context, db *gorm.DB, name string) ([]byte, error) {
+	var img Image
+	err := db.WithContext(ctx).Take(&img, "name = ?", name).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errs.New(errs.NotFound, "no such image")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", name, err)
+	}
+	return img.Data, nil
+}
