@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/csv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
@@ -96,7 +98,9 @@ func registerInBrowser(t *testing.T, ctx context.Context, base, username string)
 }
 
 // TestShopperBuysInABrowser: a shopper registers, opens the home page and an item, waits for the
-// countdown to reach zero, passes the captcha, buys, sees success with an order number and finds the order.
+// countdown to reach zero, passes the captcha, buys, sees success with an order number and finds the order,
+// gives it a delivery address and pays; the merchant exports the paid orders, marks this one shipped by
+// sending the CSV back, and the shopper sees it shipped with its tracking number.
 func TestShopperBuysInABrowser(t *testing.T) {
 	s := startLive(t, liveOpts{})
 	ctx := chrome(t)
@@ -231,6 +235,72 @@ func TestShopperBuysInABrowser(t *testing.T) {
 	)
 	if status != "Paid" {
 		t.Errorf("after paying, the order page says %q", status)
+	}
+
+	// The merchant, in a browser of its own, finds the paid order with its address, exports the CSV,
+	// fills in the carrier and tracking number and sends it back.
+	merchant := chrome(t)
+	registerInBrowser(t, merchant, s.URL, "browser_merchant")
+	u, err := models.UserByUsername(context.Background(), s.DB, "browser_merchant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Srv.Sessions.SetRole(context.Background(), models.Actor{ID: u.ID, Username: u.Username}, u.ID, models.RoleMerchant); err != nil {
+		t.Fatal(err)
+	}
+	s.DB.Model(&models.Activity{}).Where("id = ?", act.ID).Update("merchant_id", u.ID)
+	ordersPage := s.URL + "/merchant/activities/" + itoa(act.ID) + "/orders"
+	var row, exported string
+	run(t, merchant, "the merchant's orders page",
+		chromedp.Navigate(ordersPage),
+		chromedp.WaitVisible("#order-"+orderNo, chromedp.ByID),
+		chromedp.Text("#order-"+orderNo, &row, chromedp.ByID),
+		chromedp.Evaluate(`fetch(document.querySelector("a[download]").href).then(r => r.text())`, &exported,
+			func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),
+	)
+	if !strings.Contains(row, "90 Wensan Road") {
+		t.Errorf("the merchant's row of the order lacks its address: %q", row)
+	}
+	shot(t, merchant, "merchant-orders")
+	rows, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(exported, "\uFEFF"))).ReadAll()
+	if err != nil || len(rows) != 2 || rows[1][0] != orderNo {
+		t.Fatalf("the exported CSV: %v %q", err, exported)
+	}
+	for i, h := range rows[0] {
+		switch h {
+		case "carrier":
+			rows[1][i] = "SF Express"
+		case "tracking_no":
+			rows[1][i] = "SF1000200030"
+		}
+	}
+	file := filepath.Join(t.TempDir(), "orders.csv")
+	var filled strings.Builder
+	csv.NewWriter(&filled).WriteAll(rows)
+	if err := os.WriteFile(file, []byte(filled.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var result string
+	run(t, merchant, "send the CSV back",
+		chromedp.SetUploadFiles("#shipments-file", []string{file}, chromedp.ByID),
+		chromedp.Click("#shipments-form button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible("#shipments-form .upload-result .notice", chromedp.ByQuery),
+		chromedp.Text("#shipments-form .upload-result", &result, chromedp.ByQuery),
+	)
+	if !strings.Contains(result, "Shipped 1,") || !strings.Contains(result, "not applied 0") {
+		t.Errorf("sending the CSV back says %q", result)
+	}
+
+	// The shopper sees it shipped, with the tracking number.
+	var shipment string
+	run(t, ctx, "the shipped order",
+		chromedp.Navigate(s.URL+"/orders/"+orderNo),
+		chromedp.WaitVisible(".shipment", chromedp.ByQuery),
+		chromedp.Text(".badge", &status, chromedp.ByQuery),
+		chromedp.Text(".shipment", &shipment, chromedp.ByQuery),
+	)
+	if status != "Shipped" || !strings.Contains(shipment, "SF Express") || !strings.Contains(shipment, "SF1000200030") {
+		t.Errorf("the shopper's order page says %q, %q", status, shipment)
 	}
 }
 

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"image"
+	"image/color"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -86,9 +88,24 @@ func TestMerchantAndAdminInABrowser(t *testing.T) {
 		chromedp.SendKeys("#i-shards", "2", chromedp.ByID), // a hot item: its stock over two Redis shards
 	)
 	shot(t, ctx, "merchant-item-form")
-	run(t, ctx, "add the item, submit",
+	// The item saved, its photo uploaded from the list: the thumbnail comes from the server.
+	photo := filepath.Join(t.TempDir(), "tea-set.png")
+	if err := os.WriteFile(photo, encodePNG(t, teaSet(1200, 900)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var thumb string
+	run(t, ctx, "add the item, upload its image",
 		chromedp.Click(`#item-form button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`//td[contains(., "Porcelain Tea Set")]`),
+		chromedp.SetUploadFiles(`form[data-upload-image] input[type=file]`, []string{photo}, chromedp.ByQuery),
+		chromedp.WaitVisible(`img.thumb[src^="/images/"]`, chromedp.ByQuery),
+		chromedp.AttributeValue(`img.thumb`, "src", &thumb, nil, chromedp.ByQuery),
+	)
+	if !strings.HasSuffix(thumb, "-480.jpg") {
+		t.Errorf("the item's thumbnail is %q", thumb)
+	}
+	shot(t, ctx, "merchant-item-image")
+	run(t, ctx, "submit",
 		chromedp.Click(`button[data-api-click$="/submit"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`//h1/span[contains(., "In review")]`),
 		chromedp.Text("h1 .badge", &state, chromedp.ByQuery),
@@ -113,6 +130,16 @@ func TestMerchantAndAdminInABrowser(t *testing.T) {
 	if !strings.Contains(home, "Spring Flash Sale") || !strings.Contains(home, "Porcelain Tea Set") {
 		t.Fatalf("the approved activity is not on the home page: %q", home)
 	}
+	var shown string
+	run(t, ctx, "the item page shows the uploaded image",
+		chromedp.Click(`//a[contains(., "Porcelain Tea Set")]`),
+		chromedp.WaitVisible(`#item img[src$="-960.jpg"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("#item img").naturalWidth + "x" + document.querySelector("#item img").naturalHeight`, &shown),
+	)
+	if shown != "960x720" {
+		t.Errorf("the item page's image is %s, want the 960x720 size of the upload", shown)
+	}
+	shot(t, ctx, "item-uploaded-image")
 
 	if os.Getenv("SCREENSHOTS_DIR") != "" {
 		dashboardDuringALoad(t, s, ctx)
@@ -161,4 +188,33 @@ func dashboardDuringALoad(t *testing.T, s *liveServer, ctx context.Context) {
 		chromedp.Sleep(2500*time.Millisecond),
 	)
 	shot(t, ctx, "admin-live-dashboard")
+}
+
+// teaSet draws a w × h picture for an item: a cup and saucer on a warm background.
+func teaSet(w, h int) *image.RGBA {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	in := func(x, y, cx, cy, rx, ry float64) bool {
+		dx, dy := (x-cx)/rx, (y-cy)/ry
+		return dx*dx+dy*dy <= 1
+	}
+	fw, fh := float64(w), float64(h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			fx, fy := float64(x), float64(y)
+			c := color.RGBA{uint8(250 - 60*fy/fh), uint8(200 - 90*fy/fh), uint8(150 - 60*fy/fh), 255}
+			switch {
+			case in(fx, fy, fw*0.5, fh*0.78, fw*0.34, fh*0.07): // the saucer
+				c = color.RGBA{245, 245, 240, 255}
+			case fy > fh*0.35 && in(fx, fy, fw*0.5, fh*0.35, fw*0.22, fh*0.4): // the cup
+				c = color.RGBA{255, 255, 252, 255}
+				if fy < fh*0.42 {
+					c = color.RGBA{30, 90, 160, 255} // its blue rim
+				}
+			case in(fx, fy, fw*0.74, fh*0.52, fw*0.07, fh*0.1) && !in(fx, fy, fw*0.74, fh*0.52, fw*0.04, fh*0.06): // the handle
+				c = color.RGBA{255, 255, 252, 255}
+			}
+			img.Set(x, y, c)
+		}
+	}
+	return img
 }

@@ -314,15 +314,19 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 		if len(out) == MaxShipmentRows {
 			return nil, errs.Invalid("file", fmt.Sprintf("holds more than %d rows: send it in parts", MaxShipmentRows))
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
+			line := 0
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				line = pe.StartLine
 			}
 			out = append(out, shipmentRow{line: line, err: errs.Invalid("file", "this line is not CSV")})
+			if line == 0 || errors.Is(err, io.ErrUnexpectedEOF) {
+				break // nothing more can be read
+			}
 			continue
 		}
+		line, _ := r.FieldPos(0)
 		cell := func(name string) string {
 			if i := col[name]; i < len(rec) {
 				return strings.TrimSpace(strings.TrimPrefix(rec[i], "'"))

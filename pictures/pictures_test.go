@@ -1,0 +1,104 @@
+package pictures
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"testing"
+)
+
+func encoded(t testing.TB, w, h int, asPNG bool) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			img.Set(x, y, color.NRGBA{uint8(x), uint8(y), 128, uint8(255 * (x % 2))})
+		}
+	}
+	var buf bytes.Buffer
+	var err error
+	if asPNG {
+		err = png.Encode(&buf, img)
+	} else {
+		err = jpeg.Encode(&buf, img, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// A small image keeps its size at every size (never enlarged); a large one fits each; a transparent PNG
+// is laid on white.
+func TestProcessSizes(t *testing.T) {
+	for _, tt := range []struct {
+		w, h   int
+		png    bool
+		sizes  map[string]image.Point
+		whiter bool
+	}{
+		{300, 200, true, map[string]image.Point{"960": {300, 200}, "480": {300, 200}}, true},
+		{2000, 1000, false, map[string]image.Point{"960": {960, 480}, "480": {480, 240}}, false},
+	} {
+		p, err := Process(encoded(t, tt.w, tt.h, tt.png))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range tt.sizes {
+			img, err := jpeg.Decode(bytes.NewReader(p.Variants[name]))
+			if err != nil {
+				t.Fatalf("%dx%d at %s: %v", tt.w, tt.h, name, err)
+			}
+			if got := img.Bounds().Size(); got != want {
+				t.Errorf("%dx%d at %s is %v, want %v", tt.w, tt.h, name, got, want)
+			}
+			// Column 0 is fully transparent in the PNG: on white it shows white.
+			if r, g, b, _ := img.At(0, 5).RGBA(); tt.whiter && (r < 0xe000 || g < 0xe000 || b < 0xe000) {
+				t.Errorf("a transparent pixel came out %x %x %x, want white", r, g, b)
+			}
+		}
+		if len(p.Sum) != 32 {
+			t.Errorf("the sum %q is not 32 hex digits", p.Sum)
+		}
+	}
+}
+
+// An image too large to open is refused from its header alone.
+func TestProcessRefusesHugeImages(t *testing.T) {
+	// A PNG header claiming 20,000 × 20,000 pixels, and nothing after it.
+	var buf bytes.Buffer
+	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 1, 1)))
+	raw := buf.Bytes()
+	copy(raw[16:24], []byte{0, 0, 0x4e, 0x20, 0, 0, 0x4e, 0x20})
+	binary.BigEndian.PutUint32(raw[29:33], crc32.ChecksumIEEE(raw[12:29])) // the header chunk's checksum
+	if _, err := Process(raw); !errors.Is(err, ErrTooBig) {
+		t.Errorf("a 20,000 × 20,000 PNG: %v, want ErrTooBig", err)
+	}
+}
+
+// FuzzProcess: whatever is uploaded, Process answers images that decode, or ErrNotImage, or ErrTooBig;
+// never a panic.
+func FuzzProcess(f *testing.F) {
+	f.Add(encoded(f, 8, 6, true))
+	f.Add(encoded(f, 8, 6, false))
+	f.Add([]byte("GIF89a"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		p, err := Process(raw)
+		if err != nil {
+			if !errors.Is(err, ErrNotImage) && !errors.Is(err, ErrTooBig) {
+				t.Fatalf("Process answered %v", err)
+			}
+			return
+		}
+		for name, b := range p.Variants {
+			if _, err := jpeg.Decode(bytes.NewReader(b)); err != nil {
+				t.Fatalf("size %s does not decode: %v", name, err)
+			}
+		}
+	})
+}
