@@ -49,15 +49,15 @@ func merchantSale(t *testing.T, s *liveServer, merchant string, stock int64) (*b
 	return b, a, item
 }
 
-// upload sends a file to path as a multipart form's field "file", as the orders page does.
-func (b *browser) upload(path, name string, content []byte) reply {
+// upload sends a file to path as a multipart form's field, as the console's pages do.
+func (b *browser) upload(path, field, name string, content []byte) reply {
 	b.t.Helper()
 	if b.csrf == "" {
 		b.getCSRF()
 	}
 	var body bytes.Buffer
 	w := multipart.NewWriter(&body)
-	f, _ := w.CreateFormFile("file", name)
+	f, _ := w.CreateFormFile(field, name)
 	f.Write(content)
 	w.Close()
 	return b.send("POST", path, body.Bytes(), map[string]string{"Content-Type": w.FormDataContentType()})
@@ -115,7 +115,7 @@ func TestMerchantShipsItsPaidOrders(t *testing.T) {
 	expect(t, "a rival's CSV", rival.call("GET", base+"/orders.csv", nil), 404, "not_found")
 	expect(t, "a rival ships the order", rival.call("POST", "/api/merchant/orders/"+a.OrderNo+"/ship",
 		map[string]any{"carrier": "SF", "tracking_no": "SF0001"}), 404, "not_found")
-	expect(t, "a rival sends a CSV", rival.upload(base+"/shipments", "x.csv", writeCSV([][]string{{"order_no", "carrier", "tracking_no"},
+	expect(t, "a rival sends a CSV", rival.upload(base+"/shipments", "file", "x.csv", writeCSV([][]string{{"order_no", "carrier", "tracking_no"},
 		{a.OrderNo, "SF", "SF0001"}})), 404, "not_found")
 	rivalRows := readCSV(t, rival.call("GET", "/api/merchant/activities/"+itoa(rivalSale.ID)+"/orders.csv", nil))
 	if len(rivalRows) != 2 || rivalRows[1][0] != rivals.OrderNo {
@@ -146,7 +146,7 @@ func TestMerchantShipsItsPaidOrders(t *testing.T) {
 		return r
 	}
 	rows = append(rows, bad(unpaid.OrderNo, "SF", "SF0002"), bad(rivals.OrderNo, "SF", "SF0003"), bad(b.OrderNo, "SF", "!"))
-	res := merchant.upload(base+"/shipments", "orders.csv", writeCSV(rows))
+	res := merchant.upload(base+"/shipments", "file", "orders.csv", writeCSV(rows))
 	if res.Status != 200 {
 		t.Fatalf("sending the CSV back: %d %s", res.Status, res.Body)
 	}
@@ -168,7 +168,7 @@ func TestMerchantShipsItsPaidOrders(t *testing.T) {
 		}
 	}
 	// The same file again ships nothing twice.
-	if j := merchant.upload(base+"/shipments", "orders.csv", writeCSV(rows)).json(t); j["shipped"] != 0.0 || j["unchanged"] != 1.0 {
+	if j := merchant.upload(base+"/shipments", "file", "orders.csv", writeCSV(rows)).json(t); j["shipped"] != 0.0 || j["unchanged"] != 1.0 {
 		t.Errorf("the same CSV again: %v", j)
 	}
 
@@ -200,7 +200,7 @@ func TestMerchantShipsItsPaidOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := merchant.upload(base+"/shipments", "orders.csv", gb).json(t); j["corrected"] != 1.0 {
+	if j := merchant.upload(base+"/shipments", "file", "orders.csv", gb).json(t); j["corrected"] != 1.0 {
 		t.Errorf("a GB18030 correction: %v", j)
 	}
 	if got := shopperA.call("GET", "/api/orders/"+a.OrderNo, nil).json(t); got["carrier"] != "圆通速递" {
@@ -208,7 +208,7 @@ func TestMerchantShipsItsPaidOrders(t *testing.T) {
 	}
 
 	// A file that is not the CSV says so.
-	expect(t, "a file without the columns", merchant.upload(base+"/shipments", "x.csv", []byte("a,b\n1,2\n")), 400, "bad_request")
+	expect(t, "a file without the columns", merchant.upload(base+"/shipments", "file", "x.csv", []byte("a,b\n1,2\n")), 400, "bad_request")
 	expect(t, "no file", merchant.send("POST", base+"/shipments", []byte("{}"), nil), 415, "unsupported_media_type")
 }
 

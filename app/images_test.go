@@ -10,7 +10,6 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"strings"
@@ -19,20 +18,6 @@ import (
 
 	"seckill/models"
 )
-
-// uploadImage sends an image file as the console does: the multipart field "image".
-func (b *browser) uploadImage(path, name string, content []byte) reply {
-	b.t.Helper()
-	if b.csrf == "" {
-		b.getCSRF()
-	}
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	f, _ := w.CreateFormFile("image", name)
-	f.Write(content)
-	w.Close()
-	return b.send("POST", path, body.Bytes(), map[string]string{"Content-Type": w.FormDataContentType()})
-}
 
 // picture draws a w × h test image: a left half red and a right half blue.
 func picture(w, h int) *image.RGBA {
@@ -123,27 +108,27 @@ func TestItemImageUpload(t *testing.T) {
 	path := "/api/merchant/activities/" + id + "/items/" + item + "/image"
 
 	// Refused, each with a clear error: not an image, a GIF, too large, someone else's item.
-	r = merchant.uploadImage(path, "notes.png", []byte("these are my notes, not a picture"))
+	r = merchant.upload(path, "image", "notes.png", []byte("these are my notes, not a picture"))
 	expect(t, "a text file", r, 400, "bad_request")
 	if f, _ := r.json(t)["fields"].(map[string]any); f["image"] == nil {
 		t.Errorf("a text file: the error names %v, want the image field", r.json(t)["fields"])
 	}
 	var gifBuf bytes.Buffer
 	gif.Encode(&gifBuf, picture(40, 30), nil)
-	expect(t, "a GIF", merchant.uploadImage(path, "a.gif", gifBuf.Bytes()), 400, "bad_request")
+	expect(t, "a GIF", merchant.upload(path, "image", "a.gif", gifBuf.Bytes()), 400, "bad_request")
 	big := append(encodePNG(t, picture(10, 10)), make([]byte, 5<<20)...)
-	if r := merchant.uploadImage(path, "big.png", big); r.Status != 413 || !strings.Contains(r.json(t)["message"].(string), "5 MB") {
+	if r := merchant.upload(path, "image", "big.png", big); r.Status != 413 || !strings.Contains(r.json(t)["message"].(string), "5 MB") {
 		t.Errorf("a file over 5 MB: %d %s", r.Status, r.Body)
 	}
 	if status := announceBody(t, s.URL, path, 7<<20); status != 413 {
 		t.Errorf("a body of 7 MB announced: %d, want 413 before it is sent", status)
 	}
-	expect(t, "another merchant's item", rival.uploadImage(path, "a.png", encodePNG(t, picture(40, 30))), 404, "not_found")
+	expect(t, "another merchant's item", rival.upload(path, "image", "a.png", encodePNG(t, picture(40, 30))), 404, "not_found")
 	expect(t, "no file", merchant.send("POST", path, []byte("{}"), nil), 415, "unsupported_media_type")
 
 	// A phone's photo: turned upright, scaled to each size, its metadata gone.
 	const secret = "GPS 31.2304N 121.4737E home"
-	r = merchant.uploadImage(path, "IMG_0001.jpg", phonePhoto(t, 1600, 1200, secret))
+	r = merchant.upload(path, "image", "IMG_0001.jpg", phonePhoto(t, 1600, 1200, secret))
 	if r.Status != 200 {
 		t.Fatalf("the upload: %d %s", r.Status, r.Body)
 	}
@@ -199,5 +184,5 @@ func TestItemImageUpload(t *testing.T) {
 	if pl := newBrowser(t, s.URL).call("GET", "/assets/img/placeholder.svg", nil); pl.Status != 200 {
 		t.Errorf("the placeholder: %d", pl.Status)
 	}
-	expect(t, "an image for an approved item", merchant.uploadImage(path, "a.png", encodePNG(t, picture(40, 30))), 409, "activity_state")
+	expect(t, "an image for an approved item", merchant.upload(path, "image", "a.png", encodePNG(t, picture(40, 30))), 409, "activity_state")
 }
