@@ -296,7 +296,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	trustProxies(&fcfg, cfg.Proxies())
 	s.Fiber = fiber.New(fcfg)
-	s.Fiber.Server().HeaderReceived = uploadLimit(cfg.BodyLimit)
+	s.Fiber.Server().HeaderReceived = uploadLimit(cfg.BodyLimit, s.Sessions)
 	s.Fiber.Use(requestid.New(requestid.Config{Generator: requestIDs()}))
 	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
 	s.Fiber.Use(recover.New())
@@ -463,6 +463,7 @@ func routes(f *fiber.App, h *site) {
 	m.Put("/activities/:id/items/:item", merchant.UpdateItem)
 	m.Delete("/activities/:id/items/:item", merchant.DeleteItem)
 	m.Post("/activities/:id/items/:item/image", h.images.Upload)
+	m.Delete("/activities/:id/items/:item/image", h.images.Remove)
 	m.Post("/activities/:id/submit", merchant.Submit)
 	m.Get("/activities/:id/stats", merchant.ActivityStats)
 	m.Get("/activities/:id/orders", h.ship.ActivityOrders)
@@ -480,6 +481,7 @@ func routes(f *fiber.App, h *site) {
 	a.Get("/audit", admin.Audit)
 	a.Get("/orders/:order_no", h.refunds.Order)
 	a.Post("/orders/:order_no/refund", h.refunds.Refund)
+	a.Post("/orders/:order_no/refunds/retry", h.refunds.RetryRefunds)
 }
 
 // loadViews reads the assets and parses every template, so that a broken one fails at start.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
 	"mime/multipart"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/text/encoding/simplifiedchinese"
 
+	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/jobs"
 	"seckill/models"
@@ -230,5 +232,35 @@ func TestMerchantOrdersPage(t *testing.T) {
 	rival := withRole(t, s, "page_rival", models.RoleMerchant)
 	if r := rival.call("GET", path, nil); r.Status != 404 || bytes.Contains(r.Body, []byte(o.OrderNo)) {
 		t.Errorf("a rival's orders page: %d", r.Status)
+	}
+}
+
+// A whole sale's CSV at the most rows a file may hold ships in one answer (a transaction per few hundred
+// orders, not one per order), well within a request's deadline.
+func TestShipmentsOfAWholeSale(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	merchant, sale, item := merchantSale(t, s, "bulk_shop", handlers.MaxShipmentRows)
+	now := s.Clock.Now()
+	orders := make([]models.Order, handlers.MaxShipmentRows)
+	rows := [][]string{{"order_no", "carrier", "tracking_no"}}
+	for i := range orders {
+		no := fmt.Sprintf("SKbulk%d", i)
+		orders[i] = models.Order{OrderNo: no, UserID: int64(1000 + i), ItemID: item.ID, ActivityID: sale.ID, PriceCents: 990,
+			Status: models.OrderPaid, PayDeadline: now, PaidAt: &now, CreatedAt: now, UpdatedAt: now}
+		rows = append(rows, []string{no, "SF", fmt.Sprintf("SF%08d", i)})
+	}
+	if err := s.DB.CreateInBatches(orders, 2000).Error; err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	r := merchant.upload("/api/merchant/activities/"+itoa(sale.ID)+"/shipments", "file", "orders.csv", writeCSV(rows))
+	t.Logf("%d rows shipped in %v", len(orders), time.Since(started))
+	if r.Status != 200 || r.json(t)["shipped"] != float64(len(orders)) {
+		t.Fatalf("a whole sale's CSV: %d %.300s", r.Status, r.Body)
+	}
+	var shipped int64
+	s.DB.Model(&models.Order{}).Where("activity_id = ? AND status = ?", sale.ID, models.OrderShipped).Count(&shipped)
+	if shipped != int64(len(orders)) {
+		t.Errorf("%d orders shipped, want %d", shipped, len(orders))
 	}
 }

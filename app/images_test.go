@@ -10,12 +10,14 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"seckill/handlers"
 	"seckill/models"
 )
 
@@ -65,14 +67,18 @@ func phonePhoto(t *testing.T, w, h int, secret string) []byte {
 
 // announceBody sends the headers of a POST whose body would be n bytes, and answers the status the
 // server gives before any of it is sent.
-func announceBody(t *testing.T, base, path string, n int) int {
+func announceBody(t *testing.T, base, path string, n int, session string) int {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: image/png\r\nContent-Length: %d\r\n\r\n", path, n)
+	cookie := ""
+	if session != "" {
+		cookie = "Cookie: " + handlers.SessionCookie + "=" + session + "\r\n"
+	}
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: image/png\r\nContent-Length: %d\r\n%s\r\n", path, n, cookie)
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -120,9 +126,27 @@ func TestItemImageUpload(t *testing.T) {
 	if r := merchant.upload(path, "image", "big.png", big); r.Status != 413 || !strings.Contains(r.json(t)["message"].(string), "5 MB") {
 		t.Errorf("a file over 5 MB: %d %s", r.Status, r.Body)
 	}
-	if status := announceBody(t, s.URL, path, 7<<20); status != 413 {
+	if status := announceBody(t, s.URL, path, 7<<20, ""); status != 413 {
 		t.Errorf("a body of 7 MB announced: %d, want 413 before it is sent", status)
 	}
+	// Room for an upload is set aside for a merchant's session only: a stranger, or a shopper, announcing
+	// 2 MB is refused at once (BODY_LIMIT is 1 MB).
+	shopper := newBrowser(t, s.URL)
+	shopper.register("image_shopper", "image_shopper password")
+	for who, cookie := range map[string]string{"a stranger": "", "a shopper": shopper.cookie(handlers.SessionCookie)} {
+		if status := announceBody(t, s.URL, path, 2<<20, cookie); status != 413 {
+			t.Errorf("%s announcing 2 MB to the upload route: %d, want 413 before it is sent", who, status)
+		}
+	}
+	// The upload routes take files, not JSON, but never without the CSRF token.
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("image", "a.png")
+	fw.Write(encodePNG(t, picture(40, 30)))
+	mw.Close()
+	noToken := *merchant
+	noToken.csrf, noToken.noAutoCSRF = "", true
+	expect(t, "an upload without the CSRF token", noToken.send("POST", path, body.Bytes(), map[string]string{"Content-Type": mw.FormDataContentType()}), 403, "csrf")
 	expect(t, "another merchant's item", rival.upload(path, "image", "a.png", encodePNG(t, picture(40, 30))), 404, "not_found")
 	expect(t, "no file", merchant.send("POST", path, []byte("{}"), nil), 415, "unsupported_media_type")
 
@@ -164,8 +188,21 @@ func TestItemImageUpload(t *testing.T) {
 	expect(t, "an image that does not exist", newBrowser(t, s.URL).call("GET", "/images/"+strings.Repeat("0", 32)+"-960.jpg", nil), 404, "")
 	expect(t, "a name that cannot be an image", newBrowser(t, s.URL).call("GET", "/images/..%2f..%2fetc-960.jpg", nil), 404, "")
 
-	// Another instance on the same database serves it too.
+	// Removed, the item shows its image_url again; uploaded again, the same file gives the same address.
+	if r := merchant.call("DELETE", path, nil); r.Status != 200 || r.json(t)["image_url"] != goodItem["image_url"] {
+		t.Errorf("removing the image: %d %s", r.Status, r.Body)
+	}
+	// (Its address names what it held, so an instance that has it in memory may still serve it, as
+	// browsers keep it; the database no longer has it.)
 	other := startLive(t, liveOpts{db: s.DB, rdb: s.Redis, noBackground: true})
+	if got := newBrowser(t, other.URL).call("GET", large, nil); got.Status != 404 {
+		t.Errorf("an image no item shows is still in the database: GET %s on another instance answered %d", large, got.Status)
+	}
+	if r := merchant.upload(path, "image", "IMG_0001.jpg", phonePhoto(t, 1600, 1200, secret)); r.Status != 200 || r.json(t)["image_url"] != large {
+		t.Fatalf("uploading again: %d %s", r.Status, r.Body)
+	}
+
+	// Another instance on the same database serves it too.
 	if got := newBrowser(t, other.URL).call("GET", large, nil); got.Status != 200 {
 		t.Errorf("another instance: GET %s answered %d", large, got.Status)
 	}

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"seckill/auth"
 	"seckill/handlers"
+	"seckill/models"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,11 +258,15 @@ type deadlineCtx struct {
 }
 
 // uploadLimit lets the upload routes (a merchant's item image, its shipments' CSV) have bodies up to
-// handlers.MaxUploadBody, and every other request up to limit, decided from the request line before
-// the body is read.
-func uploadLimit(limit int) func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+// handlers.MaxUploadBody when the request carries a merchant's session, and every other request up to
+// limit. It decides from the request line and the session cookie (checked in memory), before the body
+// is read: a stranger cannot make the server set aside an upload's room by announcing one.
+func uploadLimit(limit int, sessions *auth.Sessions) func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-		if string(h.Method()) == fiber.MethodPost && handlers.IsUpload(string(h.RequestURI())) {
+		if string(h.Method()) != fiber.MethodPost || !handlers.IsUpload(string(h.RequestURI())) {
+			return fasthttp.RequestConfig{}
+		}
+		if s, ok := sessions.Check(string(h.Cookie(handlers.SessionCookie))); ok && s.Role == models.RoleMerchant {
 			return fasthttp.RequestConfig{MaxRequestBodySize: max(limit, handlers.MaxUploadBody)}
 		}
 		return fasthttp.RequestConfig{}

@@ -131,7 +131,10 @@ func TestAdminRefundIsAuditedAndDoesNotRestock(t *testing.T) {
 	_, unpaid := orderFor(t, s, item, "refund_unpaid")
 	admin := withRole(t, s, "refund_admin", models.RoleAdmin)
 	ctx := context.Background()
-	leftBefore, _, _ := s.Srv.Ledger.Left(ctx, item.ID)
+	leftBefore, loaded, err := s.Srv.Ledger.Left(ctx, item.ID)
+	if err != nil || !loaded {
+		t.Fatalf("stock left in Redis: %v %v", loaded, err)
+	}
 	path := "/api/admin/orders/" + o.OrderNo + "/refund"
 
 	expect(t, "a shopper refunds", shopper.call("POST", path, map[string]any{"reason": "mine"}), 403, "forbidden")
@@ -145,7 +148,8 @@ func TestAdminRefundIsAuditedAndDoesNotRestock(t *testing.T) {
 	s.DB.Model(&models.Order{}).Where("id = ?", shipped.ID).Update("status", models.OrderShipped)
 	expect(t, "a shipped order", admin.call("POST", "/api/admin/orders/"+shipped.OrderNo+"/refund", map[string]any{"reason": "x"}), 409, "order_state")
 
-	const reason = "买家地址无法送达"
+	// The longest reason there may be, in Chinese (500 characters, 1,500 bytes).
+	reason := "买家地址无法送达" + strings.Repeat("。", 492)
 	r = admin.call("POST", path, map[string]any{"reason": reason})
 	if r.Status != 200 {
 		t.Fatalf("the refund: %d %s", r.Status, r.Body)
@@ -179,9 +183,18 @@ func TestAdminRefundIsAuditedAndDoesNotRestock(t *testing.T) {
 	s.DB.Take(&it, item.ID)
 	var releases int64
 	s.DB.Model(&models.StockLog{}).Where("order_no = ? AND kind = ?", o.OrderNo, models.StockRelease).Count(&releases)
-	leftAfter, _, _ := s.Srv.Ledger.Left(ctx, item.ID)
+	leftAfter, _, err := s.Srv.Ledger.Left(ctx, item.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if it.StockSold != 3 || releases != 0 || leftAfter != leftBefore {
 		t.Errorf("after the refund: stock_sold %d (want 3), releases %d, Redis left %d (was %d)", it.StockSold, releases, leftAfter, leftBefore)
+	}
+
+	// The sale's figures: the refunded order sold, apart; the shipped one paid and shipped.
+	stats := admin.call("GET", "/api/admin/activities/"+itoa(item.ActivityID)+"/stats", nil).json(t)
+	if stats["orders_refunded"] != 1.0 || stats["orders_paid"] != 1.0 || stats["orders_shipped"] != 1.0 || stats["orders_pending"] != 1.0 {
+		t.Errorf("the sale's figures: %v", stats)
 	}
 
 	// The shopper sees it refunded, with the reason; the admin's page shows it.
@@ -195,5 +208,49 @@ func TestAdminRefundIsAuditedAndDoesNotRestock(t *testing.T) {
 	}
 	if pg := admin.call("GET", "/admin/orders?no="+o.OrderNo, nil); pg.Status != 200 || !bytes.Contains(pg.Body, []byte(reason)) || !bytes.Contains(pg.Body, []byte(paymentID)) {
 		t.Errorf("the admin's orders page: %d", pg.Status)
+	}
+}
+
+// A payment of a cancelled order that could not be closed at the provider stays followed: the poller
+// closes it, or, if the payer paid it meanwhile (and the callback was lost), finds the money and refunds it.
+func TestPaymentLeftOpenOnACancelledOrderIsFollowed(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
+	_, buy := newPaySale(t, s, 2)
+	ctx := context.Background()
+	open := func(name string) (models.Order, string) {
+		b, o := buy(name)
+		id := pay(t, b, o.OrderNo)["payment_id"].(string)
+		if ok, err := models.CancelUnpaid(ctx, s.DB, &o, s.Clock.Now()); !ok || err != nil {
+			t.Fatalf("cancel: %v %v", ok, err)
+		}
+		p, err := models.PaymentByProviderID(ctx, s.DB, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The close at the provider failed, so the payment is open in the books again (closeLate).
+		if err := models.ReopenPayment(ctx, s.DB, p.ID, s.Clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return o, id
+	}
+	left, leftID := open("left_open")
+	paid, paidID := open("paid_later")
+	s.Redis.HSet(ctx, "sandbox:pay:{"+paidID+"}", "status", payment.StatusPaid) // paid, its callback lost
+	if err := s.Srv.PaymentPoll.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := sandboxStatus(t, s, leftID); st != payment.StatusClosed {
+		t.Errorf("the payment left open is %s at the provider, want closed", st)
+	}
+	if p, _ := models.PaymentByProviderID(ctx, s.DB, leftID); p.Status != models.PaymentClosed {
+		t.Errorf("the payment left open is %s in the books, want closed", p.Status)
+	}
+	if rs, _ := models.RefundsOfOrder(ctx, s.DB, paid.ID); len(rs) != 1 || rs[0].ProviderID != paidID {
+		t.Errorf("the payment paid later: refunds %+v, want one", rs)
+	}
+	for _, o := range []models.Order{left, paid} {
+		if st := orderStatus(t, s, o.OrderNo); st != models.OrderCancelled {
+			t.Errorf("order %s is %s, want it to stay cancelled", o.OrderNo, st)
+		}
 	}
 }

@@ -129,6 +129,38 @@ func (h *AdminOrders) Refund(c *fiber.Ctx) error {
 	return c.JSON(v)
 }
 
+// RetryRefunds asks again for an order's refunds the provider refused (once what it refused for is
+// fixed: its key, say), audited; 200 with the order as Order answers it.
+func (h *AdminOrders) RetryRefunds(c *fiber.Ctx) error {
+	no, err := pathOrderNo(c)
+	if err != nil {
+		return err
+	}
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	o, err := models.OrderByNo(c.UserContext(), h.DB, no)
+	if err != nil {
+		return err
+	}
+	n, err := models.RetryRefunds(c.UserContext(), h.DB, who, no, h.Now())
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errs.New(errs.Conflict, "this order has no refused refund to try again")
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), payTime)
+	_ = h.Refunds.MakeFor(ctx, o.ID)
+	cancel()
+	v, err := h.view(c, no)
+	if err != nil {
+		return err
+	}
+	return c.JSON(v)
+}
+
 // Page is the admin's orders page: find an order by its number, see its payments and refunds, refund it;
 // and the refunds that need a person (refused by the provider) or are still on their way.
 func (h *AdminOrders) Page(c *fiber.Ctx) error {

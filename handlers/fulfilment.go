@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -165,7 +166,7 @@ func (h *Fulfilment) Ship(c *fiber.Ctx) error {
 	if err := ParseJSON(c, &in); err != nil {
 		return err
 	}
-	outcome, o, err := models.ShipOrder(c.UserContext(), h.DB, s.UserID, 0, no, in, h.Now())
+	outcome, o, err := models.ShipOrder(c.UserContext(), h.DB, s.UserID, no, in, h.Now())
 	if err != nil {
 		return err
 	}
@@ -211,6 +212,11 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The activity first: a merchant sending a file to another's activity learns nothing, not even whether
+	// its file parses.
+	if err := models.OwnActivity(c.UserContext(), h.DB, s.UserID, id); err != nil {
+		return err
+	}
 	raw, err := uploaded(c, "file", "text/csv")
 	if err != nil {
 		return err
@@ -219,42 +225,42 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	// The activity first: a merchant sending a file to another's activity learns nothing from its rows.
-	if err := models.OwnActivity(c.UserContext(), h.DB, s.UserID, id); err != nil {
-		return err
-	}
 	res := ShipmentsResult{Errors: []RowError{}}
 	bad := func(r RowError) {
 		res.Bad++
-		if len(res.Errors) < maxRowErrors {
-			res.Errors = append(res.Errors, r)
-		}
+		res.Errors = append(res.Errors, r)
 	}
-	now := h.Now()
+	var batch []models.ShipRow
+	var lines []int
 	for _, r := range rows {
 		switch {
 		case r.err != nil:
 			bad(rowError(r.line, r.orderNo, r.err))
-			continue
 		case r.ship.Carrier == "" && r.ship.TrackingNo == "":
 			res.Skipped++
-			continue
+		default:
+			batch = append(batch, models.ShipRow{OrderNo: r.orderNo, Shipment: r.ship})
+			lines = append(lines, r.line)
 		}
-		outcome, _, err := models.ShipOrder(c.UserContext(), h.DB, s.UserID, id, r.orderNo, r.ship, now)
-		var e *errs.Error
+	}
+	if err := models.ShipOrders(c.UserContext(), h.DB, s.UserID, id, batch, h.Now()); err != nil {
+		return err
+	}
+	for i, r := range batch {
 		switch {
-		case errors.As(err, &e):
-			bad(rowError(r.line, r.orderNo, e))
-		case err != nil:
-			return err
-		case outcome == models.ShipDone:
+		case r.Err != nil:
+			bad(rowError(lines[i], r.OrderNo, r.Err))
+		case r.Outcome == models.ShipDone:
 			res.Shipped++
-		case outcome == models.ShipCorrected:
+		case r.Outcome == models.ShipCorrected:
 			res.Corrected++
 		default:
 			res.Unchanged++
 		}
 	}
+	// The bad rows by their lines, whichever step found them.
+	sort.Slice(res.Errors, func(a, b int) bool { return res.Errors[a].Line < res.Errors[b].Line })
+	res.Errors = res.Errors[:min(len(res.Errors), maxRowErrors)]
 	return c.JSON(res)
 }
 

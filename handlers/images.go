@@ -26,11 +26,12 @@ type Images struct {
 
 	cache  *lru.Cache[string, []byte]
 	flight singleflight.Group
-	work   *gate.Gate // one image processed at a time: each can take 160 MB and a core for a second
+	work   *gate.Gate // one image processed at a time: each can take up to 160 MB and a core for a second
 }
 
-// imageCacheSize is how many images an instance keeps in memory (at most about 250 KB each).
-const imageCacheSize = 128
+// imageCacheSize is how many images an instance keeps in memory: a 960-pixel JPEG is 100 to 700 KB (a
+// photo full of fine detail), so at most about 45 MB.
+const imageCacheSize = 64
 
 // NewImages returns the images' handlers.
 func NewImages(db *gorm.DB, now func() time.Time) *Images {
@@ -57,7 +58,10 @@ func (h *Images) Serve(c *fiber.Ctx) error {
 	data, ok := h.cache.Get(name)
 	if !ok {
 		v, err, _ := h.flight.Do(name, func() (any, error) {
-			return models.ImageData(context.WithoutCancel(c.UserContext()), h.DB, name)
+			// Not the request's context: the read is shared by every request for the image that waits.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return models.ImageData(ctx, h.DB, name)
 		})
 		if err != nil {
 			c.Set(fiber.HeaderCacheControl, "no-store")
@@ -103,6 +107,27 @@ func (h *Images) Upload(c *fiber.Ctx) error {
 		return perr
 	}
 	it, err := models.SetItemImage(c.UserContext(), h.DB, who, activityID, itemID, p.Sum, p.Variants, h.Now())
+	if err != nil {
+		return err
+	}
+	a, err := models.ActivityByID(c.UserContext(), h.DB, it.ActivityID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(itemJSON(it, a, max(it.StockTotal-it.StockSold, 0), h.Now()))
+}
+
+// Remove takes an item's uploaded image away (for an item of a draft or rejected activity).
+func (h *Images) Remove(c *fiber.Ctx) error {
+	activityID, itemID, err := ids(c)
+	if err != nil {
+		return err
+	}
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	it, err := models.RemoveItemImage(c.UserContext(), h.DB, who, activityID, itemID, h.Now())
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (h *Sandbox) Refund(c *fiber.Ctx) error {
 		return err
 	}
 	if !payment.ValidRefund(r) {
-		return errs.Invalid("refund_id", "must be 1 to 64 printable characters, with amount_cents from 1 and a reason of 500 bytes at most")
+		return errs.Invalid("refund_id", "must be 1 to 64 printable characters, with amount_cents from 1 and a reason of 2,000 bytes at most")
 	}
 	st, err := h.Pay.Refund(c.UserContext(), c.Params("id"), r)
 	if errors.Is(err, payment.ErrNotRefundable) {

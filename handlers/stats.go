@@ -28,9 +28,11 @@ type ItemStats struct {
 	StockLeft       int64      `json:"stock_left"`
 	Queued          int64      `json:"queued"`
 	OrdersPending   int64      `json:"orders_pending"`
-	OrdersPaid      int64      `json:"orders_paid"`
+	OrdersPaid      int64      `json:"orders_paid"`    // paid and kept: shipped ones included
+	OrdersShipped   int64      `json:"orders_shipped"` // of those, shipped
 	OrdersCancelled int64      `json:"orders_cancelled"`
-	Line            *LineStats `json:"line,omitempty"` // a queue sale's item: its waiting room
+	OrdersRefunded  int64      `json:"orders_refunded"` // paid, then refunded: sold, the money given back
+	Line            *LineStats `json:"line,omitempty"`  // a queue sale's item: its waiting room
 }
 
 // LineStats are the figures of an item's waiting room.
@@ -73,8 +75,9 @@ func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
 	for _, it := range a.Items {
 		ids = append(ids, it.ID)
 		st := ItemStats{ID: it.ID, Name: it.Name, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
-			OrdersPending: counts[it.ID][models.OrderPendingPayment], OrdersPaid: counts[it.ID][models.OrderPaid],
-			OrdersCancelled: counts[it.ID][models.OrderCancelled]}
+			OrdersPending: counts[it.ID][models.OrderPendingPayment], OrdersPaid: counts[it.ID][models.OrderPaid] + counts[it.ID][models.OrderShipped],
+			OrdersShipped: counts[it.ID][models.OrderShipped], OrdersCancelled: counts[it.ID][models.OrderCancelled],
+			OrdersRefunded: counts[it.ID][models.OrderRefunded]}
 		if left, loaded, err := h.Ledger.Left(ctx, it.ID); err == nil && loaded {
 			st.StockLeft = max(left, 0)
 		}
@@ -92,7 +95,9 @@ func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
 		out.Queued += st.Queued
 		out.OrdersPending += st.OrdersPending
 		out.OrdersPaid += st.OrdersPaid
+		out.OrdersShipped += st.OrdersShipped
 		out.OrdersCancelled += st.OrdersCancelled
+		out.OrdersRefunded += st.OrdersRefunded
 	}
 	window := h.Window
 	if window <= 0 {

@@ -65,6 +65,11 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 	if err != nil {
 		return err
 	}
+	// A payment still open at the provider whose order was cancelled (its close failed then) is closed now.
+	cancelled, err := models.CancelledOrdersOf(ctx, p.DB, ps)
+	if err != nil {
+		return err
+	}
 	for i := range ps {
 		st, err := p.Provider.Query(ctx, ps[i].ProviderID)
 		if errors.Is(err, payment.ErrUnavailable) {
@@ -84,6 +89,24 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 			// This payment can no longer be paid; the order waits for another one until its deadline.
 			if err := models.SetPaymentStatus(ctx, p.DB, ps[i].ID, models.PaymentClosed, p.Now()); err != nil {
 				return err
+			}
+		case st == payment.StatusOpen && cancelled[ps[i].ID]:
+			closed, err := p.Provider.Close(ctx, ps[i].ProviderID)
+			switch {
+			case errors.Is(err, payment.ErrUnavailable):
+				counts["unavailable"]++
+				return err
+			case err != nil && !payment.IsNotFound(err):
+				return err
+			case closed == payment.StatusPaid:
+				if err := settlePaid(ctx, p.DB, p.Log, &ps[i], p.Now(), counts); err != nil {
+					return err
+				}
+			default:
+				counts["closed_late"]++
+				if err := models.SetPaymentStatus(ctx, p.DB, ps[i].ID, models.PaymentClosed, p.Now()); err != nil {
+					return err
+				}
 			}
 		default: // open, or unknown to a provider that may not have caught up yet: look again later
 			if err := models.PaymentChecked(ctx, p.DB, ps[i].ID, p.Now()); err != nil {
@@ -277,7 +300,12 @@ func (u *UnpaidTimeout) closeLate(ctx context.Context, o *models.Order, closed [
 		switch {
 		case payment.IsNotFound(err):
 		case err != nil:
-			u.Log.Error("a payment of a cancelled order may still be open at the provider", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			// Still open at the provider, perhaps: open in the books again, so that the poller keeps asking,
+			// closes it, or finds its money and refunds it.
+			u.Log.Warn("a payment of a cancelled order could not be closed at the provider: the poller follows it", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			if err := models.ReopenPayment(ctx, u.DB, p.ID, u.Now()); err != nil {
+				u.Log.Error("refund_needed: a payment of a cancelled order may be paid later and is followed by nobody", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			}
 		case st == payment.StatusPaid:
 			// Paid while the order was being cancelled: recorded paid, and refunded.
 			if err := settlePaid(ctx, u.DB, u.Log, &p, u.Now(), map[string]int64{}); err != nil {

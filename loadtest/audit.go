@@ -38,7 +38,7 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 			twice++
 		}
 	}
-	orders := st.OrdersPending + st.OrdersPaid + st.OrdersCancelled
+	orders := st.OrdersPending + st.OrdersPaid + st.OrdersCancelled + st.OrdersRefunded
 	a.check(int64(queued) <= s.Stock, "202 answers (%d) do not exceed the stock (%d)", queued, s.Stock)
 	a.check(orders <= s.Stock, "orders in the database (%d) do not exceed the stock (%d)", orders, s.Stock)
 	a.check(twice == 0, "no user was queued twice (%d were)", twice)

@@ -184,6 +184,7 @@ type Stats struct {
 	OrdersPending   int64 `json:"orders_pending"`
 	OrdersPaid      int64 `json:"orders_paid"`
 	OrdersCancelled int64 `json:"orders_cancelled"`
+	OrdersRefunded  int64 `json:"orders_refunded"`
 }
 
 // WaitDrained polls the admin stats until nothing is queued, and answers how long that took.

@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"seckill/errs"
 	"seckill/internal/testenv"
 	"seckill/models"
 )
@@ -64,19 +65,19 @@ func TestAfterTheWinOnBothDatabases(t *testing.T) {
 
 			// Shipped by its merchant only; then an admin cannot refund it.
 			ship := models.Shipment{Carrier: "顺丰", TrackingNo: "SF123456"}
-			if _, _, err := models.ShipOrder(ctx, db, merchant.ID+1, 0, "SKpaid", ship, now); err == nil {
-				t.Errorf("another merchant shipped the order")
+			if _, _, err := models.ShipOrder(ctx, db, merchant.ID+1, "SKpaid", ship, now); errs.Code(err) != errs.NotFound {
+				t.Errorf("another merchant shipping the order: %v, want not found", err)
 			}
 			page, total, err := models.ActivityOrders(ctx, db, merchant.ID, a.ID, models.ToShip, 1)
 			if err != nil || total != 1 || page[0].OrderNo != "SKpaid" {
 				t.Fatalf("to ship: %v %d %v", page, total, err)
 			}
 			admin := models.Actor{ID: 9, Username: "admin"}
-			if out, _, err := models.ShipOrder(ctx, db, merchant.ID, a.ID, "SKpaid", ship, now); err != nil || out != models.ShipDone {
+			if out, _, err := models.ShipOrder(ctx, db, merchant.ID, "SKpaid", ship, now); err != nil || out != models.ShipDone {
 				t.Fatalf("ship: %s %v", out, err)
 			}
-			if _, err := models.RefundOrder(ctx, db, admin, "SKpaid", "changed my mind", now); err == nil {
-				t.Errorf("a shipped order was refunded")
+			if _, err := models.RefundOrder(ctx, db, admin, "SKpaid", "changed my mind", now); errs.Code(err) != errs.OrderState {
+				t.Errorf("refunding a shipped order: %v, want order_state", err)
 			}
 			db.Model(&models.Order{}).Where("order_no = ?", "SKpaid").Update("status", models.OrderPaid)
 			o, err := models.RefundOrder(ctx, db, admin, "SKpaid", "changed my mind", now)

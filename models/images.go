@@ -51,17 +51,44 @@ func SetItemImage(ctx context.Context, db *gorm.DB, who Actor, activityID, itemI
 			}
 		}
 		before := itemAuditOf(&it)
+		old := it.ImageKey
 		it.ImageKey, it.UpdatedAt = sum, now
 		if err := tx.Model(&it).Select("image_key", "updated_at").Updates(&it).Error; err != nil {
 			return nil, nil, err
 		}
-		return before, itemAuditOf(&it), nil
+		return before, itemAuditOf(&it), dropUnused(tx, old)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &it, nil
 }
+
+// RemoveItemImage takes an item's uploaded image away (its image_url, if any, shows again), for an item
+// of a draft or rejected activity of the merchant. Audited as an edit of the activity.
+func RemoveItemImage(ctx context.Context, db *gorm.DB, who Actor, activityID, itemID int64, now time.Time) (*Item, error) {
+	return SetItemImage(ctx, db, who, activityID, itemID, "", nil, now)
+}
+
+// dropUnused deletes the sizes of an upload no item shows any more, so that uploading again and again
+// does not grow the database.
+func dropUnused(tx *gorm.DB, sum string) error {
+	if sum == "" {
+		return nil
+	}
+	var users int64
+	if err := tx.Model(&Item{}).Where("image_key = ?", sum).Count(&users).Error; err != nil || users > 0 {
+		return err
+	}
+	names := make([]string, 0, len(sizeNames))
+	for _, size := range sizeNames {
+		names = append(names, ImageName(sum, size))
+	}
+	return tx.Where("name IN ?", names).Delete(&Image{}).Error
+}
+
+// sizeNames are the sizes an upload is kept at (pictures.Sizes).
+var sizeNames = []string{"960", "480"}
 
 // ImageData answers the bytes of a stored image; none answers errs.NotFound.
 func ImageData(ctx context.Context, db *gorm.DB, name string) ([]byte, error) {

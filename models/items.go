@@ -73,7 +73,10 @@ func DeleteItem(ctx context.Context, db *gorm.DB, who Actor, activityID, itemID 
 		} else if err != nil {
 			return nil, nil, err
 		}
-		return itemAuditOf(&it), nil, tx.Delete(&it).Error
+		if err := tx.Delete(&it).Error; err != nil {
+			return nil, nil, err
+		}
+		return itemAuditOf(&it), nil, dropUnused(tx, it.ImageKey)
 	})
 	return err
 }
@@ -84,14 +87,48 @@ func ItemNames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string,
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var items []Item
-	if err := db.WithContext(ctx).Select("id", "name").Where("id IN ?", ids).Find(&items).Error; err != nil {
+	// An activity's thousands of orders name a few items: each is asked for once.
+	err := inChunks(unique(ids), func(chunk []int64) error {
+		var items []Item
+		if err := db.WithContext(ctx).Select("id", "name").Where("id IN ?", chunk).Find(&items).Error; err != nil {
+			return err
+		}
+		for _, it := range items {
+			out[it.ID] = it.Name
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("item names: %w", err)
 	}
-	for _, it := range items {
-		out[it.ID] = it.Name
-	}
 	return out, nil
+}
+
+// inListMost is the most values one query's IN list takes: PostgreSQL takes 65,535 parameters a
+// statement and SQLite 32,766.
+const inListMost = 10_000
+
+// inChunks calls fn with ids in chunks of at most inListMost.
+func inChunks(ids []int64, fn func([]int64) error) error {
+	for start := 0; start < len(ids); start += inListMost {
+		if err := fn(ids[start:min(start+inListMost, len(ids))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unique answers ids without repeats, in their first order.
+func unique(ids []int64) []int64 {
+	seen := make(map[int64]bool, len(ids))
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // Validate checks the input against the contract's rules (an item's rules do not depend on the time).

@@ -187,6 +187,36 @@ func Restocked(ctx context.Context, db *gorm.DB, id int64) error {
 	return db.WithContext(ctx).Exec("UPDATE stock_logs SET pending = ? WHERE id = ?", false, id).Error
 }
 
+// ReopenPayment marks a payment the shop closed in its books open again: it could not be closed at the
+// provider, so the payment poller must keep asking about it (and close it, or refund its money).
+func ReopenPayment(ctx context.Context, db *gorm.DB, id int64, now time.Time) error {
+	return db.WithContext(ctx).Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ? AND status = ?", PaymentOpen, now, id, PaymentClosed).Error
+}
+
+// CancelledOrdersOf answers which of the payments' orders are cancelled, by payment id.
+func CancelledOrdersOf(ctx context.Context, db *gorm.DB, ps []Payment) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	if len(ps) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(ps))
+	for i, p := range ps {
+		ids[i] = p.OrderID
+	}
+	var cancelled []int64
+	if err := db.WithContext(ctx).Model(&Order{}).Where("id IN ? AND status = ?", unique(ids), OrderCancelled).Pluck("id", &cancelled).Error; err != nil {
+		return nil, fmt.Errorf("cancelled orders of payments: %w", err)
+	}
+	gone := map[int64]bool{}
+	for _, id := range cancelled {
+		gone[id] = true
+	}
+	for _, p := range ps {
+		out[p.ID] = gone[p.OrderID]
+	}
+	return out, nil
+}
+
 // SetPaymentStatus records the provider's final word on a payment that was not paid.
 func SetPaymentStatus(ctx context.Context, db *gorm.DB, id int64, status string, now time.Time) error {
 	return db.WithContext(ctx).Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ? AND status = ?", status, now, id, PaymentOpen).Error

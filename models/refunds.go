@@ -107,15 +107,21 @@ func RefundStates(ctx context.Context, db *gorm.DB, orderIDs []int64) (map[int64
 	if len(orderIDs) == 0 {
 		return out, nil
 	}
-	var rows []Refund
-	if err := db.WithContext(ctx).Select("order_id", "status").Where("order_id IN ?", orderIDs).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("refunds of orders: %w", err)
-	}
 	rank := map[string]int{RefundDone: 0, RefundPending: 1, RefundFailed: 2}
-	for _, r := range rows {
-		if cur, ok := out[r.OrderID]; !ok || rank[r.Status] > rank[cur] {
-			out[r.OrderID] = r.Status
+	err := inChunks(orderIDs, func(chunk []int64) error {
+		var rows []Refund
+		if err := db.WithContext(ctx).Select("order_id", "status").Where("order_id IN ?", chunk).Find(&rows).Error; err != nil {
+			return err
 		}
+		for _, r := range rows {
+			if cur, ok := out[r.OrderID]; !ok || rank[r.Status] > rank[cur] {
+				out[r.OrderID] = r.Status
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("refunds of orders: %w", err)
 	}
 	return out, nil
 }
@@ -161,6 +167,24 @@ func RefundDoneByProvider(ctx context.Context, db *gorm.DB, paymentID int64, now
 		return fmt.Errorf("refund of payment %d: %w", paymentID, err)
 	}
 	return RefundSettled(ctx, db, r.ID, RefundDone, "", now)
+}
+
+// RetryRefunds puts an order's failed refunds back to be asked for again (an admin's decision, once the
+// reason the provider refused is fixed), audited; it answers how many.
+func RetryRefunds(ctx context.Context, db *gorm.DB, who Actor, orderNo string, now time.Time) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&Refund{}).Where("order_no = ? AND status = ?", orderNo, RefundFailed).
+			Updates(map[string]any{"status": RefundPending, "updated_at": now})
+		if n = res.RowsAffected; res.Error != nil || n == 0 {
+			return res.Error
+		}
+		return Audit(tx, who, "refund.retry", "order:"+orderNo, map[string]any{"status": RefundFailed}, map[string]any{"status": RefundPending, "refunds": n}, now)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("retry the refunds of order %s: %w", orderNo, err)
+	}
+	return n, nil
 }
 
 // maxRefundReason is how long an admin's reason may be, in characters.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/sony/gobreaker/v2"
@@ -52,6 +53,15 @@ func (c *Client) BreakerState() string { return c.breaker.State().String() }
 
 // errRefused is a provider's answer that our request was wrong: it works, and retrying will not help.
 var errRefused = errors.New("provider refused the request")
+
+// refusal is a provider's 4xx answer, with its status: errors.Is(err, errRefused).
+type refusal struct {
+	status int
+	body   []byte
+}
+
+func (r *refusal) Error() string        { return fmt.Sprintf("%v: %d %s", errRefused, r.status, r.body) }
+func (r *refusal) Is(target error) bool { return target == errRefused }
 
 type statusBody struct {
 	Status string `json:"status"`
@@ -111,7 +121,7 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte) 
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, ErrNotFound
 	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests:
-		return nil, fmt.Errorf("%w: %d %s", errRefused, resp.StatusCode, b)
+		return nil, &refusal{resp.StatusCode, b}
 	case resp.StatusCode >= 300:
 		return nil, fmt.Errorf("provider answered %d", resp.StatusCode)
 	}
@@ -158,10 +168,15 @@ func (c *Client) Close(ctx context.Context, id string) (string, error) {
 	return out.Status, nil
 }
 
-// Refund asks for a paid payment's money back. It is retried: the provider refunds a payment once.
+// Refund asks for a paid payment's money back. It is retried: the provider refunds a payment once. Only
+// the provider's word that the payment cannot be refunded (409) answers ErrNotRefundable; any other
+// refusal (a key it does not take, a request it does not like) is the shop's to fix and answers
+// ErrUnavailable, so that the refund stays pending and is asked for again.
 func (c *Client) Refund(ctx context.Context, id string, r RefundRequest) (string, error) {
+	r.Reason = truncateUTF8(r.Reason, MaxRefundReasonBytes)
 	b, err := c.call(ctx, http.MethodPost, "/api/payments/"+id+"/refund", r, 3)
-	if errors.Is(err, errRefused) {
+	var ref *refusal
+	if errors.As(err, &ref) && ref.status == http.StatusConflict {
 		return "", fmt.Errorf("%w: %v", ErrNotRefundable, err)
 	}
 	if err != nil {
@@ -172,6 +187,17 @@ func (c *Client) Refund(ctx context.Context, id string, r RefundRequest) (string
 		return "", fmt.Errorf("%w: bad answer to refund", ErrUnavailable)
 	}
 	return out.Status, nil
+}
+
+// truncateUTF8 cuts s to at most n bytes, at a character's boundary.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 var _ Provider = (*Client)(nil)

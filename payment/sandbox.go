@@ -229,10 +229,13 @@ if redis.call('HGET', KEYS[1], 'amount') ~= ARGV[2] then return 'amount' end
 redis.call('HSET', KEYS[1], 'status', 'refunded', 'refund_id', ARGV[1], 'refunded', ARGV[3])
 return 'refunded!'`)
 
+// MaxRefundReasonBytes is the longest reason a refund request carries (the client cuts a longer one).
+const MaxRefundReasonBytes = 2000
+
 // ValidRefund reports whether r is within the sandbox's limits: a refund id of 1 to 64 printable ASCII
-// characters, an amount from 1 cent, a reason of 500 bytes at most.
+// characters, an amount from 1 cent, a reason of MaxRefundReasonBytes at most.
 func ValidRefund(r RefundRequest) bool {
-	return ValidProviderID(r.RefundID) && r.AmountCents > 0 && r.AmountCents <= MaxAmountCents && len(r.Reason) <= 500
+	return ValidProviderID(r.RefundID) && r.AmountCents > 0 && r.AmountCents <= MaxAmountCents && len(r.Reason) <= MaxRefundReasonBytes
 }
 
 // Refund gives a paid payment's money back, once (asked again, it answers refunded and does nothing),

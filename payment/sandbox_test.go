@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"seckill/internal/testenv"
 )
@@ -66,12 +68,32 @@ func TestSandboxRefundsOnce(t *testing.T) {
 // The client tells a refusal (the provider answered, and will answer the same) from a provider that
 // could not be reached.
 func TestClientRefundRefusedOrUnavailable(t *testing.T) {
-	for status, want := range map[int]error{http.StatusConflict: ErrNotRefundable, http.StatusBadGateway: ErrUnavailable} {
+	// Only the provider's "this payment cannot be refunded" is final; a key it does not take, or a request
+	// it does not like, is the shop's to fix: the refund is asked for again.
+	for status, want := range map[int]error{http.StatusConflict: ErrNotRefundable, http.StatusBadGateway: ErrUnavailable,
+		http.StatusUnauthorized: ErrUnavailable, http.StatusBadRequest: ErrUnavailable} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) }))
 		_, err := NewClient(srv.URL, "key", time.Second).Refund(context.Background(), "sbx_1", RefundRequest{RefundID: "RF1", AmountCents: 1})
 		srv.Close()
 		if !errors.Is(err, want) || (want == ErrNotRefundable && errors.Is(err, ErrUnavailable)) {
 			t.Errorf("a provider answering %d: %v, want %v", status, err, want)
 		}
+	}
+}
+
+// A reason is cut to what the provider takes, at a character's boundary.
+func TestRefundReasonIsCutForTheProvider(t *testing.T) {
+	var got RefundRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&got)
+		w.Write([]byte(`{"status":"refunded"}`))
+	}))
+	defer srv.Close()
+	long := strings.Repeat("退", 1000) // 3,000 bytes
+	if _, err := NewClient(srv.URL, "key", time.Second).Refund(context.Background(), "sbx_1", RefundRequest{RefundID: "RF1", AmountCents: 1, Reason: long}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Reason) > MaxRefundReasonBytes || !utf8.ValidString(got.Reason) || !strings.HasPrefix(long, got.Reason) || len(got.Reason) < MaxRefundReasonBytes-3 {
+		t.Errorf("the provider got a reason of %d bytes (valid UTF-8 %v)", len(got.Reason), utf8.ValidString(got.Reason))
 	}
 }

@@ -28,18 +28,39 @@ type Size struct {
 // the home page's cards (480).
 var Sizes = []Size{{"960", 960}, {"480", 480}}
 
-// MaxPixels is the largest image opened: 40 megapixels (a phone camera's photo is about 12), which take
-// 160 MB while they are scaled. MaxSide bounds each side.
+// MaxBytes bounds the memory one image takes while it is processed: the decoded image (its bytes a pixel
+// depend on the file: 1.5 to 3 for a JPEG, 4 for an 8-bit PNG, 8 for a 16-bit one) and, for a photo to be
+// turned upright, a turned copy of 4 a pixel. A phone's 12-megapixel JPEG takes about 84 MB; an image
+// that would take more than 160 MB is refused from its header, before it is decoded. MaxSide bounds each
+// side whatever the bytes.
 const (
-	MaxPixels = 40_000_000
-	MaxSide   = 12_000
+	MaxBytes = 160 << 20
+	MaxSide  = 12_000
 )
+
+// bytesPerPixel is what a decoded image of the color model takes a pixel (at most; 8 when unknown).
+func bytesPerPixel(m color.Model) int64 {
+	switch m {
+	case color.GrayModel, color.AlphaModel:
+		return 1
+	case color.Gray16Model, color.Alpha16Model:
+		return 2
+	case color.YCbCrModel:
+		return 3
+	case color.RGBAModel, color.NRGBAModel, color.CMYKModel:
+		return 4
+	}
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	return 8
+}
 
 // ErrNotImage means the file is not a PNG or JPEG image that can be opened.
 var ErrNotImage = errors.New("the file is not a PNG or JPEG image")
 
 // ErrTooBig means the image has too many pixels to be opened.
-var ErrTooBig = fmt.Errorf("the image is larger than %d megapixels", MaxPixels/1_000_000)
+var ErrTooBig = errors.New("the image has too many pixels: at most about 20 megapixels (a phone's 12-megapixel photo is fine) and 12,000 a side")
 
 // Processed is an upload turned into the images the pages show.
 type Processed struct {
@@ -55,7 +76,8 @@ func Process(raw []byte) (*Processed, error) {
 	if err != nil || (format != "png" && format != "jpeg") {
 		return nil, ErrNotImage
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > MaxSide || cfg.Height > MaxSide || int64(cfg.Width)*int64(cfg.Height) > MaxPixels {
+	pixels := int64(cfg.Width) * int64(cfg.Height)
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > MaxSide || cfg.Height > MaxSide || pixels*(bytesPerPixel(cfg.ColorModel)+4) > MaxBytes {
 		return nil, ErrTooBig
 	}
 	img, err := imaging.Decode(bytes.NewReader(raw), imaging.AutoOrientation(true))
@@ -63,15 +85,18 @@ func Process(raw []byte) (*Processed, error) {
 		return nil, ErrNotImage
 	}
 	b := img.Bounds()
-	// JPEG has no transparency: a transparent PNG is laid on white, as the pages' background.
-	flat := imaging.New(b.Dx(), b.Dy(), color.White)
-	flat = imaging.Overlay(flat, img, image.Point{}, 1)
 	sum := sha256.Sum256(raw)
 	out := &Processed{Sum: hex.EncodeToString(sum[:16]), Variants: map[string][]byte{}, Width: b.Dx(), Height: b.Dy()}
 	for _, s := range Sizes {
-		scaled := image.Image(flat)
+		// Scaled first, from the decoded image (the copies are the size of the result), then laid on white:
+		// JPEG has no transparency, and a transparent PNG shows on the pages' white.
+		scaled := img
 		if b.Dx() > s.Max || b.Dy() > s.Max {
-			scaled = imaging.Fit(flat, s.Max, s.Max, imaging.Lanczos)
+			scaled = imaging.Fit(img, s.Max, s.Max, imaging.Lanczos)
+		}
+		if !opaque(scaled) {
+			sb := scaled.Bounds()
+			scaled = imaging.Overlay(imaging.New(sb.Dx(), sb.Dy(), color.White), scaled, image.Point{}, 1)
 		}
 		var buf bytes.Buffer
 		if err := jpeg.Encode(&buf, scaled, &jpeg.Options{Quality: 85}); err != nil {
@@ -80,4 +105,10 @@ func Process(raw []byte) (*Processed, error) {
 		out.Variants[s.Name] = buf.Bytes()
 	}
 	return out, nil
+}
+
+// opaque reports whether img has no transparent pixel (an image that cannot say is treated as having one).
+func opaque(img image.Image) bool {
+	o, ok := img.(interface{ Opaque() bool })
+	return ok && o.Opaque()
 }

@@ -67,16 +67,32 @@ func TestProcessSizes(t *testing.T) {
 	}
 }
 
-// An image too large to open is refused from its header alone.
-func TestProcessRefusesHugeImages(t *testing.T) {
-	// A PNG header claiming 20,000 × 20,000 pixels, and nothing after it.
+// pngClaiming is a PNG header claiming w × h pixels of 8-bit RGBA, and nothing after it.
+func pngClaiming(w, h uint32, colorType byte) []byte {
 	var buf bytes.Buffer
 	png.Encode(&buf, image.NewGray(image.Rect(0, 0, 1, 1)))
 	raw := buf.Bytes()
-	copy(raw[16:24], []byte{0, 0, 0x4e, 0x20, 0, 0, 0x4e, 0x20})
+	binary.BigEndian.PutUint32(raw[16:20], w)
+	binary.BigEndian.PutUint32(raw[20:24], h)
+	raw[24], raw[25] = 8, colorType
 	binary.BigEndian.PutUint32(raw[29:33], crc32.ChecksumIEEE(raw[12:29])) // the header chunk's checksum
-	if _, err := Process(raw); !errors.Is(err, ErrTooBig) {
-		t.Errorf("a 20,000 × 20,000 PNG: %v, want ErrTooBig", err)
+	return raw
+}
+
+// An image too large to open is refused from its header alone: by its memory, or by a side.
+func TestProcessRefusesHugeImages(t *testing.T) {
+	for name, raw := range map[string][]byte{
+		"8000 × 8000 RGBA (512 MB)": pngClaiming(8000, 8000, 6),
+		"6000 × 4000 RGBA (192 MB)": pngClaiming(6000, 4000, 6),
+		"20000 × 10 (a long strip)": pngClaiming(20000, 10, 0),
+	} {
+		if _, err := Process(raw); !errors.Is(err, ErrTooBig) {
+			t.Errorf("%s: %v, want ErrTooBig", name, err)
+		}
+	}
+	// Just within: the header passes, and the missing pixels make it no image.
+	if _, err := Process(pngClaiming(4000, 3000, 6)); !errors.Is(err, ErrNotImage) {
+		t.Errorf("a 4000 × 3000 PNG header with no pixels: %v, want ErrNotImage", err)
 	}
 }
 
