@@ -258,9 +258,18 @@ func TestShipmentsOfAWholeSale(t *testing.T) {
 	if r.Status != 200 || r.json(t)["shipped"] != float64(len(orders)) {
 		t.Fatalf("a whole sale's CSV: %d %.300s", r.Status, r.Body)
 	}
-	var shipped int64
-	s.DB.Model(&models.Order{}).Where("activity_id = ? AND status = ?", sale.ID, models.OrderShipped).Count(&shipped)
-	if shipped != int64(len(orders)) {
-		t.Errorf("%d orders shipped, want %d", shipped, len(orders))
+	// Each with its own row's tracking number.
+	var got []models.Order
+	s.DB.Select("order_no", "status", "tracking_no", "shipped_at").Where("activity_id = ?", sale.ID).Find(&got)
+	wrong := 0
+	for _, o := range got {
+		var i int
+		fmt.Sscanf(o.OrderNo, "SKbulk%d", &i)
+		if o.Status != models.OrderShipped || o.TrackingNo != fmt.Sprintf("SF%08d", i) || o.ShippedAt == nil {
+			wrong++
+		}
+	}
+	if len(got) != len(orders) || wrong > 0 {
+		t.Errorf("%d of %d orders not shipped with their own tracking number", wrong, len(got))
 	}
 }

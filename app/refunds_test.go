@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -252,5 +253,83 @@ func TestPaymentLeftOpenOnACancelledOrderIsFollowed(t *testing.T) {
 		if st := orderStatus(t, s, o.OrderNo); st != models.OrderCancelled {
 			t.Errorf("order %s is %s, want it to stay cancelled", o.OrderNo, st)
 		}
+	}
+}
+
+// failClose is the provider failing to close the payments named, and answering open for those named in
+// queryOpen whatever it holds (a payment paid between the poller's question and its close).
+type failClose struct {
+	payment.Provider
+	mu        sync.Mutex
+	fail      map[string]bool
+	queryOpen map[string]bool
+}
+
+func (f *failClose) Close(ctx context.Context, id string) (string, error) {
+	f.mu.Lock()
+	fail := f.fail[id]
+	f.mu.Unlock()
+	if fail {
+		return "", payment.ErrUnavailable
+	}
+	return f.Provider.Close(ctx, id)
+}
+
+func (f *failClose) Query(ctx context.Context, id string) (string, error) {
+	f.mu.Lock()
+	open := f.queryOpen[id]
+	f.mu.Unlock()
+	if open {
+		return payment.StatusOpen, nil
+	}
+	return f.Provider.Query(ctx, id)
+}
+
+// A payment made in another tab while the order is cancelled, which the provider cannot close then, is
+// open in the books again; the poller closes it once the provider answers, or, if the payer paid it just
+// before the poller's close, records the money and refunds it.
+func TestPaymentTheCancelCannotCloseIsFollowed(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
+	_, buy := newPaySale(t, s, 3)
+	ctx := context.Background()
+	provider := &failClose{Provider: s.Srv.UnpaidTimeout.Provider, fail: map[string]bool{}, queryOpen: map[string]bool{}}
+	cancelWithPaymentInAnotherTab := func(name string) (models.Order, string) {
+		b, o := buy(name)
+		first := pay(t, b, o.OrderNo)["payment_id"].(string)
+		var second string
+		s.Srv.UnpaidTimeout.Provider = &payDuringClose{Provider: provider, pay: func() {
+			s.Redis.HSet(ctx, "sandbox:pay:{"+first+"}", "status", payment.StatusClosed)
+			s.DB.Model(&models.Payment{}).Where("order_id = ?", o.ID).Update("status", models.PaymentClosed)
+			second = pay(t, b, o.OrderNo)["payment_id"].(string)
+			provider.mu.Lock()
+			provider.fail[second] = true // the provider cannot close it now
+			provider.mu.Unlock()
+		}}
+		if r := b.call("POST", "/api/orders/"+o.OrderNo+"/cancel", nil); r.Status != 200 {
+			t.Fatalf("cancel: %d %s", r.Status, r.Body)
+		}
+		p, err := models.PaymentByProviderID(ctx, s.DB, second)
+		if err != nil || p.Status != models.PaymentOpen {
+			t.Fatalf("the payment the cancel could not close: %+v %v, want open in the books", p, err)
+		}
+		return o, second
+	}
+	_, closeLater := cancelWithPaymentInAnotherTab("close_later")
+	paidOrder, paidJustBefore := cancelWithPaymentInAnotherTab("paid_before_close")
+	// The provider is back; one of them was paid just before the poller's close.
+	provider.mu.Lock()
+	provider.fail = map[string]bool{}
+	provider.queryOpen[paidJustBefore] = true
+	provider.mu.Unlock()
+	s.Redis.HSet(ctx, "sandbox:pay:{"+paidJustBefore+"}", "status", payment.StatusPaid)
+	s.Srv.PaymentPoll.Provider = provider
+	if err := s.Srv.PaymentPoll.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := sandboxStatus(t, s, closeLater); st != payment.StatusClosed {
+		t.Errorf("the payment the cancel could not close is %s at the provider, want closed", st)
+	}
+	if rs, _ := models.RefundsOfOrder(ctx, s.DB, paidOrder.ID); len(rs) != 1 || rs[0].ProviderID != paidJustBefore {
+		t.Errorf("the payment paid just before the poller's close: refunds %+v, want one", rs)
 	}
 }

@@ -72,6 +72,15 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 	}
 	for i := range ps {
 		st, err := p.Provider.Query(ctx, ps[i].ProviderID)
+		if errors.Is(err, payment.ErrRefused) {
+			// The provider refuses this payment alone: the others are asked about, this one later.
+			counts["refused"]++
+			p.Log.Warn("the provider refuses to answer about a payment", "payment", ps[i].ProviderID, "err", err)
+			if err := models.PaymentChecked(ctx, p.DB, ps[i].ID, p.Now()); err != nil {
+				return err
+			}
+			continue
+		}
 		if errors.Is(err, payment.ErrUnavailable) {
 			counts["unavailable"]++
 			return err
@@ -90,9 +99,21 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 			if err := models.SetPaymentStatus(ctx, p.DB, ps[i].ID, models.PaymentClosed, p.Now()); err != nil {
 				return err
 			}
+		case cancelled[ps[i].ID] && st == "" && p.Now().Sub(ps[i].CreatedAt) > 10*time.Minute:
+			// A cancelled order's payment the provider has long forgotten: it can no longer be paid.
+			counts["closed_late"]++
+			if err := models.SetPaymentStatus(ctx, p.DB, ps[i].ID, models.PaymentClosed, p.Now()); err != nil {
+				return err
+			}
 		case st == payment.StatusOpen && cancelled[ps[i].ID]:
 			closed, err := p.Provider.Close(ctx, ps[i].ProviderID)
 			switch {
+			case errors.Is(err, payment.ErrRefused):
+				counts["refused"]++
+				p.Log.Error("refund_needed: the provider refuses to close a payment of a cancelled order: it may still be paid", "payment", ps[i].ProviderID, "err", err)
+				if err := models.PaymentChecked(ctx, p.DB, ps[i].ID, p.Now()); err != nil {
+					return err
+				}
 			case errors.Is(err, payment.ErrUnavailable):
 				counts["unavailable"]++
 				return err

@@ -68,6 +68,14 @@ func (r *Refunds) Make(ctx context.Context, f *models.Refund, counts map[string]
 		r.Log.ErrorContext(ctx, "refund_needed: the provider refused a refund", "order_no", f.OrderNo, "payment_id", f.ProviderID, "why", why)
 		return models.RefundSettled(ctx, r.DB, f.ID, models.RefundFailed, why, now)
 	}
+	if errors.Is(err, payment.ErrRefused) {
+		// Refused for a reason of the shop's (its key, a request the provider does not take): pending,
+		// asked for again, and a person is told; the other refunds go on.
+		counts["refused_retrying"]++
+		r.Log.ErrorContext(ctx, "refund_needed: the provider refuses a refund; it is asked for again", "order_no", f.OrderNo,
+			"payment_id", f.ProviderID, "attempts", f.Attempts+1, "err", err)
+		return models.RefundSettled(ctx, r.DB, f.ID, models.RefundPending, err.Error(), now)
+	}
 	counts["unavailable"]++
 	if serr := models.RefundSettled(ctx, r.DB, f.ID, models.RefundPending, err.Error(), now); serr != nil {
 		return serr

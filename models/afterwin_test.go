@@ -2,6 +2,8 @@ package models_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,10 +96,97 @@ func TestAfterTheWinOnBothDatabases(t *testing.T) {
 			if err := models.RefundSettled(ctx, db, rs[0].ID, models.RefundDone, "", now); err != nil {
 				t.Fatal(err)
 			}
+			// A CSV's worth of rows: each order gets its own carrier and tracking number; a row of another
+			// activity's order is not found; a correction keeps when it was shipped.
+			more, err := models.PlaceOrders(ctx, db, item.ID, []models.NewOrder{
+				{OrderNo: "SKc1", UserID: 201, ActivityID: a.ID, PriceCents: 990, BoughtAt: now},
+				{OrderNo: "SKc2", UserID: 202, ActivityID: a.ID, PriceCents: 990, BoughtAt: now},
+			}, now, 15*time.Minute)
+			if err != nil || len(more) != 2 {
+				t.Fatal(err)
+			}
+			db.Model(&models.Order{}).Where("order_no IN ?", []string{"SKc1", "SKc2"}).Updates(map[string]any{"status": models.OrderPaid})
+			db.Model(&models.Order{}).Where("order_no = ?", "SKpaid").Updates(map[string]any{"status": models.OrderShipped})
+			firstShipped := now.Add(-time.Hour)
+			db.Model(&models.Order{}).Where("order_no = ?", "SKpaid").Update("shipped_at", firstShipped)
+			rows := []models.ShipRow{
+				{OrderNo: "SKc1", Shipment: models.Shipment{Carrier: "EMS", TrackingNo: "EA0001"}},
+				{OrderNo: "SKc2", Shipment: models.Shipment{Carrier: "顺丰", TrackingNo: "SF0002"}},
+				{OrderNo: "SKpaid", Shipment: models.Shipment{Carrier: "顺丰", TrackingNo: "SF0003"}},
+				{OrderNo: "SKnone", Shipment: models.Shipment{Carrier: "顺丰", TrackingNo: "SF0004"}},
+			}
+			if err := models.ShipOrders(ctx, db, merchant.ID, a.ID, rows, now); err != nil {
+				t.Fatal(err)
+			}
+			if rows[0].Outcome != models.ShipDone || rows[2].Outcome != models.ShipCorrected || errs.Code(rows[3].Err) != errs.NotFound {
+				t.Errorf("the rows: %+v", rows)
+			}
+			for no, want := range map[string]string{"SKc1": "EMS EA0001", "SKc2": "顺丰 SF0002", "SKpaid": "顺丰 SF0003"} {
+				o, _ := models.OrderByNo(ctx, db, no)
+				if got := o.Carrier + " " + o.TrackingNo; got != want || o.Status != models.OrderShipped || o.ShippedAt == nil {
+					t.Errorf("order %s: %s %q, want shipped %q", no, o.Status, got, want)
+				}
+				if no == "SKpaid" && !o.ShippedAt.Equal(firstShipped.Truncate(time.Microsecond)) && o.ShippedAt.Sub(firstShipped).Abs() > time.Second {
+					t.Errorf("the correction moved when it was shipped: %v, was %v", o.ShippedAt, firstShipped)
+				}
+			}
+
 			states, err := models.RefundStates(ctx, db, []int64{late.ID, paid.ID})
 			if err != nil || states[late.ID] != models.RefundPending || states[paid.ID] != models.RefundDone {
 				t.Errorf("refund states: %v %v", states, err)
 			}
 		})
+	}
+}
+
+// Two merchants' items taking the same file at once: while one item lets the file go (removed, or
+// replaced), the other's taking it must not lose its images to the cleanup of unused uploads.
+func TestSharedUploadIsNotDeletedUnderAnotherItem(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	var who [2]models.Actor
+	var acts [2]int64
+	var items [2]int64
+	for i := range who {
+		u, err := models.CreateUser(ctx, db, fmt.Sprintf("shop%d", i), "hash", models.RoleMerchant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		who[i] = models.Actor{ID: u.ID, Username: u.Username}
+		a, err := models.CreateActivity(ctx, db, who[i], models.ActivityInput{Name: "A", StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour)}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := models.AddItem(ctx, db, who[i], a.ID, models.ItemInput{Name: "I", OriginalPriceCents: 2, SeckillPriceCents: 1, Stock: 1}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acts[i], items[i] = a.ID, it.ID
+	}
+	sizes := map[string][]byte{"960": []byte("large"), "480": []byte("small")}
+	for round := range 60 {
+		sum := fmt.Sprintf("%032x", round)
+		if _, err := models.SetItemImage(ctx, db, who[0], acts[0], items[0], sum, sizes, now); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { // the first lets it go
+			defer wg.Done()
+			if _, err := models.RemoveItemImage(ctx, db, who[0], acts[0], items[0], now); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() { // the second takes the same file
+			defer wg.Done()
+			if _, err := models.SetItemImage(ctx, db, who[1], acts[1], items[1], sum, sizes, now); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		if _, err := models.ImageData(ctx, db, models.ImageName(sum, "960")); err != nil {
+			t.Fatalf("round %d: the second item shows an upload whose image is gone: %v", round, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"gorm.io/gorm"
@@ -44,6 +45,11 @@ func SetItemImage(ctx context.Context, db *gorm.DB, who Actor, activityID, itemI
 		} else if err != nil {
 			return nil, nil, err
 		}
+		// The uploads this changes, locked in one order: another item taking the same file (the same sum)
+		// at the same moment must not see its sizes deleted as unused under it.
+		if err := lockSums(tx, sum, it.ImageKey); err != nil {
+			return nil, nil, err
+		}
 		for size, data := range sizes {
 			img := Image{Name: ImageName(sum, size), Data: data, CreatedAt: now}
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&img).Error; err != nil {
@@ -70,8 +76,29 @@ func RemoveItemImage(ctx context.Context, db *gorm.DB, who Actor, activityID, it
 	return SetItemImage(ctx, db, who, activityID, itemID, "", nil, now)
 }
 
+// lockSums locks uploads by their sums until tx ends (PostgreSQL's advisory locks, taken in one order;
+// SQLite runs one writing transaction at a time).
+func lockSums(tx *gorm.DB, sums ...string) error {
+	if tx.Dialector.Name() != "postgres" {
+		return nil
+	}
+	sort.Strings(sums)
+	for _, sum := range sums {
+		if sum == "" {
+			continue
+		}
+		if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", imageLockSpace, sum).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// imageLockSpace is the first key of the uploads' advisory locks, apart from the migration's.
+const imageLockSpace = 0x1ae9e
+
 // dropUnused deletes the sizes of an upload no item shows any more, so that uploading again and again
-// does not grow the database.
+// does not grow the database. The caller holds the upload's lock (lockSums).
 func dropUnused(tx *gorm.DB, sum string) error {
 	if sum == "" {
 		return nil

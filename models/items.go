@@ -73,6 +73,9 @@ func DeleteItem(ctx context.Context, db *gorm.DB, who Actor, activityID, itemID 
 		} else if err != nil {
 			return nil, nil, err
 		}
+		if err := lockSums(tx, it.ImageKey); err != nil {
+			return nil, nil, err
+		}
 		if err := tx.Delete(&it).Error; err != nil {
 			return nil, nil, err
 		}

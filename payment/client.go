@@ -51,8 +51,13 @@ func NewClient(base, key string, timeout time.Duration) *Client {
 // BreakerState is the breaker's state: closed, half-open or open.
 func (c *Client) BreakerState() string { return c.breaker.State().String() }
 
-// errRefused is a provider's answer that our request was wrong: it works, and retrying will not help.
-var errRefused = errors.New("provider refused the request")
+// ErrRefused is a provider's answer (a 4xx) that it will not do what was asked of this payment: it works,
+// and asking again the same way gets the same answer. It comes wrapped in ErrUnavailable too (the caller
+// could not get what it needed), so that a caller that cannot tell them apart waits and tries again.
+var ErrRefused = errors.New("provider refused the request")
+
+// errRefused is ErrRefused, by its old name.
+var errRefused = ErrRefused
 
 // refusal is a provider's 4xx answer, with its status: errors.Is(err, errRefused).
 type refusal struct {

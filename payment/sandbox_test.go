@@ -71,11 +71,11 @@ func TestClientRefundRefusedOrUnavailable(t *testing.T) {
 	// Only the provider's "this payment cannot be refunded" is final; a key it does not take, or a request
 	// it does not like, is the shop's to fix: the refund is asked for again.
 	for status, want := range map[int]error{http.StatusConflict: ErrNotRefundable, http.StatusBadGateway: ErrUnavailable,
-		http.StatusUnauthorized: ErrUnavailable, http.StatusBadRequest: ErrUnavailable} {
+		http.StatusUnauthorized: ErrRefused, http.StatusBadRequest: ErrRefused, http.StatusNotFound: ErrNotFound} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) }))
 		_, err := NewClient(srv.URL, "key", time.Second).Refund(context.Background(), "sbx_1", RefundRequest{RefundID: "RF1", AmountCents: 1})
 		srv.Close()
-		if !errors.Is(err, want) || (want == ErrNotRefundable && errors.Is(err, ErrUnavailable)) {
+		if !errors.Is(err, want) || (want != ErrRefused && want != ErrUnavailable && errors.Is(err, ErrUnavailable)) {
 			t.Errorf("a provider answering %d: %v, want %v", status, err, want)
 		}
 	}

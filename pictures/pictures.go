@@ -47,8 +47,10 @@ func bytesPerPixel(m color.Model) int64 {
 		return 2
 	case color.YCbCrModel:
 		return 3
-	case color.RGBAModel, color.NRGBAModel, color.CMYKModel:
+	case color.RGBAModel, color.NRGBAModel:
 		return 4
+	case color.CMYKModel: // the decoder holds its YCbCr and black planes and the CMYK image at once
+		return 8
 	}
 	if _, ok := m.(color.Palette); ok {
 		return 1
@@ -77,7 +79,11 @@ func Process(raw []byte) (*Processed, error) {
 		return nil, ErrNotImage
 	}
 	pixels := int64(cfg.Width) * int64(cfg.Height)
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > MaxSide || cfg.Height > MaxSide || pixels*(bytesPerPixel(cfg.ColorModel)+4) > MaxBytes {
+	perPixel := bytesPerPixel(cfg.ColorModel) + 4
+	if format == "jpeg" && progressive(raw) {
+		perPixel += 4 * 4 // a progressive JPEG's decoder keeps every coefficient too: 4 bytes each, up to 4 planes
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > MaxSide || cfg.Height > MaxSide || pixels*perPixel > MaxBytes {
 		return nil, ErrTooBig
 	}
 	img, err := imaging.Decode(bytes.NewReader(raw), imaging.AutoOrientation(true))
@@ -105,6 +111,29 @@ func Process(raw []byte) (*Processed, error) {
 		out.Variants[s.Name] = buf.Bytes()
 	}
 	return out, nil
+}
+
+// progressive reports whether a JPEG is progressive: its frame header (the first SOFn marker) is SOF2
+// (or another progressive kind).
+func progressive(raw []byte) bool {
+	for i := 2; i+4 <= len(raw); {
+		if raw[i] != 0xff {
+			return false
+		}
+		m := raw[i+1]
+		switch {
+		case m == 0xff: // padding
+			i++
+			continue
+		case m == 0xd8 || m == 0x01 || m >= 0xd0 && m <= 0xd7: // markers without a length
+			i += 2
+			continue
+		case m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc: // a frame header
+			return m == 0xc2 || m == 0xc6 || m == 0xca || m == 0xce
+		}
+		i += 2 + (int(raw[i+2])<<8 | int(raw[i+3]))
+	}
+	return false
 }
 
 // opaque reports whether img has no transparent pixel (an image that cannot say is treated as having one).

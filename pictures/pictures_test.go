@@ -118,3 +118,26 @@ func FuzzProcess(f *testing.F) {
 		}
 	})
 }
+
+// jpegClaiming is the start of a JPEG whose frame header (SOF0 baseline, or SOF2 progressive) claims
+// w × h pixels in three components, after an APP0 segment, and nothing after it.
+func jpegClaiming(w, h uint16, sof byte) []byte {
+	raw := []byte{0xff, 0xd8, 0xff, 0xe0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0}
+	raw = append(raw, 0xff, sof, 0, 17, 8, byte(h>>8), byte(h), byte(w>>8), byte(w), 3,
+		1, 0x11, 0, 2, 0x11, 1, 3, 0x11, 1)
+	return raw
+}
+
+// A progressive JPEG costs more to open (its decoder keeps every coefficient): the same size that passes
+// as a baseline JPEG is refused as a progressive one.
+func TestProcessCountsProgressiveJPEGs(t *testing.T) {
+	if !progressive(jpegClaiming(3000, 3000, 0xc2)) || progressive(jpegClaiming(3000, 3000, 0xc0)) {
+		t.Fatal("progressive() does not tell SOF2 from SOF0")
+	}
+	if _, err := Process(jpegClaiming(3000, 3000, 0xc0)); !errors.Is(err, ErrNotImage) {
+		t.Errorf("a 3000 × 3000 baseline JPEG header: %v, want it let through to the decoder (ErrNotImage: no pixels)", err)
+	}
+	if _, err := Process(jpegClaiming(3000, 3000, 0xc2)); !errors.Is(err, ErrTooBig) {
+		t.Errorf("a 3000 × 3000 progressive JPEG header: %v, want ErrTooBig", err)
+	}
+}
