@@ -60,7 +60,8 @@ type Server struct {
 	Hashing  *gate.Gate // the turns of password hashing (a quarter of the cores)
 	Drawing  *gate.Gate // the turns of captcha drawing (half of the cores)
 	Captchas *captcha.Captchas
-	Metrics  http.Handler // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
+	Stops    *catalog.Stops // the sales an admin has paused, in memory
+	Metrics  http.Handler   // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
 	// its lock.
@@ -107,6 +108,7 @@ const (
 	workerBuyLimiter   = "buy_limiter"
 	workerBuyAnswers   = "buy_answers"
 	workerCaptchaPool  = "captcha_pool"
+	workerStops        = "stops"
 )
 
 // Close releases what NewServer opened (not the Deps, which belong to the caller).
@@ -173,6 +175,7 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 		workerBuyLimiter:      s.buyLimit.Run,
 		workerBuyAnswers:      s.Answers.Run,
 		workerCaptchaPool:     s.Captchas.Fill,
+		workerStops:           s.Stops.Run,
 		jobs.OrderConsumerJob: s.OrderConsumer.Run,
 		jobs.PreheatJob:       s.Preheat.Run,
 		jobs.PaymentPollJob:   s.PaymentPoll.Run,
@@ -316,8 +319,9 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		return err
 	}
 	shop := catalog.New(d.DB, d.Now, time.Second, d.Log)
+	s.Stops = catalog.NewStops(shop, d.Redis, d.Log)
 	s.Captchas = captcha.New(d.Redis, s.Drawing, 200*time.Millisecond, cfg.CaptchaPool)
-	s.Queue = &jobs.Queue{Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
+	s.Queue = &jobs.Queue{Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
 		Admission: stock.Admission{Overbook: cfg.QueueOverbook, Rate: cfg.QueueRate, Turn: cfg.QueueTurn}}
 	s.Captchas.Expected = expectedShoppers(shop, s.Flags.SoldOut, d.Now, cfg.PreheatWindow)
 	accounts := &handlers.Accounts{
@@ -336,11 +340,11 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		qr:       &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now},
 		catalog:  &handlers.Catalog{Catalog: shop, Left: left, Now: d.Now},
 		buy: &handlers.Buy{
-			Catalog: shop, Ledger: s.Ledger, Books: books, Flags: s.Flags, Captchas: accounts.Captchas,
+			Catalog: shop, Ledger: s.Ledger, Books: books, Flags: s.Flags, Stops: s.Stops, Captchas: accounts.Captchas,
 			Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
 		queue: &handlers.Queue{
-			Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Left: left, Captchas: s.Captchas, Limits: accounts.Limits,
+			Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Left: left, Captchas: s.Captchas, Limits: accounts.Limits,
 			Rate: cfg.QueueRate, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Canceller: s.UnpaidTimeout},
@@ -350,7 +354,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		images:   handlers.NewImages(d.DB, d.Now),
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
-		admin:    &handlers.Admin{Catalog: shop, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
+		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 	}
 	if cfg.PaySandbox {
@@ -475,6 +479,9 @@ func routes(f *fiber.App, h *site) {
 	a.Get("/reviews", admin.Reviews)
 	a.Post("/activities/:id/approve", admin.Approve)
 	a.Post("/activities/:id/reject", admin.Reject)
+	a.Post("/activities/:id/pause", admin.Pause)
+	a.Post("/activities/:id/resume", admin.Resume)
+	a.Post("/activities/:id/end", admin.End)
 	a.Get("/activities/:id/stats", admin.ActivityStats)
 	a.Get("/users", admin.Users)
 	a.Post("/users/:id/role", accounts.SetRole)
@@ -552,7 +559,15 @@ func templateFuncs(files *assets.Set) template.FuncMap {
 			}
 			return ""
 		},
-		"list":  func(v ...string) []string { return v },
+		"list": func(v ...string) []string { return v },
+		// dict passes several values to a template: dict "A" .Activity "Tr" $.Tr.
+		"dict": func(kv ...any) map[string]any {
+			m := make(map[string]any, len(kv)/2)
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i].(string)] = kv[i+1]
+			}
+			return m
+		},
 		"money": func(cents int64) string { return fmt.Sprintf("¥%d.%02d", cents/100, cents%100) },
 		"percent": func(part, whole int64) int64 {
 			if whole <= 0 {

@@ -35,6 +35,7 @@ var statusOf = map[string]int{
 	errs.Queue:              fiber.StatusConflict,
 	errs.FirstCome:          fiber.StatusConflict,
 	errs.QueueNotOpen:       fiber.StatusForbidden,
+	errs.Paused:             fiber.StatusForbidden,
 	errs.ActivityState:      fiber.StatusConflict,
 	errs.OrderState:         fiber.StatusConflict,
 	errs.AddressRequired:    fiber.StatusConflict,

@@ -38,6 +38,7 @@ const (
 	Queue         = "queue"          // the item sells through its waiting room: join the line
 	FirstCome     = "first_come"     // the item sells first come, first served: it has no waiting room
 	QueueNotOpen  = "queue_not_open" // the waiting room opens later
+	Paused        = "paused"         // an admin has paused the sale: buying, paths and turns wait
 
 	// The merchant console.
 	ActivityState = "activity_state"

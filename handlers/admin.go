@@ -14,6 +14,7 @@ import (
 // Admin serves the approval dashboard's API.
 type Admin struct {
 	Catalog       *catalog.Catalog
+	Stops         *catalog.Stops
 	DB            *gorm.DB
 	Ledger        *stock.Ledger
 	Books         stock.Books // the sales as the database has them, to load an approved one at once
@@ -98,6 +99,54 @@ func (h *Admin) review(c *fiber.Ctx, approve bool, reason string) error {
 		}
 	}
 	return c.JSON(fiber.Map{"state": a.State})
+}
+
+// Pause pauses an approved sale at once on every instance (buying, purchase paths and its waiting room's
+// turns stop; the line keeps its order), with a reason the merchant sees.
+func (h *Admin) Pause(c *fiber.Ctx) error { return h.stop(c, models.ActPause) }
+
+// Resume resumes a paused sale.
+func (h *Admin) Resume(c *fiber.Ctx) error { return h.stop(c, models.ActResume) }
+
+// End ends an approved sale now: its window in Redis closes at once, and it leaves the catalog.
+func (h *Admin) End(c *fiber.Ctx) error { return h.stop(c, models.ActEnd) }
+
+func (h *Admin) stop(c *fiber.Ctx, action string) error {
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if err := ParseJSON(c, &in); err != nil {
+		return err
+	}
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	a, err := models.Stop(ctx, h.DB, who, id, action, in.Reason, h.Now())
+	if err != nil {
+		return err
+	}
+	if action == models.ActEnd {
+		// The sale's window in Redis, which the buy script checks, closes now (a sale not loaded yet has none).
+		for _, it := range a.Items {
+			if _, loaded, err := h.Ledger.SaleEnds(ctx, it.ID); err != nil || !loaded {
+				continue
+			}
+			if _, err := h.Ledger.Preheat(ctx, h.Books, it.ID); err != nil {
+				return err // ended in the database; the preheat job closes the window within seconds
+			}
+		}
+	}
+	// Every instance rebuilds its catalog and its memory of paused sales now.
+	if err := h.Stops.Announce(ctx); err != nil {
+		return err
+	}
+	return c.JSON(managedJSON(a, "", h.Now()))
 }
 
 // ActivityStats answers an activity's live figures.

@@ -33,6 +33,7 @@ type Buy struct {
 	Ledger      *stock.Ledger
 	Books       stock.Books // the sales as the database has them, to load one Redis does not hold
 	Flags       *stock.Flags
+	Stops       *catalog.Stops // the sales an admin has paused (in memory)
 	Captchas    *captcha.Captchas
 	Limits      *ratelimit.Shared
 	BuyLimit    *ratelimit.Local // per address, in memory: the buy costs no round trip for it
@@ -78,6 +79,9 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	} else if a.SaleMode == models.SaleQueue {
 		return errUseQueue
 	}
+	if h.Stops.Paused(itemID) {
+		return ErrPaused
+	}
 	in, err := readCaptcha(c)
 	if err != nil {
 		return err
@@ -107,6 +111,9 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	}
 	return c.JSON(fiber.Map{"path": token})
 }
+
+// ErrPaused is the answer while an admin has paused the item's sale.
+var ErrPaused = errs.Static(errs.Paused, "this sale is paused by the shop's staff: buying waits until it resumes (a place in its line is kept)")
 
 var errBadCaptcha = errs.Static(errs.BadCaptcha, "the captcha answer is wrong or the captcha was used: get a new one")
 
@@ -211,6 +218,9 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	}
 	if h.Flags.SoldOut(itemID) {
 		return stock.ErrSoldOut
+	}
+	if h.Stops.Paused(itemID) {
+		return ErrPaused
 	}
 	ctx := c.UserContext()
 	soldOut, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())

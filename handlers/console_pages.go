@@ -98,7 +98,7 @@ func (h *Consoles) MerchantActivity(c *fiber.Ctx) error {
 // live renders the dashboard of an activity for its merchant or an admin.
 func (h *Consoles) live(c *fiber.Ctx, a *models.Activity, base, back, backLabel string) error {
 	noStore(c)
-	data := PageData(c, h.Now(), "live.title", "Activity", a, "Back", back, "BackLabel", backLabel,
+	data := PageData(c, h.Now(), "live.title", "Activity", a, "Back", back, "BackLabel", backLabel, "Admin", base == "/admin",
 		"StatsURL", fmt.Sprintf("/api%s/activities/%d/stats", base, a.ID), "ChartURL", fmt.Sprintf("%s/activities/%d/chart.svg", base, a.ID))
 	data["Title"] = a.Name
 	return c.Render("live", data, Layout)

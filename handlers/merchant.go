@@ -23,6 +23,9 @@ type ManagedActivityJSON struct {
 	Merchant     string     `json:"merchant,omitempty"`
 	ReviewReason string     `json:"review_reason"`
 	ReviewedAt   *time.Time `json:"reviewed_at"`
+	PausedAt     *time.Time `json:"paused_at"`   // an admin's pause, null while it runs
+	EndedEarly   bool       `json:"ended_early"` // an admin ended it before its time
+	StopReason   string     `json:"stop_reason"` // the admin's reason for the last pause, resume or end
 	CreatedAt    time.Time  `json:"created_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
 }
@@ -33,7 +36,8 @@ func managedJSON(a *models.Activity, merchant string, now time.Time) ManagedActi
 		left[it.ID] = max(it.StockTotal-it.StockSold, 0)
 	}
 	return ManagedActivityJSON{ActivityJSON: activityJSON(a, left, now), MerchantID: a.MerchantID, Merchant: merchant,
-		ReviewReason: a.ReviewReason, ReviewedAt: a.ReviewedAt, CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+		ReviewReason: a.ReviewReason, ReviewedAt: a.ReviewedAt, PausedAt: utc(a.PausedAt), EndedEarly: a.EndedEarly, StopReason: a.StopReason,
+		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 }
 
 // Activities answers the merchant's own activities, in every state.

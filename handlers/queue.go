@@ -27,6 +27,7 @@ type Queue struct {
 	Catalog     *catalog.Catalog
 	Ledger      *stock.Ledger
 	Flags       *stock.Flags
+	Stops       *catalog.Stops // the sales an admin has paused (in memory)
 	Left        *stock.LeftCache
 	Captchas    *captcha.Captchas
 	Limits      *ratelimit.Shared
@@ -151,7 +152,10 @@ type QueueJSON struct {
 	QueueOpensAt *time.Time `json:"queue_opens_at"`
 	StartsAt     time.Time  `json:"starts_at"`
 	SeedHash     *string    `json:"seed_hash"`
-	ServerTime   time.Time  `json:"server_time"`
+	// Paused: an admin has paused the sale. The line keeps its order; no one is let in, and no turn can
+	// buy, until it resumes.
+	Paused     bool      `json:"paused"`
+	ServerTime time.Time `json:"server_time"`
 }
 
 // Queue states, as the contract names them.
@@ -214,6 +218,8 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 		return errRoomClosed
 	case !now.Before(a.EndsAt):
 		return stock.ErrEnded
+	case h.Stops.Paused(itemID):
+		return ErrPaused
 	}
 	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in); err != nil {
 		return err
@@ -249,7 +255,7 @@ func (h *Queue) Status(c *fiber.Ctx) error {
 func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64) error {
 	ctx := c.UserContext()
 	now := h.Now()
-	out := QueueJSON{State: QueueOut, QueueOpensAt: a.QueueOpensAt, StartsAt: a.StartsAt.UTC(), ServerTime: now.UTC()}
+	out := QueueJSON{State: QueueOut, QueueOpensAt: a.QueueOpensAt, StartsAt: a.StartsAt.UTC(), ServerTime: now.UTC(), Paused: h.Stops.Paused(it.ID)}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if !now.Before(a.EndsAt) {
 		out.State = QueueEnded
@@ -469,6 +475,8 @@ func sendQueue(c *fiber.Ctx, q *QueueJSON, times []byte) error {
 		b = appendSaleTimes(b, q.QueueOpensAt, q.StartsAt)
 	}
 	b = appendStr(b, `,"seed_hash":`, q.SeedHash)
+	b = append(b, `,"paused":`...)
+	b = strconv.AppendBool(b, q.Paused)
 	b = appendTime(b, `,"server_time":`, &q.ServerTime)
 	b = append(b, '}')
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

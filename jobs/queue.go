@@ -18,7 +18,8 @@ import (
 type Queue struct {
 	Catalog   *catalog.Catalog
 	Ledger    *stock.Ledger
-	Flags     *stock.Flags // told when the line finds the item sold out
+	Flags     *stock.Flags   // told when the line finds the item sold out
+	Stops     *catalog.Stops // a paused sale's line is not moved: nobody is let in
 	Admission stock.Admission
 	Interval  time.Duration
 	Now       func() time.Time
@@ -43,7 +44,7 @@ func (q *Queue) Once(ctx context.Context) error {
 	}
 	var failed []error
 	for _, r := range q.rooms {
-		if now.Before(r.w.Opens) || !now.Before(r.w.Ends) {
+		if now.Before(r.w.Opens) || !now.Before(r.w.Ends) || q.Stops != nil && q.Stops.Paused(r.item) {
 			continue
 		}
 		if err := q.step(ctx, r.item, r.w, now); err != nil {

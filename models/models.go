@@ -83,6 +83,11 @@ type Activity struct {
 	State        string     `gorm:"size:20;not null;index;default:draft"`
 	SaleMode     string     `gorm:"size:16;not null;default:first_come"` // SaleFirstCome or SaleQueue, fixed once approved
 	QueueOpensAt *time.Time // when the waiting room of a queue sale opens: set at approval, never before it
+	// The emergency stop: paused by an admin since PausedAt (nil when running), or ended early (EndsAt
+	// moved to then); StopReason is the admin's reason for the last pause, resume or end.
+	PausedAt     *time.Time
+	EndedEarly   bool   `gorm:"not null;default:false"`
+	StopReason   string `gorm:"type:text;not null;default:''"`
 	ReviewerID   *int64
 	ReviewReason string `gorm:"type:text;not null;default:''"`
 	ReviewedAt   *time.Time

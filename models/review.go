@@ -18,6 +18,10 @@ const (
 	ActSubmit  = "submit"
 	ActApprove = "approve"
 	ActReject  = "reject"
+	// The emergency stop: an admin pauses an approved sale, resumes it, or ends it early.
+	ActPause  = "pause"
+	ActResume = "resume"
+	ActEnd    = "end"
 )
 
 var transitions = map[string]struct {
@@ -28,6 +32,9 @@ var transitions = map[string]struct {
 	ActSubmit:  {from: []string{ActivityDraft, ActivityRejected}, to: ActivityPendingReview},
 	ActApprove: {from: []string{ActivityPendingReview}, to: ActivityApproved},
 	ActReject:  {from: []string{ActivityPendingReview}, to: ActivityRejected},
+	ActPause:   {from: []string{ActivityApproved}},
+	ActResume:  {from: []string{ActivityApproved}},
+	ActEnd:     {from: []string{ActivityApproved}},
 }
 
 // Next answers the state an action leads an activity to from state, or errs activity_state when the
@@ -49,7 +56,8 @@ func Next(state, action string) (string, error) {
 	return "", errs.Newf(errs.ActivityState, "a %s activity cannot be %s", strings.ReplaceAll(state, "_", " "), pastTense[action])
 }
 
-var pastTense = map[string]string{ActEdit: "changed", ActSubmit: "submitted", ActApprove: "approved", ActReject: "rejected"}
+var pastTense = map[string]string{ActEdit: "changed", ActSubmit: "submitted", ActApprove: "approved", ActReject: "rejected",
+	ActPause: "paused", ActResume: "resumed", ActEnd: "ended"}
 
 // changeActivity runs fn on a merchant's or any (merchantID 0) activity inside a transaction, with the
 // row locked, after checking that action is allowed from its state; fn returns what to audit.
@@ -146,4 +154,65 @@ func PendingReviews(ctx context.Context, db *gorm.DB) ([]Activity, error) {
 		return nil, fmt.Errorf("pending reviews: %w", err)
 	}
 	return acts, nil
+}
+
+// stopReason checks an admin's reason for an emergency stop: required, the merchant sees it.
+func stopReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case strings.TrimFunc(reason, invisible) == "":
+		return "", errs.Fields("reason: say why", map[string]string{"reason": "must not be empty"})
+	case len(reason) > 2000 || badText(reason, true):
+		return "", errs.Fields("reason: must be text of 2,000 bytes at most", map[string]string{"reason": "must be text of 2,000 bytes at most"})
+	}
+	return reason, nil
+}
+
+// Stop is an admin's emergency stop of an approved sale that has not ended: pause (buying, purchase
+// paths and the waiting room's turns stop; the line keeps its order), resume, or end now. Each is audited
+// with its reason, which the merchant sees. Pausing a paused sale, or resuming a running one, answers
+// activity_state; so does any of them on a sale that has ended.
+func Stop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason string, now time.Time) (*Activity, error) {
+	reason, err := stopReason(reason)
+	if err != nil {
+		return nil, err
+	}
+	return changeActivity(ctx, db, who, 0, id, action, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
+		if !now.Before(a.EndsAt) {
+			return nil, nil, errs.New(errs.ActivityState, "this sale has ended")
+		}
+		before := stopAuditOf(a)
+		change := map[string]any{"updated_at": now, "stop_reason": reason}
+		switch action {
+		case ActPause:
+			if a.PausedAt != nil {
+				return nil, nil, errs.New(errs.ActivityState, "this sale is paused already")
+			}
+			a.PausedAt = &now
+			change["paused_at"] = now
+		case ActResume:
+			if a.PausedAt == nil {
+				return nil, nil, errs.New(errs.ActivityState, "this sale is not paused")
+			}
+			a.PausedAt = nil
+			change["paused_at"] = nil
+		case ActEnd:
+			a.EndsAt, a.PausedAt, a.EndedEarly = now, nil, true
+			change["ends_at"], change["paused_at"], change["ended_early"] = now, nil, true
+		}
+		a.StopReason, a.UpdatedAt = reason, now
+		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(change).Error
+		return before, stopAuditOf(a), err
+	})
+}
+
+type stopAudit struct {
+	State      string     `json:"state"`
+	PausedAt   *time.Time `json:"paused_at"`
+	EndsAt     time.Time  `json:"ends_at"`
+	StopReason string     `json:"reason,omitempty"`
+}
+
+func stopAuditOf(a *Activity) stopAudit {
+	return stopAudit{a.State, a.PausedAt, a.EndsAt.UTC(), a.StopReason}
 }

@@ -15,7 +15,7 @@ import (
 
 // AnswerKinds are the buy endpoint's answers that the live dashboard charts: queued, the refusals by
 // their contract code, and other for the rest. The one list of them; AnswerOf names an answer by it.
-var AnswerKinds = []string{AnswerQueued, errs.SoldOut, errs.AlreadyBought, errs.InvalidPath, errs.RateLimited, errs.NotStarted, errs.Ended, AnswerOther}
+var AnswerKinds = []string{AnswerQueued, errs.SoldOut, errs.AlreadyBought, errs.InvalidPath, errs.RateLimited, errs.NotStarted, errs.Ended, errs.Paused, AnswerOther}
 
 // The answers that are not a refusal's code.
 const (

@@ -62,6 +62,25 @@
     });
   });
 
+  // The emergency stop: Pause, Resume or End with the reason typed beside them (End asks first).
+  document.querySelectorAll("form[data-stop]").forEach(function (form) {
+    form.addEventListener("submit", function (ev) { ev.preventDefault(); });
+    form.querySelectorAll("button[data-action]").forEach(function (btn) {
+      btn.addEventListener("click", function () {
+        if (btn.dataset.action === "end" && !window.confirm(form.dataset.confirmEnd)) return;
+        btn.disabled = true;
+        api("POST", form.dataset.stop + "/" + btn.dataset.action, { reason: form.reason.value })
+          .then(function () { location.reload(); })
+          .catch(function (e) {
+            btn.disabled = false;
+            form.querySelectorAll(".field-error, .form-error").forEach(function (el) { el.textContent = ""; });
+            if (e.fields && e.fields.reason) { form.querySelector('[data-error-for="reason"]').textContent = e.fields.reason; form.reason.focus(); }
+            else form.querySelector(".form-error").textContent = e.message;
+          });
+      });
+    });
+  });
+
   // An item's image: choosing a file sends it at once; the page shows it once the server has it.
   document.querySelectorAll("form[data-upload-image]").forEach(function (form) {
     var input = form.querySelector("input[type=file]"), err = form.querySelector(".form-error");

@@ -11,7 +11,7 @@
   var status = document.getElementById("buy-status"), loginLink = document.getElementById("login-to-buy");
   var stockLeft = document.getElementById("stock-left"), stockBar = document.getElementById("stock-bar");
   var loggedIn = false, left = +box.dataset.left, busy = false, final = false, bought = false, captchaId = null;
-  var captchaAt = 0, failedOrder = false;
+  var captchaAt = 0, failedOrder = false, paused = !!box.dataset.paused;
 
   function w(key) { return words[key] || key; }
   function say(text, kind) { status.textContent = text; status.className = "buy-status " + (kind || ""); }
@@ -19,11 +19,18 @@
     var key = "err." + (e.code || (e.status ? "other" : "network"));
     say(words[key] ? w(key) : (e.message || w("err.other")), "bad");
     if (e.code === "sold_out" || e.code === "already_bought" || e.code === "ended") final = true;
+    if (e.code === "paused") { paused = true; update(); }
     if (e.code === "unauthenticated") { loggedIn = false; form.hidden = true; loginLink.hidden = false; }
   }
   function open() { var now = window.serverNow(); return now >= starts && now < ends; }
+  // A sale an admin paused: the button waits, and the page says why, until it resumes.
+  function showPaused() {
+    if (paused && !final) say(w("err.paused"), "bad");
+    else if (!paused && status.textContent === w("err.paused")) say("");
+  }
   var update = function () {
-    btn.disabled = !loggedIn || busy || final || left <= 0 || !open();
+    showPaused();
+    btn.disabled = !loggedIn || busy || final || paused || left <= 0 || !open();
     if (left <= 0 && !final) { final = true; if (!status.textContent) say(w("err.sold_out"), "bad"); }
     if (window.serverNow() >= ends && !final) { final = true; say(w("err.ended"), "bad"); }
   };
@@ -38,6 +45,8 @@
       // A fresh server time, corrected for half the round trip, keeps the countdown honest.
       window.serverOffset = Date.parse(it.server_time) + (Date.now() - sent) / 2 - Date.now();
       showStock(it.stock_left);
+      paused = !!it.paused;
+      ends = Date.parse(it.ends_at); // an admin may end the sale early
       update();
     }).catch(function () {});
   }
@@ -130,7 +139,9 @@
     update = function () {
       var turn = q && q.state === "your_turn" && Date.parse(q.turn_ends_at) > window.serverNow();
       var joinable = q && (q.state === "out" || q.state === "missed") && queueOpen();
-      btn.disabled = !loggedIn || busy || final || !(turn || joinable);
+      if (q) paused = !!q.paused;
+      showPaused();
+      btn.disabled = !loggedIn || busy || final || paused || !(turn || joinable);
       if (window.serverNow() >= ends && !final) { final = true; say(w("err.ended"), "bad"); }
     };
   }

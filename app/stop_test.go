@@ -1,0 +1,231 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/internal/testenv"
+	"seckill/jobs"
+	"seckill/models"
+
+	"github.com/chromedp/chromedp"
+)
+
+// An admin pauses a sale in the middle of a rush on two instances: once the pause is answered, no buy
+// is taken on either (403 paused), purchase paths and the line's joins wait too, the pages and the
+// merchant see it with its reason, and it is audited; resumed, the crowd buys again; ended, it is over.
+func TestEmergencyStopDuringARush(t *testing.T) {
+	db := testenv.Postgres(t)
+	rdb := testenv.Redis(t)
+	workers := []string{"order_consumer", "stops"}
+	oneAddress := func(c *Config) { c.RateLimitIP = false } // the whole crowd comes from 127.0.0.1
+	a := startLive(t, liveOpts{db: db, rdb: rdb, only: workers, tune: oneAddress})
+	b := startLive(t, liveOpts{db: db, rdb: rdb, only: workers, tune: oneAddress})
+	merchant, sale, item := merchantSale(t, a, "stop_shop", 5000)
+	admin := withRole(t, a, "stop_admin", models.RoleAdmin)
+	_, queued := queueSale(t, db, a, 10)
+	crowd := makeShoppers(t, a, "stop_crowd", 3000)
+	base := "/api/admin/activities/" + itoa(sale.ID)
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	// The rush: twenty buyers at a time on both instances, each a shopper who has not bought yet, with a
+	// path, until told to stop; a buy taken is counted with when its answer came.
+	var stop atomic.Bool
+	var mu sync.Mutex
+	var taken []time.Time
+	var paused atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	t.Cleanup(func() { stop.Store(true); wg.Wait() }) // before the servers close, however the test ends
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srv := []*liveServer{a, b}[i%2]
+			for !stop.Load() {
+				sh := crowd[int(next.Add(1))%len(crowd)]
+				got := sh.post(t, client, srv.URL, "/api/items/"+itoa(item.ID)+"/buy/"+issuePathOrSoldOut(t, a, item.ID, sh.id))
+				switch {
+				case got.status == 202:
+					mu.Lock()
+					taken = append(taken, time.Now())
+					mu.Unlock()
+				case got.code == "paused":
+					paused.Add(1)
+				}
+				time.Sleep(40 * time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+
+	expect(t, "a pause without a reason", admin.call("POST", base+"/pause", map[string]any{"reason": " "}), 400, "bad_request")
+	expect(t, "a merchant pausing", merchant.call("POST", base+"/pause", map[string]any{"reason": "x"}), 403, "forbidden")
+	const reason = "价格标错了 (a wrong price)"
+	r := admin.call("POST", base+"/pause", map[string]any{"reason": reason})
+	if r.Status != 200 || r.json(t)["paused_at"] == nil || r.json(t)["stop_reason"] != reason {
+		t.Fatalf("pause: %d %s", r.Status, r.Body)
+	}
+	pausedAt := time.Now()
+	expect(t, "pausing again", admin.call("POST", base+"/pause", map[string]any{"reason": reason}), 409, "activity_state")
+	// Both instances know within a moment; from then on nothing is taken anywhere.
+	probe := makeShoppers(t, a, "stop_probe", 1)[0]
+	waitFor(t, "both instances to refuse buys as paused", func() bool {
+		for _, srv := range []*liveServer{a, b} {
+			got := probe.post(t, client, srv.URL, "/api/items/"+itoa(item.ID)+"/buy/"+issuePathOrSoldOut(t, a, item.ID, probe.id))
+			if got.status == 202 { // before the pause reached it: an order like the others
+				mu.Lock()
+				taken = append(taken, time.Now())
+				mu.Unlock()
+			}
+			if got.code != "paused" {
+				return false
+			}
+		}
+		return true
+	})
+	known := time.Now()
+	t.Logf("both instances refused buys %v after the pause was answered", known.Sub(pausedAt))
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	late := 0
+	for _, at := range taken {
+		// (A buy that passed the check a moment before the pause reached its instance may answer a moment
+		// after: a fifth of a second is far more than that takes.)
+		if at.After(known.Add(200 * time.Millisecond)) {
+			late++
+		}
+	}
+	before := len(taken)
+	mu.Unlock()
+	if late > 0 || paused.Load() == 0 {
+		t.Errorf("while paused: %d buys taken after both instances knew, %d refused as paused", late, paused.Load())
+	}
+
+	// Paths, the line and the pages say so too.
+	for _, srv := range []*liveServer{a, b} {
+		viewer := newBrowser(t, srv.URL)
+		viewer.register("viewer_"+strings.TrimPrefix(srv.URL, "http://127.0.0.1:"), "viewer password")
+		id, answer := viewer.captcha()
+		expect(t, "a purchase path while paused", viewer.call("POST", "/api/items/"+itoa(item.ID)+"/path",
+			map[string]any{"captcha_id": id, "captcha_answer": answer}), 403, "paused")
+		if it := viewer.call("GET", "/api/items/"+itoa(item.ID), nil).json(t); it["paused"] != true {
+			t.Errorf("the item on %s does not say paused: %v", srv.URL, it)
+		}
+	}
+	expect(t, "pausing the queue sale", admin.call("POST", "/api/admin/activities/"+itoa(queued.ActivityID)+"/pause", map[string]any{"reason": "bots"}), 200, "")
+	line := newBrowser(t, b.URL)
+	line.register("line_viewer", "line password")
+	waitFor(t, "the queue sale paused on the second instance", func() bool {
+		return line.call("GET", "/api/items/"+itoa(queued.ID)+"/queue", nil).json(t)["paused"] == true
+	})
+	expect(t, "joining a paused sale's line", line.join(queued.ID), 403, "paused")
+	mine := merchant.call("GET", "/api/merchant/activities/"+itoa(sale.ID), nil).json(t)
+	if mine["paused_at"] == nil || mine["stop_reason"] != reason {
+		t.Errorf("the merchant does not see the pause and its reason: %v", mine)
+	}
+	var row models.AuditLog
+	db.Where("action = ? AND target = ?", "activity.pause", "activity:"+itoa(sale.ID)).Take(&row)
+	if row.Actor != "stop_admin" || !strings.Contains(row.After, reason) {
+		t.Errorf("the pause's audit row: %+v", row)
+	}
+
+	// Resumed: the crowd buys again, on both instances.
+	if r := admin.call("POST", base+"/resume", map[string]any{"reason": "price fixed"}); r.Status != 200 || r.json(t)["paused_at"] != nil {
+		t.Fatalf("resume: %d %s", r.Status, r.Body)
+	}
+	waitFor(t, "buys taken again after the resume", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(taken) > before+20
+	})
+
+	// Ended: every buy is refused as ended, and the sale leaves the catalog.
+	if r := admin.call("POST", base+"/end", map[string]any{"reason": "stock recalled"}); r.Status != 200 || r.json(t)["ended_early"] != true {
+		t.Fatalf("end: %d %s", r.Status, r.Body)
+	}
+	for _, srv := range []*liveServer{a, b} {
+		late := newBrowser(t, srv.URL)
+		late.register("late_"+strings.TrimPrefix(srv.URL, "http://127.0.0.1:"), "late password")
+		id, answer := late.captcha()
+		expect(t, "a purchase path after the end", late.call("POST", "/api/items/"+itoa(item.ID)+"/path",
+			map[string]any{"captcha_id": id, "captcha_answer": answer}), 403, "ended")
+	}
+	stop.Store(true)
+	wg.Wait()
+	expect(t, "resuming an ended sale", admin.call("POST", base+"/resume", map[string]any{"reason": "x"}), 409, "activity_state")
+	waitFor(t, "the ended sale to leave the catalog", func() bool {
+		return !strings.Contains(string(newBrowser(t, b.URL).call("GET", "/api/activities", nil).Body), `"id":`+itoa(sale.ID)+`,`)
+	})
+	// The books agree: everything taken became an order (or is on its way), nothing beyond stock.
+	waitDrained(t, a, item.ID)
+	if _, err := a.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	var orders int64
+	db.Model(&models.Order{}).Where("item_id = ?", item.ID).Count(&orders)
+	mu.Lock()
+	n := len(taken)
+	mu.Unlock()
+	if orders != int64(n) {
+		t.Errorf("%d buys taken, %d orders written", n, orders)
+	}
+}
+
+// TestPauseInABrowser: an admin pauses a running sale from the approval dashboard with a reason; a
+// shopper's item page says it is paused and Buy waits; resumed, Buy comes back.
+func TestPauseInABrowser(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	withRole(t, s, "pause_chief", models.RoleAdmin)
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	shopper := chrome(t)
+	registerInBrowser(t, shopper, s.URL, "pause_shopper")
+	run(t, shopper, "the item page", chromedp.Navigate(s.URL+"/items/"+itoa(item.ID)), chromedp.WaitEnabled("#buy", chromedp.ByID))
+
+	admin := chrome(t)
+	loginInBrowser(t, admin, s.URL, "pause_chief", "pause_chief password")
+	var notice string
+	run(t, admin, "pause from the dashboard",
+		chromedp.Navigate(s.URL+"/admin"),
+		chromedp.WaitVisible("form[data-stop] input[name=reason]", chromedp.ByQuery),
+		chromedp.SendKeys("form[data-stop] input[name=reason]", "A wrong price", chromedp.ByQuery),
+		chromedp.Click(`form[data-stop] button[data-action="pause"]`, chromedp.ByQuery),
+		chromedp.WaitVisible("form[data-stop] .notice", chromedp.ByQuery),
+		chromedp.Text("form[data-stop] .notice", &notice, chromedp.ByQuery),
+	)
+	if !strings.Contains(notice, "Paused by the shop's staff") || !strings.Contains(notice, "A wrong price") {
+		t.Errorf("the dashboard says %q after the pause", notice)
+	}
+	shot(t, admin, "admin-paused-sale")
+
+	var said string
+	run(t, shopper, "the item page learns of the pause",
+		chromedp.WaitVisible(`//p[@id="buy-status"][contains(., "paused")]`),
+		chromedp.Text("#buy-status", &said, chromedp.ByID),
+	)
+	var disabled bool
+	run(t, shopper, "Buy waits", chromedp.Evaluate(`document.getElementById("buy").disabled`, &disabled))
+	if !disabled {
+		t.Error("Buy is enabled on a paused sale")
+	}
+	shot(t, shopper, "item-paused")
+
+	run(t, admin, "resume",
+		chromedp.SendKeys("form[data-stop] input[name=reason]", "Price fixed", chromedp.ByQuery),
+		chromedp.Click(`form[data-stop] button[data-action="resume"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`form[data-stop] button[data-action="pause"]`, chromedp.ByQuery),
+	)
+	run(t, shopper, "Buy comes back", chromedp.WaitEnabled("#buy", chromedp.ByID), chromedp.Text("#buy-status", &said, chromedp.ByID))
+	if strings.Contains(said, "paused") {
+		t.Errorf("after the resume the item page still says %q", said)
+	}
+}
