@@ -485,6 +485,8 @@ func routes(f *fiber.App, h *site) {
 	a.Get("/activities/:id/stats", admin.ActivityStats)
 	a.Get("/users", admin.Users)
 	a.Post("/users/:id/role", accounts.SetRole)
+	a.Post("/users/:id/block", accounts.Block)
+	a.Post("/users/:id/unblock", accounts.Unblock)
 	a.Get("/audit", admin.Audit)
 	a.Get("/orders/:order_no", h.refunds.Order)
 	a.Post("/orders/:order_no/refund", h.refunds.Refund)

@@ -36,6 +36,7 @@ var statusOf = map[string]int{
 	errs.FirstCome:          fiber.StatusConflict,
 	errs.QueueNotOpen:       fiber.StatusForbidden,
 	errs.Paused:             fiber.StatusForbidden,
+	errs.Blocked:            fiber.StatusForbidden,
 	errs.ActivityState:      fiber.StatusConflict,
 	errs.OrderState:         fiber.StatusConflict,
 	errs.AddressRequired:    fiber.StatusConflict,

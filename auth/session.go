@@ -189,6 +189,16 @@ func (s *Sessions) SetRole(ctx context.Context, who models.Actor, userID int64, 
 	return u, s.announce(ctx, u)
 }
 
+// SetBlocked blocks (every session of the user ends, here and on every instance at once) or unblocks an
+// account, as who's audited action with a reason.
+func (s *Sessions) SetBlocked(ctx context.Context, who models.Actor, userID int64, blocked bool, reason string) (*models.User, error) {
+	u, err := models.SetBlocked(ctx, s.db, who, userID, blocked, reason, s.now())
+	if err != nil {
+		return nil, err
+	}
+	return u, s.announce(ctx, u)
+}
+
 func (s *Sessions) announce(ctx context.Context, u *models.User) error {
 	changed := s.now()
 	if u.AuthChangedAt != nil {

@@ -39,6 +39,7 @@ const (
 	FirstCome     = "first_come"     // the item sells first come, first served: it has no waiting room
 	QueueNotOpen  = "queue_not_open" // the waiting room opens later
 	Paused        = "paused"         // an admin has paused the sale: buying, paths and turns wait
+	Blocked       = "blocked"        // an admin has blocked the account
 
 	// The merchant console.
 	ActivityState = "activity_state"

@@ -55,6 +55,20 @@ type UserJSON struct {
 
 func userJSON(u *models.User) UserJSON { return UserJSON{ID: u.ID, Username: u.Username, Role: u.Role} }
 
+// ManagedUserJSON is a user as an admin sees it.
+type ManagedUserJSON struct {
+	UserJSON
+	BlockedAt   *time.Time `json:"blocked_at"` // null unless blocked
+	BlockReason string     `json:"block_reason"`
+	CreatedAt   time.Time  `json:"created_at"`
+}
+
+func managedUserJSON(u *models.User) ManagedUserJSON {
+	return ManagedUserJSON{UserJSON: userJSON(u), BlockedAt: utcPtr(u.BlockedAt), BlockReason: u.BlockReason, CreatedAt: u.CreatedAt.UTC()}
+}
+
+var errBlocked = errs.Static(errs.Blocked, "this account is blocked: write to the shop's support")
+
 // LoadSession reads the session cookie, in memory only, and keeps the session for the handlers.
 func (h *Accounts) LoadSession(c *fiber.Ctx) error {
 	if v := c.Cookies(SessionCookie); v != "" {
@@ -125,6 +139,9 @@ func (h *Accounts) setCookie(c *fiber.Ctx, name, value string, expires time.Time
 
 // StartSession issues a new session for u and sets its cookie.
 func (h *Accounts) StartSession(c *fiber.Ctx, u *models.User) error {
+	if u.BlockedAt != nil {
+		return errBlocked
+	}
 	s, value, err := h.Sessions.Issue(u)
 	if err != nil {
 		return err
@@ -291,4 +308,35 @@ func (h *Accounts) SetRole(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(userJSON(u))
+}
+
+// Block blocks an account with a reason: its sessions end on every instance at once, it cannot log in
+// (nor, so, join a line or buy); its orders stay.
+func (h *Accounts) Block(c *fiber.Ctx) error { return h.setBlocked(c, true) }
+
+// Unblock lets a blocked account log in again.
+func (h *Accounts) Unblock(c *fiber.Ctx) error { return h.setBlocked(c, false) }
+
+func (h *Accounts) setBlocked(c *fiber.Ctx, blocked bool) error {
+	id, err := pathID(c, "id", "user")
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if len(c.Body()) > 0 {
+		if err := ParseJSON(c, &in); err != nil {
+			return err
+		}
+	}
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	u, err := h.Sessions.SetBlocked(c.UserContext(), who, id, blocked, in.Reason)
+	if err != nil {
+		return err
+	}
+	return c.JSON(managedUserJSON(u))
 }

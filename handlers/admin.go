@@ -1,12 +1,15 @@
 package handlers
 
 import (
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
 	"seckill/catalog"
+	"seckill/errs"
 	"seckill/models"
 	"seckill/stock"
 )
@@ -168,15 +171,39 @@ func (h *Admin) ActivityStats(c *fiber.Ctx) error {
 
 // Users answers the users with their roles.
 func (h *Admin) Users(c *fiber.Ctx) error {
-	users, err := models.ListUsers(c.UserContext(), h.DB, 1000)
+	users, total, page, err := SearchUsers(c, h.DB)
 	if err != nil {
 		return err
 	}
-	out := make([]UserJSON, len(users))
+	out := make([]ManagedUserJSON, len(users))
 	for i := range users {
-		out[i] = userJSON(&users[i])
+		out[i] = managedUserJSON(&users[i])
 	}
+	c.Set("X-Total-Count", strconv.FormatInt(total, 10))
+	c.Set("X-Page", strconv.Itoa(page))
 	return c.JSON(out)
+}
+
+// UsersPerPage is how many users a page of the admin's search shows.
+const UsersPerPage = 100
+
+// SearchUsers reads ?q= (part of a name, any case; 100 characters at most) and ?page= (from 1) and
+// answers that page of the users found, how many there are, and the page.
+func SearchUsers(c *fiber.Ctx, db *gorm.DB) ([]models.User, int64, int, error) {
+	q := c.Query("q")
+	if len(q) > 100 || !utf8.ValidString(q) {
+		return nil, 0, 0, errs.Invalid("q", "must be text of 100 bytes at most")
+	}
+	page := 1
+	if p := c.Query("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 100_000 {
+			return nil, 0, 0, errs.Invalid("page", "must be a number from 1")
+		}
+		page = n
+	}
+	users, total, err := models.SearchUsers(c.UserContext(), db, q, UsersPerPage, (page-1)*UsersPerPage)
+	return users, total, page, err
 }
 
 // AuditJSON is an audit row.

@@ -211,12 +211,14 @@ func (h *Consoles) AdminUsers(c *fiber.Ctx) error {
 	if _, ok, err := pageRole(c, h.Now(), models.RoleAdmin); !ok {
 		return err
 	}
-	users, err := models.ListUsers(c.UserContext(), h.DB, 1000)
+	users, total, page, err := SearchUsers(c, h.DB)
 	if err != nil {
 		return err
 	}
+	last := max(int((total+UsersPerPage-1)/UsersPerPage), 1)
 	noStore(c)
-	return c.Render("admin_users", PageData(c, h.Now(), "adm.users", "Users", users,
+	return c.Render("admin_users", PageData(c, h.Now(), "adm.users", "Users", users, "Query", c.Query("q"), "Total", total,
+		"Page", page, "Prev", page-1, "Next", page+1, "Last", last,
 		"Roles", []string{models.RoleShopper, models.RoleMerchant, models.RoleAdmin}), Layout)
 }
 

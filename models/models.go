@@ -68,8 +68,11 @@ type User struct {
 	Role           string     `gorm:"size:16;not null;default:shopper"`
 	SessionVersion int64      `gorm:"not null;default:1"`
 	AuthChangedAt  *time.Time `gorm:"index"`
-	CreatedAt      time.Time  `gorm:"not null"`
-	UpdatedAt      time.Time  `gorm:"not null"`
+	// BlockedAt: an admin blocked the account (nil when not): it cannot log in, and its sessions ended.
+	BlockedAt   *time.Time
+	BlockReason string    `gorm:"type:text;not null;default:''"`
+	CreatedAt   time.Time `gorm:"not null"`
+	UpdatedAt   time.Time `gorm:"not null"`
 }
 
 // Activity is a flash sale a merchant runs: a window of time and the items on sale in it.

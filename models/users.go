@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -129,4 +130,66 @@ func ListUsers(ctx context.Context, db *gorm.DB, limit int) ([]User, error) {
 		return nil, fmt.Errorf("users: %w", err)
 	}
 	return users, nil
+}
+
+// SetBlocked blocks an account (its sessions end, it cannot log in; its orders stay) or unblocks it, as
+// who's action with a reason, audited. An admin cannot block itself.
+func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked bool, reason string, now time.Time) (*User, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case blocked && strings.TrimFunc(reason, invisible) == "":
+		return nil, errs.Fields("reason: say why the account is blocked", map[string]string{"reason": "must not be empty"})
+	case len(reason) > 2000 || badText(reason, true):
+		return nil, errs.Fields("reason: must be text of 2,000 bytes at most", map[string]string{"reason": "must be text of 2,000 bytes at most"})
+	case blocked && who.ID == id:
+		return nil, errs.New(errs.Conflict, "you cannot block your own account")
+	}
+	var u *User
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		before, err := UserByID(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		change := map[string]any{"block_reason": reason, "auth_changed_at": now, "updated_at": now}
+		action := "user.unblock"
+		if blocked {
+			action = "user.block"
+			change["blocked_at"] = now
+			change["session_version"] = gorm.Expr("session_version + 1") // every session ends, everywhere
+		} else {
+			change["blocked_at"] = nil
+		}
+		if err := tx.Model(&User{}).Where("id = ?", id).Updates(change).Error; err != nil {
+			return fmt.Errorf("block user %d: %w", id, err)
+		}
+		if u, err = UserByID(ctx, tx, id); err != nil {
+			return err
+		}
+		return Audit(tx, who, action, fmt.Sprintf("user:%d", id),
+			map[string]any{"username": before.Username, "blocked": before.BlockedAt != nil},
+			map[string]any{"username": u.Username, "blocked": u.BlockedAt != nil, "reason": reason}, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// SearchUsers finds users whose name holds q (any case; all when q is empty), by id, a page of limit
+// from offset, with how many match.
+func SearchUsers(ctx context.Context, db *gorm.DB, q string, limit, offset int) ([]User, int64, error) {
+	query := db.WithContext(ctx).Model(&User{})
+	if q = strings.TrimSpace(q); q != "" {
+		pattern := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(strings.ToLower(q)) + "%"
+		query = query.Where(`LOWER(username) LIKE ? ESCAPE '\'`, pattern)
+	}
+	var total int64
+	if err := query.Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("search users: %w", err)
+	}
+	var users []User
+	if err := query.Order("id").Limit(limit).Offset(offset).Find(&users).Error; err != nil {
+		return nil, 0, fmt.Errorf("search users: %w", err)
+	}
+	return users, total, nil
 }
