@@ -64,7 +64,7 @@ func TestMerchantAndAdminInABrowser(t *testing.T) {
 		chromedp.SetValue("#a-starts", local(start.Add(2*time.Hour)), chromedp.ByID),
 		chromedp.SetValue("#a-ends", local(start.Add(time.Hour)), chromedp.ByID),
 		chromedp.Click(`form[data-api] button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`//span[@data-error-for="ends_at"][contains(., "after starts_at")]`),
+		chromedp.WaitVisible(`//span[@data-error-for="ends_at"][contains(., "after the start")]`),
 		chromedp.Text(`[data-error-for="ends_at"]`, &endErr, chromedp.ByQuery),
 		chromedp.Value("#a-name", &typed, chromedp.ByID),
 	)

@@ -152,7 +152,7 @@ func TestMerchantValidation(t *testing.T) {
 		{"a start before the year 0", "starts_at", act(func(m map[string]any) { m["starts_at"] = "0000-01-01T00:00:00+00:01" })},
 	} {
 		r := merchant.call("POST", "/api/merchant/activities", tt.body)
-		if r.Status != 400 || !strings.HasPrefix(r.json(t)["message"].(string), tt.field) {
+		if f, _ := r.json(t)["fields"].(map[string]any); r.Status != 400 || f[tt.field] == nil {
 			t.Errorf("%s: %d %s, want 400 naming %s", tt.name, r.Status, r.Body, tt.field)
 		}
 	}
@@ -188,7 +188,7 @@ func TestMerchantValidation(t *testing.T) {
 		{"description", item("description", "a\x00b")},
 	} {
 		r := merchant.call("POST", "/api/merchant/activities/"+id+"/items", tt.body)
-		if r.Status != 400 || !strings.HasPrefix(r.json(t)["message"].(string), tt.field) {
+		if f, _ := r.json(t)["fields"].(map[string]any); r.Status != 400 || f[tt.field] == nil {
 			t.Errorf("item with bad %s: %d %s", tt.field, r.Status, r.Body)
 		}
 	}

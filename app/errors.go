@@ -12,6 +12,7 @@ import (
 
 	"seckill/errs"
 	"seckill/handlers"
+	"seckill/i18n"
 )
 
 // statusOf maps each contract code to its HTTP status: the one place where codes meet statuses.
@@ -62,10 +63,14 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 			c.Status(status)
 			return c.Render("error", handlers.PageData(c, now(), "notfound.title"), handlers.Layout)
 		}
+		// The buy path's answers to a crowd are made once, in English (the pages say their codes in the
+		// shopper's words); every other error is said in the request's language.
 		if b := e.Body(); b != nil {
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 			return c.Status(status).Send(b)
 		}
+		lang := handlers.Lang(c)
+		e = e.Localize(lang, i18n.For(lang).T)
 		if e.RetryAfter > 0 {
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 		}

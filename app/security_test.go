@@ -122,7 +122,7 @@ func TestRegistrationNeedsACaptchaAndIsLimitedPerAddress(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	b := newBrowser(t, s.URL)
 	r := b.call("POST", "/api/auth/register", map[string]string{"username": "no_captcha", "password": "long enough"})
-	if r.Status != 400 || r.code(t) != "bad_request" || !strings.HasPrefix(r.json(t)["message"].(string), "captcha_id") {
+	if f, _ := r.json(t)["fields"].(map[string]any); r.Status != 400 || r.code(t) != "bad_request" || f["captcha_id"] == nil {
 		t.Errorf("registration without a captcha: %d %s, want 400 naming captcha_id", r.Status, r.Body)
 	}
 	body := b.registration("wrong_captcha", "long enough")

@@ -20,12 +20,16 @@ func ValidUsername(name string) bool { return usernameRE.MatchString(name) }
 
 // ValidateCredentials checks a new account's username and password against the contract's rules.
 func ValidateCredentials(username, password string) error {
+	var why []errs.Why
 	if !usernameRE.MatchString(username) {
-		return errs.Invalid("username", "must be 3 to 32 letters, digits or underscores")
+		why = append(why, errs.W("username", "username_format"))
 	}
 	// bcrypt reads at most 72 bytes: a longer password would be silently cut, so it is refused.
 	if len(password) < 8 || len(password) > 72 {
-		return errs.Invalid("password", "must be 8 to 72 bytes long")
+		why = append(why, errs.W("password", "password_length"))
+	}
+	if len(why) > 0 {
+		return errs.Bad(why...)
 	}
 	return nil
 }

@@ -50,6 +50,12 @@ const (
 	PaymentUnavailable = "payment_unavailable"
 )
 
+// Codes lists every code above: each has its words in every language (code.<code>).
+var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
+	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, Timeout, UnsupportedMedia, BadCaptcha,
+	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked,
+	ActivityState, OrderState, AddressRequired, PaymentUnavailable}
+
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {
 	Code       string
@@ -58,6 +64,8 @@ type Error struct {
 	// Fields says, for a bad_request about a form, what is wrong with each bad field, by its name: the
 	// pages show each beside its field, all at once.
 	Fields map[string]string
+	// Whys are the bad fields of a form with their reasons' words (Bad), to say them in any language.
+	Whys []Why
 
 	body []byte // the contract's JSON body, made once for errors answered at a crowd's rate
 }
@@ -89,11 +97,6 @@ func Newf(code, format string, args ...any) *Error {
 // Invalid reports a bad field: the message names the field and why it is wrong.
 func Invalid(field, why string) *Error {
 	return &Error{Code: BadRequest, Message: field + ": " + why}
-}
-
-// Fields reports bad fields of a form, all at once: message sums them up, fields says each one's reason.
-func Fields(message string, fields map[string]string) *Error {
-	return &Error{Code: BadRequest, Message: message, Fields: fields}
 }
 
 // Code returns the contract code of err, or Internal for an error that carries none.

@@ -210,7 +210,14 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 		return err
 	}
 	if in.Username == "" || in.Password == "" {
-		return errs.Invalid("username", "and password are required")
+		var why []errs.Why
+		if in.Username == "" {
+			why = append(why, errs.W("username", "required"))
+		}
+		if in.Password == "" {
+			why = append(why, errs.W("password", "required"))
+		}
+		return errs.Bad(why...)
 	}
 	ctx := c.UserContext()
 	ipKey := "login:ip:" + addressKey(c)

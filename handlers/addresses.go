@@ -98,7 +98,7 @@ func (h *Addresses) Choose(c *fiber.Ctx) error {
 		return err
 	}
 	if body.AddressID <= 0 {
-		return errs.Fields("address_id: choose one of your addresses", map[string]string{"address_id": "must be one of your addresses"})
+		return errs.Bad(errs.W("address_id", "choose_address"))
 	}
 	o, err := models.SetOrderAddress(c.UserContext(), h.DB, s.UserID, no, body.AddressID, h.Now())
 	if err != nil {

@@ -149,11 +149,15 @@ func passCaptcha(c *fiber.Ctx, limits *ratelimit.Shared, captchas *captcha.Captc
 
 // requireCaptcha answers bad_request when a captcha field is missing.
 func requireCaptcha(id, answer string) error {
+	var why []errs.Why
 	if id == "" {
-		return errs.Invalid("captcha_id", "is required")
+		why = append(why, errs.W("captcha_id", "required"))
 	}
 	if answer == "" {
-		return errs.Invalid("captcha_answer", "is required")
+		why = append(why, errs.W("captcha_answer", "required"))
+	}
+	if len(why) > 0 {
+		return errs.Bad(why...)
 	}
 	return nil
 }

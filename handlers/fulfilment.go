@@ -378,7 +378,7 @@ func uploaded(c *fiber.Ctx, field string, bodyTypes ...string) ([]byte, error) {
 	if ct == fiber.MIMEMultipartForm {
 		fh, err := c.FormFile(field)
 		if err != nil {
-			return nil, errs.Fields(field+": choose a file to send", map[string]string{field: "choose a file to send"})
+			return nil, errs.Bad(errs.W(field, "choose_file"))
 		}
 		if fh.Size > MaxUpload {
 			return nil, tooLarge(fh.Size)

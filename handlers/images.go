@@ -100,9 +100,9 @@ func (h *Images) Upload(c *fiber.Ctx) error {
 	}
 	switch {
 	case errors.Is(perr, pictures.ErrNotImage):
-		return errs.Fields("image: the file is not a PNG or JPEG image", map[string]string{"image": "must be a PNG or JPEG image"})
+		return errs.Bad(errs.W("image", "not_image"))
 	case errors.Is(perr, pictures.ErrTooBig):
-		return errs.Fields("image: "+perr.Error(), map[string]string{"image": perr.Error()})
+		return errs.Bad(errs.W("image", "too_many_pixels"))
 	case perr != nil:
 		return perr
 	}

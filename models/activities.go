@@ -197,37 +197,50 @@ func ActivitiesToPreheat(ctx context.Context, db *gorm.DB, now, horizon time.Tim
 	return acts, nil
 }
 
-// Validate checks the input against the contract's rules at now.
+// Validate checks the input against the contract's rules at now: every bad field at once.
 func (in *ActivityInput) Validate(now time.Time) error {
 	in.Name, in.Description = strings.TrimSpace(in.Name), strings.TrimSpace(in.Description)
 	if in.SaleMode == "" {
 		in.SaleMode = SaleFirstCome
 	}
+	var why []errs.Why
+	if in.SaleMode != SaleFirstCome && in.SaleMode != SaleQueue {
+		why = append(why, errs.W("sale_mode", "sale_mode"))
+	}
+	why = append(why, text("name", in.Name, true, 200, false)...)
+	why = append(why, text("description", in.Description, false, 5000, true)...)
 	switch {
-	case in.SaleMode != SaleFirstCome && in.SaleMode != SaleQueue:
-		return errs.Invalid("sale_mode", "must be queue or first_come")
-	case in.Name == "":
-		return errs.Invalid("name", "must not be empty")
-	case len(in.Name) > 200:
-		return errs.Invalid("name", "must be at most 200 bytes")
-	case badText(in.Name, false):
-		return errs.Invalid("name", "must be text without control characters")
-	case len(in.Description) > 5000:
-		return errs.Invalid("description", "must be at most 5000 bytes")
-	case badText(in.Description, true):
-		return errs.Invalid("description", "must be text without control characters")
 	case in.StartsAt.IsZero():
-		return errs.Invalid("starts_at", "is required (RFC 3339, for example 2026-11-11T10:00:00Z)")
-	case in.EndsAt.IsZero():
-		return errs.Invalid("ends_at", "is required (RFC 3339, for example 2026-11-11T12:00:00Z)")
+		why = append(why, errs.W("starts_at", "time_required"))
 	case badTime(in.StartsAt):
-		return errs.Invalid("starts_at", "must be between the years 2000 and 9999")
+		why = append(why, errs.W("starts_at", "year_range"))
+	}
+	switch {
+	case in.EndsAt.IsZero():
+		why = append(why, errs.W("ends_at", "time_required"))
 	case badTime(in.EndsAt):
-		return errs.Invalid("ends_at", "must be between the years 2000 and 9999")
-	case !in.EndsAt.After(in.StartsAt):
-		return errs.Invalid("ends_at", "must be after starts_at")
+		why = append(why, errs.W("ends_at", "year_range"))
+	case !in.StartsAt.IsZero() && !in.EndsAt.After(in.StartsAt):
+		why = append(why, errs.W("ends_at", "after_start"))
 	case !in.EndsAt.After(now):
-		return errs.Invalid("ends_at", "must be in the future")
+		why = append(why, errs.W("ends_at", "future"))
+	}
+	if len(why) > 0 {
+		return errs.Bad(why...)
+	}
+	return nil
+}
+
+// text checks a text field: given when required, at most most bytes, and without control characters
+// (line breaks and tabs allowed when multiline).
+func text(field, v string, required bool, most int, multiline bool) []errs.Why {
+	switch {
+	case required && v == "":
+		return []errs.Why{errs.W(field, "empty")}
+	case len(v) > most:
+		return []errs.Why{errs.W(field, "max_bytes", most)}
+	case badText(v, multiline):
+		return []errs.Why{errs.W(field, "control_chars")}
 	}
 	return nil
 }

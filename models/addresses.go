@@ -50,24 +50,15 @@ var (
 	postcode   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 -]{1,10}[A-Za-z0-9]$`)
 )
 
-// Clean trims the fields and answers what is wrong with each, by field name (none when it is good).
-func (d *Delivery) Clean() map[string]string {
-	bad := map[string]string{}
-	text := func(name string, v *string, most int) {
-		*v = strings.TrimSpace(*v)
-		switch n := utf8.RuneCountInString(*v); {
-		case strings.TrimFunc(*v, invisible) == "":
-			bad[name] = "must not be empty"
-		case n > most:
-			bad[name] = fmt.Sprintf("must be %d characters at most", most)
-		case !utf8.ValidString(*v) || strings.IndexFunc(*v, notOnALine) >= 0:
-			bad[name] = "must be text on one line"
+// Clean trims the fields and answers what is wrong with each, in the form's order (none when it is good).
+func (d *Delivery) Clean() []errs.Why {
+	var bad []errs.Why
+	add := func(w *errs.Why) {
+		if w != nil {
+			bad = append(bad, *w)
 		}
 	}
-	text("recipient", &d.Recipient, maxRecipient)
-	text("region", &d.Region, maxPlace)
-	text("city", &d.City, maxPlace)
-	text("street", &d.Street, maxStreet)
+	add(lineText("recipient", &d.Recipient, maxRecipient))
 	d.Phone = strings.TrimSpace(d.Phone)
 	digits := 0
 	for _, r := range d.Phone {
@@ -76,13 +67,35 @@ func (d *Delivery) Clean() map[string]string {
 		}
 	}
 	if !phoneChars.MatchString(d.Phone) || digits < 5 {
-		bad["phone"] = "must be a phone number: 5 to 20 digits, spaces, dashes, brackets and a leading +"
+		bad = append(bad, errs.W("phone", "phone"))
 	}
+	add(lineText("region", &d.Region, maxPlace))
+	add(lineText("city", &d.City, maxPlace))
+	add(lineText("street", &d.Street, maxStreet))
 	d.Postcode = strings.TrimSpace(d.Postcode)
 	if d.Postcode != "" && !postcode.MatchString(d.Postcode) {
-		bad["postcode"] = "must be 3 to 12 letters, digits, spaces or dashes, or empty"
+		bad = append(bad, errs.W("postcode", "postcode"))
 	}
 	return bad
+}
+
+// lineText trims a one-line text field and answers what is wrong with it: empty (or only invisible
+// characters), over most characters, or not on one line (a line break, a control character or a
+// bidirectional override); nil when it is good.
+func lineText(field string, v *string, most int) *errs.Why {
+	*v = strings.TrimSpace(*v)
+	var w errs.Why
+	switch {
+	case strings.TrimFunc(*v, invisible) == "":
+		w = errs.W(field, "empty")
+	case utf8.RuneCountInString(*v) > most:
+		w = errs.W(field, "max_chars", most)
+	case !utf8.ValidString(*v) || strings.IndexFunc(*v, notOnALine) >= 0:
+		w = errs.W(field, "one_line")
+	default:
+		return nil
+	}
+	return &w
 }
 
 // invisible is a character that shows nothing: a space, or a format character (a zero-width space).
@@ -92,17 +105,6 @@ func invisible(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf
 // separator, or a bidirectional override (which would show the text reversed on a shipping label).
 func notOnALine(r rune) bool {
 	return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) || unicode.Is(unicode.Bidi_Control, r)
-}
-
-// invalidDelivery is the 400 of a delivery address with bad fields: every one of them at once.
-func invalidDelivery(bad map[string]string) error {
-	names := make([]string, 0, len(bad))
-	for _, f := range []string{"recipient", "phone", "region", "city", "street", "postcode"} {
-		if why, ok := bad[f]; ok {
-			names = append(names, f+": "+why)
-		}
-	}
-	return errs.Fields("the address has mistakes: "+strings.Join(names, "; "), bad)
 }
 
 // AddressesOfUser lists a user's address book, oldest first.
@@ -130,7 +132,7 @@ func AddressOfUser(ctx context.Context, db *gorm.DB, userID, id int64) (*Address
 // AddAddress adds d to the user's address book, at most MaxAddresses of them (409 conflict beyond).
 func AddAddress(ctx context.Context, db *gorm.DB, userID int64, d Delivery) (*Address, error) {
 	if bad := d.Clean(); len(bad) > 0 {
-		return nil, invalidDelivery(bad)
+		return nil, errs.Bad(bad...)
 	}
 	a := Address{UserID: userID, Delivery: d}
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -157,7 +159,7 @@ func AddAddress(ctx context.Context, db *gorm.DB, userID int64, d Delivery) (*Ad
 // UpdateAddress changes one of the user's addresses. Orders keep the copy they took.
 func UpdateAddress(ctx context.Context, db *gorm.DB, userID, id int64, d Delivery) (*Address, error) {
 	if bad := d.Clean(); len(bad) > 0 {
-		return nil, invalidDelivery(bad)
+		return nil, errs.Bad(bad...)
 	}
 	a, err := AddressOfUser(ctx, db, userID, id)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -95,21 +94,15 @@ const maxCarrier = 50
 
 var trackingNo = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{2,38}[A-Za-z0-9]$`)
 
-// Clean trims the fields and answers what is wrong with each, by field name (none when it is good).
-func (s *Shipment) Clean() map[string]string {
-	bad := map[string]string{}
-	s.Carrier = strings.TrimSpace(s.Carrier)
-	switch {
-	case strings.TrimFunc(s.Carrier, invisible) == "":
-		bad["carrier"] = "must not be empty"
-	case utf8.RuneCountInString(s.Carrier) > maxCarrier:
-		bad["carrier"] = fmt.Sprintf("must be %d characters at most", maxCarrier)
-	case !utf8.ValidString(s.Carrier) || strings.IndexFunc(s.Carrier, notOnALine) >= 0:
-		bad["carrier"] = "must be text on one line"
+// Clean trims the fields and answers what is wrong with each (none when it is good).
+func (s *Shipment) Clean() []errs.Why {
+	var bad []errs.Why
+	if w := lineText("carrier", &s.Carrier, maxCarrier); w != nil {
+		bad = append(bad, *w)
 	}
 	s.TrackingNo = strings.TrimSpace(s.TrackingNo)
 	if !trackingNo.MatchString(s.TrackingNo) {
-		bad["tracking_no"] = "must be 4 to 40 letters, digits and dashes"
+		bad = append(bad, errs.W("tracking_no", "tracking_no"))
 	}
 	return bad
 }
@@ -154,17 +147,10 @@ var errNoSuchOrder = errs.New(errs.NotFound, "no such order")
 
 // check answers the 400 of a shipment with bad fields: every one of them at once.
 func (s *Shipment) check() error {
-	bad := s.Clean()
-	if len(bad) == 0 {
-		return nil
+	if bad := s.Clean(); len(bad) > 0 {
+		return errs.Bad(bad...)
 	}
-	names := make([]string, 0, len(bad))
-	for _, f := range []string{"carrier", "tracking_no"} {
-		if why, ok := bad[f]; ok {
-			names = append(names, f+": "+why)
-		}
-	}
-	return errs.Fields("the shipment has mistakes: "+strings.Join(names, "; "), bad)
+	return nil
 }
 
 // ship marks o (locked by tx) shipped with s, or corrects it, and answers the outcome.

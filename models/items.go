@@ -134,40 +134,38 @@ func unique(ids []int64) []int64 {
 	return out
 }
 
-// Validate checks the input against the contract's rules (an item's rules do not depend on the time).
+// Validate checks the input against the contract's rules (an item's rules do not depend on the time):
+// every bad field at once.
 func (in *ItemInput) Validate(time.Time) error {
 	in.Name, in.Title, in.ImageURL = strings.TrimSpace(in.Name), strings.TrimSpace(in.Title), strings.TrimSpace(in.ImageURL)
+	var why []errs.Why
+	why = append(why, text("name", in.Name, true, 200, false)...)
+	why = append(why, text("title", in.Title, false, 200, false)...)
+	why = append(why, text("description", in.Description, false, 5000, true)...)
+	if badText(in.ImageURL, false) || len(in.ImageURL) > 500 || in.ImageURL != "" && !strings.HasPrefix(in.ImageURL, "https://") &&
+		!strings.HasPrefix(in.ImageURL, "http://") && !strings.HasPrefix(in.ImageURL, "/") {
+		why = append(why, errs.W("image_url", "image_url"))
+	}
+	if in.OriginalPriceCents <= 0 {
+		why = append(why, errs.W("original_price_cents", "positive"))
+	}
 	switch {
-	case in.Name == "":
-		return errs.Invalid("name", "must not be empty")
-	case len(in.Name) > 200:
-		return errs.Invalid("name", "must be at most 200 bytes")
-	case badText(in.Name, false):
-		return errs.Invalid("name", "must be text without control characters")
-	case len(in.Title) > 200:
-		return errs.Invalid("title", "must be at most 200 bytes")
-	case badText(in.Title, false):
-		return errs.Invalid("title", "must be text without control characters")
-	case len(in.Description) > 5000:
-		return errs.Invalid("description", "must be at most 5000 bytes")
-	case badText(in.Description, true):
-		return errs.Invalid("description", "must be text without control characters")
-	case badText(in.ImageURL, false):
-		return errs.Invalid("image_url", "must be an http(s) URL or a path on this site")
-	case len(in.ImageURL) > 500 || in.ImageURL != "" && !strings.HasPrefix(in.ImageURL, "https://") && !strings.HasPrefix(in.ImageURL, "http://") && !strings.HasPrefix(in.ImageURL, "/"):
-		return errs.Invalid("image_url", "must be an http(s) URL or a path on this site")
-	case in.OriginalPriceCents <= 0:
-		return errs.Invalid("original_price_cents", "must be positive")
 	case in.SeckillPriceCents <= 0:
-		return errs.Invalid("seckill_price_cents", "must be positive")
-	case in.SeckillPriceCents > in.OriginalPriceCents:
-		return errs.Invalid("seckill_price_cents", "must not be above original_price_cents")
-	case in.Stock < 1 || in.Stock > 1_000_000:
-		return errs.Invalid("stock", "must be between 1 and 1,000,000")
+		why = append(why, errs.W("seckill_price_cents", "positive"))
+	case in.OriginalPriceCents > 0 && in.SeckillPriceCents > in.OriginalPriceCents:
+		why = append(why, errs.W("seckill_price_cents", "not_above_original"))
+	}
+	if in.Stock < 1 || in.Stock > 1_000_000 {
+		why = append(why, errs.W("stock", "between", 1, "1,000,000"))
+	}
+	switch {
 	case in.StockShards < 0 || in.StockShards > MaxStockShards:
-		return errs.Invalid("stock_shards", fmt.Sprintf("must be between 1 and %d", MaxStockShards))
-	case int64(in.StockShards) > in.Stock:
-		return errs.Invalid("stock_shards", "must not be above stock")
+		why = append(why, errs.W("stock_shards", "between", 1, MaxStockShards))
+	case in.Stock >= 1 && int64(in.StockShards) > in.Stock:
+		why = append(why, errs.W("stock_shards", "not_above_stock"))
+	}
+	if len(why) > 0 {
+		return errs.Bad(why...)
 	}
 	if in.StockShards == 0 {
 		in.StockShards = 1

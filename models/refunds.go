@@ -198,9 +198,9 @@ func RefundOrder(ctx context.Context, db *gorm.DB, who Actor, orderNo, reason st
 	reason = strings.TrimSpace(reason)
 	switch {
 	case strings.TrimFunc(reason, invisible) == "":
-		return nil, errs.Fields("reason: say why the order is refunded", map[string]string{"reason": "must not be empty"})
+		return nil, errs.Bad(errs.W("reason", "reason_required"))
 	case utf8.RuneCountInString(reason) > maxRefundReason || badText(reason, true):
-		return nil, errs.Fields("reason: must be text of 500 characters at most", map[string]string{"reason": "must be text of 500 characters at most"})
+		return nil, errs.Bad(errs.W("reason", "max_chars", maxRefundReason))
 	}
 	var o Order
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

@@ -119,14 +119,9 @@ func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool,
 	if approve {
 		action = ActApprove
 	}
-	reason = strings.TrimSpace(reason)
-	switch {
-	case !approve && reason == "":
-		return nil, errs.Invalid("reason", "must say why the activity is rejected")
-	case len(reason) > 2000:
-		return nil, errs.Invalid("reason", "must be at most 2000 bytes")
-	case badText(reason, true):
-		return nil, errs.Invalid("reason", "must be text without control characters")
+	reason, err := checkReason(reason, !approve)
+	if err != nil {
+		return nil, err
 	}
 	return changeActivity(ctx, db, who, 0, id, action, now, func(tx *gorm.DB, a *Activity, next string) (any, any, error) {
 		before := auditOf(a)
@@ -156,14 +151,15 @@ func PendingReviews(ctx context.Context, db *gorm.DB) ([]Activity, error) {
 	return acts, nil
 }
 
-// stopReason checks an admin's reason for an emergency stop: required, the merchant sees it.
-func stopReason(reason string) (string, error) {
+// checkReason checks a person's reason for an action (others see it): at most 2,000 bytes of text,
+// and not empty when required. It answers it trimmed.
+func checkReason(reason string, required bool) (string, error) {
 	reason = strings.TrimSpace(reason)
 	switch {
-	case strings.TrimFunc(reason, invisible) == "":
-		return "", errs.Fields("reason: say why", map[string]string{"reason": "must not be empty"})
+	case required && strings.TrimFunc(reason, invisible) == "":
+		return "", errs.Bad(errs.W("reason", "reason_required"))
 	case len(reason) > 2000 || badText(reason, true):
-		return "", errs.Fields("reason: must be text of 2,000 bytes at most", map[string]string{"reason": "must be text of 2,000 bytes at most"})
+		return "", errs.Bad(errs.W("reason", "max_bytes", 2000))
 	}
 	return reason, nil
 }
@@ -173,7 +169,7 @@ func stopReason(reason string) (string, error) {
 // with its reason, which the merchant sees. Pausing a paused sale, or resuming a running one, answers
 // activity_state; so does any of them on a sale that has ended.
 func Stop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason string, now time.Time) (*Activity, error) {
-	reason, err := stopReason(reason)
+	reason, err := checkReason(reason, true)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // CreateUser inserts a user whose password is already hashed. A taken name answers errs.UsernameTaken.
 func CreateUser(ctx context.Context, db *gorm.DB, username, passwordHash, role string) (*User, error) {
 	if !ValidRole(role) {
-		return nil, errs.Invalid("role", "must be shopper, merchant or admin")
+		return nil, errs.Bad(errs.W("role", "role"))
 	}
 	u := &User{Username: username, PasswordHash: passwordHash, Role: role, SessionVersion: 1}
 	err := db.WithContext(ctx).Create(u).Error
@@ -71,7 +71,7 @@ func BumpSessionVersion(ctx context.Context, db *gorm.DB, id int64, now time.Tim
 // SetRole changes a user's role, and audits it as who's action.
 func SetRole(ctx context.Context, db *gorm.DB, who Actor, id int64, role string, now time.Time) (*User, error) {
 	if !ValidRole(role) {
-		return nil, errs.Invalid("role", "must be shopper, merchant or admin")
+		return nil, errs.Bad(errs.W("role", "role"))
 	}
 	var u *User
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -135,17 +135,15 @@ func ListUsers(ctx context.Context, db *gorm.DB, limit int) ([]User, error) {
 // SetBlocked blocks an account (its sessions end, it cannot log in; its orders stay) or unblocks it, as
 // who's action with a reason, audited. An admin cannot block itself.
 func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked bool, reason string, now time.Time) (*User, error) {
-	reason = strings.TrimSpace(reason)
-	switch {
-	case blocked && strings.TrimFunc(reason, invisible) == "":
-		return nil, errs.Fields("reason: say why the account is blocked", map[string]string{"reason": "must not be empty"})
-	case len(reason) > 2000 || badText(reason, true):
-		return nil, errs.Fields("reason: must be text of 2,000 bytes at most", map[string]string{"reason": "must be text of 2,000 bytes at most"})
-	case blocked && who.ID == id:
+	reason, err := checkReason(reason, blocked)
+	if err != nil {
+		return nil, err
+	}
+	if blocked && who.ID == id {
 		return nil, errs.New(errs.Conflict, "you cannot block your own account")
 	}
 	var u *User
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		before, err := UserByID(ctx, tx, id)
 		if err != nil {
 			return err

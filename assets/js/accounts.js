@@ -17,13 +17,7 @@
     document.getElementById("captcha-new").addEventListener("click", newCaptcha);
     newCaptcha();
   }
-  function showError(form, e) {
-    form.querySelectorAll(".field-error").forEach(function (el) { el.textContent = ""; });
-    var box = form.querySelector(".form-error");
-    var field = e.code === "bad_request" ? (e.message.split(":")[0] || "") : e.code === "bad_captcha" ? "captcha_answer" : "";
-    var slot = field && form.querySelector('[data-error-for="' + field + '"]');
-    if (slot) slot.textContent = e.message; else box.textContent = e.message;
-  }
+  function showError(form, e) { window.showErrors(form, e); }
   document.querySelectorAll("form[data-account]").forEach(function (form) {
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();

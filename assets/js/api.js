@@ -37,6 +37,26 @@
   }
   window.api = api;
 
+  // showErrors shows an API error on a form: each bad field's reason beside it (the server says them in
+  // the page's language, all at once), the first one focused; what has no place beside a field goes in
+  // the form's own error line.
+  function showErrors(form, e) {
+    form.querySelectorAll(".field-error, .form-error").forEach(function (el) { el.textContent = ""; });
+    var fields = e.fields || {};
+    if (e.code === "bad_captcha") fields = { captcha_answer: e.message };
+    var first = null, unplaced = [];
+    Object.keys(fields).forEach(function (name) {
+      var slot = form.querySelector('[data-error-for="' + name + '"]');
+      if (!slot) { unplaced.push(fields[name]); return; }
+      slot.textContent = fields[name];
+      if (!first) first = form.querySelector('[name="' + name + '"]');
+    });
+    var general = form.querySelector(".form-error");
+    if (general && (Object.keys(fields).length === 0 || unplaced.length)) general.textContent = e.message;
+    if (first) first.focus();
+  }
+  window.showErrors = showErrors;
+
   // localPath is handlers.LocalPath for the pages: target when it is a plain path on this site, else "/".
   // One "/" then not "/" or "\", printable ASCII only (no "\", no tab, space or line break), every "%"
   // followed by two hex digits, 2,048 at most.

@@ -14,15 +14,7 @@
     if (target === "reload") { location.reload(); return; }
     location.href = target.replace("{id}", result && result.id);
   }
-  function showError(box, e) {
-    box.querySelectorAll(".field-error").forEach(function (el) { el.textContent = ""; });
-    var field = e.code === "bad_request" ? e.message.split(":")[0] : "";
-    var slot = field && box.querySelector('[data-error-for="' + field + '"]');
-    var general = box.querySelector(".form-error");
-    if (general) general.textContent = "";
-    if (slot) { slot.textContent = e.message; var input = box.querySelector('[name="' + field + '"]'); if (input) input.focus(); }
-    else if (general) general.textContent = e.message;
-  }
+  function showError(box, e) { window.showErrors(box, e); }
   function value(el) {
     var v = el.value.trim();
     switch (el.dataset.type) {

@@ -1,15 +1,7 @@
 // The merchant's orders page: Ship (or correct) one order, and send the CSV back to ship many.
 (function () {
   "use strict";
-  function showErrors(form, e) {
-    form.querySelectorAll(".field-error, .form-error").forEach(function (el) { el.textContent = ""; });
-    var fields = e.fields || {}, shown = false;
-    Object.keys(fields).forEach(function (name) {
-      var slot = form.querySelector('[data-error-for="' + name + '"]');
-      if (slot) { slot.textContent = fields[name]; shown = true; }
-    });
-    if (!shown) form.querySelector(".form-error").textContent = e.message;
-  }
+  function showErrors(form, e) { window.showErrors(form, e); }
   document.querySelectorAll("form[data-ship]").forEach(function (form) {
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
