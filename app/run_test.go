@@ -115,7 +115,7 @@ func TestUserCreate(t *testing.T) {
 			if err == nil {
 				t.Fatalf("user create %v succeeded, printed %q", tt.args, out)
 			}
-			if !strings.Contains(err.Error(), tt.want) {
+			if !strings.Contains(strings.ToLower(err.Error()), tt.want) {
 				t.Errorf("error %q does not say %q", err, tt.want)
 			}
 		})

@@ -397,7 +397,7 @@ func TestItemShardsAreValidated(t *testing.T) {
 			t.Errorf("%d shards of %d: %v", tc.shards, tc.stock, err)
 		case tc.field == "" && in.StockShards < 1:
 			t.Errorf("%d shards became %d, want at least 1", tc.shards, in.StockShards)
-		case tc.field != "" && (!errors.As(err, &e) || !strings.HasPrefix(e.Message, tc.field+":")):
+		case tc.field != "" && (!errors.As(err, &e) || e.Fields[tc.field] == ""):
 			t.Errorf("%d shards of %d: %v, want an error on %s", tc.shards, tc.stock, err, tc.field)
 		}
 	}
