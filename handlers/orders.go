@@ -43,6 +43,15 @@ type OrderJSON struct {
 	// RefundStatus is where the money of a refund of this order is: pending (on its way back), done, or
 	// failed (the shop is looking into it); empty when nothing was refunded.
 	RefundStatus string `json:"refund_status"`
+	// Payment is the order's newest payment (one order's answer only; absent in lists): "open" while it
+	// can be paid, "closed" once the payer cancelled it or it was closed (a new one can be made), "paid".
+	Payment *PaymentStateJSON `json:"payment,omitempty"`
+}
+
+// PaymentStateJSON is where an order's newest payment stands.
+type PaymentStateJSON struct {
+	PaymentID string `json:"payment_id"`
+	Status    string `json:"status"`
 }
 
 // orderViews turns orders into what the API and the pages show, with their items' names.
@@ -106,6 +115,13 @@ func sendOrder(c *fiber.Ctx, db *gorm.DB, o *models.Order) error {
 	out, err := orderViews(c, db, []models.Order{*o})
 	if err != nil {
 		return err
+	}
+	p, err := models.LatestPayment(c.UserContext(), db, o.ID)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		out[0].Payment = &PaymentStateJSON{PaymentID: p.ProviderID, Status: p.Status}
 	}
 	return c.JSON(out[0])
 }

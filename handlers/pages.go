@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -231,13 +232,26 @@ func (h *Pages) Addresses(c *fiber.Ctx) error {
 }
 
 // Login renders the login page: a password form and a QR code for a phone.
+// A phone that opened a login code before logging in logs in first (the page says what it is approving,
+// and shows no login code of its own), and goes back to the confirmation.
 func (h *Pages) Login(c *fiber.Ctx) error {
-	return c.Render("login", PageData(c, h.Now(), "login.title"), Layout)
+	next := nextPath(c)
+	return c.Render("login", PageData(c, h.Now(), "login.title", "Next", next, "PhoneApproval", strings.HasPrefix(next, "/m/qr/")), Layout)
 }
 
-// Register renders the sign-up page.
+// Register renders the sign-up page; like the login page, it goes back to ?next= (an item page, a login
+// code) once the account is made.
 func (h *Pages) Register(c *fiber.Ctx) error {
-	return c.Render("register", PageData(c, h.Now(), "register.title"), Layout)
+	next := nextPath(c)
+	return c.Render("register", PageData(c, h.Now(), "register.title", "Next", next, "PhoneApproval", strings.HasPrefix(next, "/m/qr/")), Layout)
+}
+
+// nextPath is ?next= when it is a local path other than the home page, else "".
+func nextPath(c *fiber.Ctx) string {
+	if next := LocalPath(c.Query("next")); next != "/" {
+		return next
+	}
+	return ""
 }
 
 // QRPhone renders the phone's page for a login code; a phone that is not logged in logs in first and

@@ -45,6 +45,18 @@ func AddPayment(ctx context.Context, db *gorm.DB, o *Order, providerID string, n
 	return &p, err == nil, err
 }
 
+// LatestPayment answers the order's newest payment, or nil when it has none.
+func LatestPayment(ctx context.Context, db *gorm.DB, orderID int64) (*Payment, error) {
+	var ps []Payment
+	if err := db.WithContext(ctx).Where("order_id = ?", orderID).Order("id DESC").Limit(1).Find(&ps).Error; err != nil {
+		return nil, fmt.Errorf("latest payment of order %d: %w", orderID, err)
+	}
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	return &ps[0], nil
+}
+
 // PaymentByProviderID finds a payment by the provider's id; none answers errs.NotFound.
 func PaymentByProviderID(ctx context.Context, db *gorm.DB, id string) (*Payment, error) {
 	var p Payment

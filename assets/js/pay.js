@@ -3,9 +3,18 @@
   "use strict";
   var box = document.getElementById("pay-box");
   var no = box.dataset.order, qr = document.getElementById("pay-qr"), err = document.getElementById("pay-error");
+  var payButton = document.getElementById("pay-start"), current = null;
   function follow() {
     api("GET", "/api/orders/" + no).then(function (o) {
       if (o.status !== "pending_payment") { location.reload(); return; }
+      // The payer cancelled this payment (or it was closed): its code can no longer be paid. A new one.
+      if (o.payment && o.payment.payment_id === current && o.payment.status === "closed") {
+        qr.hidden = true;
+        err.textContent = box.dataset.cancelled;
+        payButton.hidden = false; payButton.disabled = false;
+        current = null;
+        return;
+      }
       setTimeout(follow, 2000);
     }).catch(function () { setTimeout(follow, 4000); });
   }
@@ -25,6 +34,7 @@
     ev.target.disabled = true;
     err.textContent = "";
     api("POST", "/api/orders/" + no + "/pay").then(function (p) {
+      current = p.payment_id;
       qr.querySelector("img").src = p.image;
       document.getElementById("pay-link").href = p.pay_url;
       qr.hidden = false;
