@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,6 +141,12 @@ func TestCancelInABrowser(t *testing.T) {
 	)
 	if !confirmed.Load() {
 		t.Error("the order was cancelled without asking")
+	}
+	// Its time is in the reader's zone and words, not raw UTC.
+	var when string
+	run(t, ctx, "the order's time", chromedp.Text("time[data-local]", &when, chromedp.ByQuery))
+	if strings.Contains(when, "T") || strings.HasSuffix(when, "Z") || !strings.Contains(when, "年") {
+		t.Errorf("the Chinese order page shows its time as %q", when)
 	}
 	if left, _, _ := s.Srv.Ledger.Left(context.Background(), item.ID); left != 1 {
 		t.Errorf("after the cancel in the browser Redis holds %d, want the unit back", left)

@@ -72,6 +72,23 @@
   }
   window.localPath = localPath;
 
+  // Times are shown in the reader's own time zone and the page's language: <time data-local> holds UTC.
+  document.addEventListener("DOMContentLoaded", function () {
+    var lang = document.documentElement.lang || undefined;
+    document.querySelectorAll("time[data-local]").forEach(function (el) {
+      var d = new Date(el.getAttribute("datetime"));
+      if (!isNaN(d)) el.textContent = d.toLocaleString(lang, { dateStyle: "medium", timeStyle: "short" });
+    });
+    // A form's times are in the reader's zone: say which (the zone's name and its offset from UTC).
+    document.querySelectorAll("[data-tz]").forEach(function (el) {
+      var off = -new Date().getTimezoneOffset(), sign = off >= 0 ? "+" : "-";
+      off = Math.abs(off);
+      var utc = "UTC" + sign + ("0" + Math.floor(off / 60)).slice(-2) + ":" + ("0" + off % 60).slice(-2);
+      var zone = (window.Intl && Intl.DateTimeFormat().resolvedOptions().timeZone) || "";
+      el.textContent = el.dataset.tz.replace("{zone}", zone ? zone + " (" + utc + ")" : utc);
+    });
+  });
+
   // Bars take their width from data-pct: the Content-Security-Policy allows no inline style attributes.
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-pct]").forEach(function (el) { el.style.width = el.dataset.pct + "%"; });

@@ -8,7 +8,6 @@
     return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes());
   }
   document.querySelectorAll("input[data-value]").forEach(function (el) { el.value = toLocalInput(el.dataset.value); });
-  document.querySelectorAll("time[data-local]").forEach(function (el) { el.textContent = new Date(el.getAttribute("datetime")).toLocaleString(); });
 
   function then(target, result) {
     if (target === "reload") { location.reload(); return; }
