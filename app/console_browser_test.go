@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"seckill/models"
@@ -117,10 +119,24 @@ func TestMerchantAndAdminInABrowser(t *testing.T) {
 	loginInBrowser(t, ctx, s.URL, "chief", "chief password")
 	run(t, ctx, "review queue", chromedp.Navigate(s.URL+"/admin"), chromedp.WaitVisible(`//article[contains(., "Porcelain Tea Set")]`))
 	shot(t, ctx, "admin-review-queue")
-	var home string
+	// Approve asks first, and says it was done.
+	var asked atomic.Bool
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+			asked.Store(true)
+			go func() { _ = chromedp.Run(ctx, page.HandleJavaScriptDialog(true)) }()
+		}
+	})
+	var home, done string
 	run(t, ctx, "approve",
 		chromedp.Click(`button[data-api-click$="/approve"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`//p[contains(., "Nothing waits for review")]`),
+		chromedp.Text(`p[role="status"]`, &done, chromedp.ByQuery),
+	)
+	if !asked.Load() || !strings.Contains(done, "Approved") {
+		t.Errorf("approving: asked first %v, then said %q", asked.Load(), done)
+	}
+	run(t, ctx, "the home page",
 		chromedp.Navigate(s.URL+"/"),
 		chromedp.WaitVisible("main", chromedp.ByQuery),
 		chromedp.Sleep(1100*time.Millisecond), // the home page is rendered at most once a second

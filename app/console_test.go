@@ -245,3 +245,40 @@ func TestConsoleBoundaries(t *testing.T) {
 	admin := withRole(t, s, "admin_z", models.RoleAdmin)
 	expect(t, "approving a draft", admin.call("POST", "/api/admin/activities/"+id+"/approve", nil), 409, "activity_state")
 }
+
+// The review queue shows what a reviewer checks (each item's image, description and prices, and the
+// last rejection's reason), and the audit log says what changed, field by field, in words.
+func TestReviewQueueAndAuditInWords(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	now := s.Clock.Now()
+	merchant := withRole(t, s, "words_shop", models.RoleMerchant)
+	admin := withRole(t, s, "words_admin", models.RoleAdmin)
+	id := itoa(int64(merchant.call("POST", "/api/merchant/activities", activityBody(now.Add(time.Hour), now.Add(2*time.Hour))).json(t)["id"].(float64)))
+	itemID := itoa(int64(merchant.call("POST", "/api/merchant/activities/"+id+"/items", goodItem).json(t)["id"].(float64)))
+	expect(t, "submit", merchant.call("POST", "/api/merchant/activities/"+id+"/submit", nil), 200, "")
+	expect(t, "reject", admin.call("POST", "/api/admin/activities/"+id+"/reject", map[string]string{"reason": "the price looks wrong"}), 200, "")
+	fixed := map[string]any{}
+	for k, v := range goodItem {
+		fixed[k] = v
+	}
+	fixed["seckill_price_cents"], fixed["description"] = 9900, "Boils fast. Now at its real price."
+	expect(t, "fix", merchant.call("PUT", "/api/merchant/activities/"+id+"/items/"+itemID, fixed), 200, "")
+	expect(t, "resubmit", merchant.call("POST", "/api/merchant/activities/"+id+"/submit", nil), 200, "")
+
+	queue := string(admin.call("GET", "/admin", nil).Body)
+	for _, want := range []string{"the price looks wrong", "Boils fast. Now at its real price.", "/assets/img/demo-1.svg", "¥99.00", "¥199.00"} {
+		if !strings.Contains(queue, want) {
+			t.Errorf("the review queue lacks %q", want)
+		}
+	}
+	admin.setCookie("lang", "zh")
+	audit := string(admin.call("GET", "/admin/audit", nil).Body)
+	for _, want := range []string{"修改了活动或其商品", "秒杀价", "¥9.90", "¥99.00", "驳回了活动", "the price looks wrong"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the Chinese audit log lacks %q", want)
+		}
+	}
+	if strings.Contains(audit, "seckill_price_cents") || strings.Contains(audit, `{&#34;`) {
+		t.Error("the audit log shows raw JSON or field names")
+	}
+}

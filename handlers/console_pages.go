@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/auth"
+	"seckill/i18n"
 	"seckill/internal/jobreport"
 	"seckill/models"
 )
@@ -189,8 +190,12 @@ func (h *Consoles) AdminHome(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]int64, 0, len(reviews))
-	for _, a := range reviews {
+	decided, err := models.RecentlyReviewed(ctx, h.DB, 30)
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, 0, len(reviews)+len(decided))
+	for _, a := range append(append([]models.Activity{}, reviews...), decided...) {
 		ids = append(ids, a.MerchantID)
 	}
 	merchants, err := models.Usernames(ctx, h.DB, ids)
@@ -202,7 +207,11 @@ func (h *Consoles) AdminHome(c *fiber.Ctx) error {
 		return err
 	}
 	noStore(c)
-	return c.Render("admin", PageData(c, h.Now(), "nav.admin", "Reviews", reviews, "Approved", approved, "Merchants", merchants,
+	done := c.Query("done")
+	if done != "approved" && done != "rejected" {
+		done = ""
+	}
+	return c.Render("admin", PageData(c, h.Now(), "nav.admin", "Reviews", reviews, "Approved", approved, "Decided", decided, "Done", done, "Merchants", merchants,
 		"Runs", runs, "Mismatches", h.Books.Mismatches()), Layout)
 }
 
@@ -232,5 +241,5 @@ func (h *Consoles) AdminAudit(c *fiber.Ctx) error {
 		return err
 	}
 	noStore(c)
-	return c.Render("admin_audit", PageData(c, h.Now(), "adm.audit", "Audit", rows), Layout)
+	return c.Render("admin_audit", PageData(c, h.Now(), "adm.audit", "Audit", auditViews(rows, i18n.For(Lang(c)))), Layout)
 }

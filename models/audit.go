@@ -69,6 +69,7 @@ func auditOf(a *Activity) activityAudit {
 type itemAudit struct {
 	Name               string `json:"name"`
 	Title              string `json:"title"`
+	Description        string `json:"description"`
 	OriginalPriceCents int64  `json:"original_price_cents"`
 	SeckillPriceCents  int64  `json:"seckill_price_cents"`
 	Stock              int64  `json:"stock"`
@@ -77,5 +78,5 @@ type itemAudit struct {
 }
 
 func itemAuditOf(it *Item) itemAudit {
-	return itemAudit{it.Name, it.Title, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal, it.StockShards, it.Picture("960")}
+	return itemAudit{it.Name, it.Title, it.Description, it.OriginalPriceCents, it.SeckillPriceCents, it.StockTotal, it.StockShards, it.Picture("960")}
 }

@@ -140,6 +140,17 @@ func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool,
 	})
 }
 
+// RecentlyReviewed lists the activities approved or rejected most recently, at most limit, with items.
+func RecentlyReviewed(ctx context.Context, db *gorm.DB, limit int) ([]Activity, error) {
+	var acts []Activity
+	err := db.WithContext(ctx).Where("state IN ? AND reviewed_at IS NOT NULL", []string{ActivityApproved, ActivityRejected}).
+		Order("reviewed_at DESC, id DESC").Limit(limit).Find(&acts).Error
+	if err != nil {
+		return nil, fmt.Errorf("recent reviews: %w", err)
+	}
+	return acts, nil
+}
+
 // PendingReviews lists the activities waiting for review, oldest first, with items.
 func PendingReviews(ctx context.Context, db *gorm.DB) ([]Activity, error) {
 	var acts []Activity

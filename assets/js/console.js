@@ -26,6 +26,7 @@
   document.querySelectorAll("form[data-api]").forEach(function (form) {
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
+      if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
       var body = {};
       form.querySelectorAll("input[name], textarea[name], select[name]").forEach(function (el) {
         var v = value(el);
