@@ -434,6 +434,7 @@ func routes(f *fiber.App, h *site) {
 	api.Get("/items/:id", catalog.Item)
 
 	api.Get("/captcha", buy.Captcha)
+	api.Get("/captcha/:id/audio", buy.CaptchaAudio)
 	api.Post("/items/:id/path", user, buy.Path)
 	api.Post("/items/:id/buy/:path", user, buy.Take)
 	api.Get("/items/:id/result", user, buy.Result)

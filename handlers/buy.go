@@ -64,6 +64,22 @@ func (h *Buy) Captcha(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"captcha_id": id, "image": img})
 }
 
+// CaptchaAudio answers a captcha's digits spoken, in the page's language (?lang=en|zh, else the
+// request's), for a person who cannot see the picture.
+func (h *Buy) CaptchaAudio(c *fiber.Ctx) error {
+	lang := c.Query("lang")
+	if lang != "en" && lang != "zh" {
+		lang = Lang(c)
+	}
+	wav, err := h.Captchas.Audio(c.UserContext(), c.Params("id"), lang)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderContentType, "audio/wav")
+	return c.Send(wav)
+}
+
 // Path checks the captcha and gives the buyer a single-use purchase path for the item.
 func (h *Buy) Path(c *fiber.Ctx) error {
 	ctx := c.UserContext()

@@ -89,6 +89,17 @@
     });
   });
 
+  // The captcha's digits spoken, for a person who cannot see the picture (in the page's language).
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest("[data-captcha-audio]");
+    var img = document.getElementById("captcha-img"), audio = document.getElementById("captcha-audio");
+    if (!btn || !img || !audio || !img.dataset.captchaId) return;
+    audio.src = "/api/captcha/" + encodeURIComponent(img.dataset.captchaId) + "/audio?lang=" + (document.documentElement.lang === "zh-CN" ? "zh" : "en");
+    audio.hidden = false;
+    audio.controls = true;
+    audio.play().catch(function () {});
+  });
+
   // Bars take their width from data-pct: the Content-Security-Policy allows no inline style attributes.
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-pct]").forEach(function (el) { el.style.width = el.dataset.pct + "%"; });
