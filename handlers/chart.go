@@ -13,11 +13,26 @@ import (
 // answerColors draws each answer of the buy endpoint in its own colour.
 var answerColors = map[string]string{
 	stock.AnswerQueued: "#1a7f37", errs.SoldOut: "#d4351c", errs.AlreadyBought: "#8250df", errs.InvalidPath: "#bf8700",
-	errs.RateLimited: "#0969da", errs.NotStarted: "#57606a", errs.Ended: "#24292f", stock.AnswerOther: "#cf222e",
+	errs.RateLimited: "#0969da", errs.NotStarted: "#57606a", errs.Ended: "#24292f", errs.Paused: "#9a6700", stock.AnswerOther: "#cf222e",
 }
 
-// ChartSVG draws the buy endpoint's answers per second as an SVG line chart, one line per answer seen.
-func ChartSVG(points []stock.Point, title string) []byte {
+// niceTop is the top of the chart's scale for a peak: four steps of 1, 2 or 5 times a power of ten, so
+// that every grid line is a whole number (a peak of 1 made the lines read 1, 0, 0, 0, 0).
+func niceTop(peak int64) int64 {
+	step := int64(1)
+	for {
+		for _, m := range []int64{1, 2, 5} {
+			if step*m*4 >= peak {
+				return step * m * 4
+			}
+		}
+		step *= 10
+	}
+}
+
+// ChartSVG draws the buy endpoint's answers per second as an SVG line chart, one line per answer seen;
+// with none, it says empty.
+func ChartSVG(points []stock.Point, title, empty string) []byte {
 	const w, h, left, right, top, bottom = 860, 300, 50, 150, 16, 30
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	var peak int64 = 1
@@ -28,6 +43,7 @@ func ChartSVG(points []stock.Point, title string) []byte {
 			peak = max(peak, n)
 		}
 	}
+	peak = niceTop(peak)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" role="img" aria-label="%s">`, w, h, html.EscapeString(title))
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#fff"/>`, w, h)
@@ -41,6 +57,10 @@ func ChartSVG(points []stock.Point, title string) []byte {
 		first, last := points[0].At, points[len(points)-1].At
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" font-family="sans-serif" fill="#5b6475">%s</text>`, left, h-8, first.Local().Format(time.TimeOnly))
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" font-family="sans-serif" fill="#5b6475" text-anchor="end">%s</text>`, w-right, h-8, last.Local().Format(time.TimeOnly))
+	}
+	if len(seen) == 0 {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="14" font-family="sans-serif" fill="#5b6475" text-anchor="middle">%s</text>`,
+			float64(left)+pw/2, float64(top)+ph/2, html.EscapeString(empty))
 	}
 	row := 0
 	for _, kind := range stock.AnswerKinds {

@@ -112,7 +112,7 @@ func (h *Consoles) chart(c *fiber.Ctx, a *models.Activity) error {
 	}
 	noStore(c)
 	c.Set(fiber.HeaderContentType, "image/svg+xml")
-	return c.Send(ChartSVG(st.Answers, a.Name))
+	return c.Send(ChartSVG(st.Answers, a.Name, i18n.For(Lang(c)).T("live.noAnswers")))
 }
 
 func (h *Consoles) merchantOwn(c *fiber.Ctx) (*models.Activity, bool, error) {
