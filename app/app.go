@@ -198,6 +198,10 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 	if err := s.Sessions.Load(ctx); err != nil {
 		return nil, err
 	}
+	// The sales an admin has paused or ended are known before the first buy is answered.
+	if err := s.Stops.Load(ctx); err != nil {
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	for name, run := range workers {
 		wg.Add(1)

@@ -63,13 +63,13 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 			c.Status(status)
 			return c.Render("error", handlers.PageData(c, now(), "notfound.title"), handlers.Layout)
 		}
-		// The buy path's answers to a crowd are made once, in English (the pages say their codes in the
-		// shopper's words); every other error is said in the request's language.
-		if b := e.Body(); b != nil {
+		// Every error is said in the request's language; those answered at a crowd's rate (sold out, a
+		// wrong login) have their body made once per language.
+		lang := handlers.Lang(c)
+		if b := e.BodyIn(lang, i18n.For(lang).T); b != nil {
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 			return c.Status(status).Send(b)
 		}
-		lang := handlers.Lang(c)
 		e = e.Localize(lang, i18n.For(lang).T)
 		if e.RetryAfter > 0 {
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))

@@ -12,6 +12,7 @@ import (
 	"seckill/internal/testenv"
 	"seckill/jobs"
 	"seckill/models"
+	"seckill/stock"
 
 	"github.com/chromedp/chromedp"
 )
@@ -107,6 +108,12 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 		t.Errorf("while paused: %d buys taken after both instances knew, %d refused as paused", late, paused.Load())
 	}
 
+	// An instance that starts while the sale is paused knows it before its first answer.
+	c := startLive(t, liveOpts{db: db, rdb: rdb, only: []string{"order_consumer"}, tune: oneAddress})
+	if got := probe.post(t, client, c.URL, "/api/items/"+itoa(item.ID)+"/buy/"+issuePathOrSoldOut(t, a, item.ID, probe.id)); got.code != "paused" {
+		t.Errorf("a buy on an instance started during the pause: %+v, want 403 paused", got)
+	}
+
 	// Paths, the line and the pages say so too.
 	for _, srv := range []*liveServer{a, b} {
 		viewer := newBrowser(t, srv.URL)
@@ -158,6 +165,15 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
+	// Refused in memory even if Redis's window were open again (a preheat that read the sale before the
+	// end, say, writing its old window back).
+	rdb.HSet(context.Background(), stock.ShardKeys(item.ID, 0).Sale, "ends", time.Now().Add(time.Hour).UnixMilli())
+	lateBuyer := makeShoppers(t, a, "stop_late", 1)[0]
+	for _, srv := range []*liveServer{a, b} {
+		if got := lateBuyer.post(t, client, srv.URL, "/api/items/"+itoa(item.ID)+"/buy/"+issuePathOrSoldOut(t, a, item.ID, lateBuyer.id)); got.code != "ended" {
+			t.Errorf("a buy on %s after the end, Redis's window open again: %+v, want 403 ended", srv.URL, got)
+		}
+	}
 	expect(t, "resuming an ended sale", admin.call("POST", base+"/resume", map[string]any{"reason": "x"}), 409, "activity_state")
 	waitFor(t, "the ended sale to leave the catalog", func() bool {
 		return !strings.Contains(string(newBrowser(t, b.URL).call("GET", "/api/activities", nil).Body), `"id":`+itoa(sale.ID)+`,`)

@@ -23,17 +23,24 @@ type Stops struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
 	paused atomic.Pointer[map[int64]bool]
+	ended  atomic.Pointer[map[int64]bool] // ended early by an admin: refused here whatever Redis's window says
 }
 
 // NewStops returns the stops of the catalog's sales (none known until Load or Run).
 func NewStops(cat *Catalog, rdb redis.UniversalClient, log *slog.Logger) *Stops {
 	s := &Stops{cat: cat, rdb: rdb, log: log}
 	s.paused.Store(&map[int64]bool{})
+	s.ended.Store(&map[int64]bool{})
 	return s
 }
 
 // Paused reports whether the item's sale is paused. Memory only.
 func (s *Stops) Paused(itemID int64) bool { return (*s.paused.Load())[itemID] }
+
+// Ended reports whether an admin ended the item's sale early. Memory only: the buy and the purchase path
+// refuse it even if Redis's window was not closed (Redis failed at the end, or a preheat that read the
+// sale before the end wrote its old window back).
+func (s *Stops) Ended(itemID int64) bool { return (*s.ended.Load())[itemID] }
 
 // Load reads the paused sales from the catalog.
 func (s *Stops) Load(ctx context.Context) error {
@@ -41,16 +48,21 @@ func (s *Stops) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	paused := map[int64]bool{}
+	paused, ended := map[int64]bool{}, map[int64]bool{}
 	for _, a := range snap.activities {
-		if a.PausedAt == nil {
+		into := paused
+		switch {
+		case a.EndedEarly:
+			into = ended
+		case a.PausedAt == nil:
 			continue
 		}
 		for _, it := range a.Items {
-			paused[it.ID] = true
+			into[it.ID] = true
 		}
 	}
 	s.paused.Store(&paused)
+	s.ended.Store(&ended)
 	return nil
 }
 
@@ -62,7 +74,11 @@ func (s *Stops) Announce(ctx context.Context) error {
 	if err := s.Load(ctx); err != nil {
 		return err
 	}
-	return follow.Publish(ctx, s.rdb, stopsChannel, "changed")
+	if err := follow.Publish(ctx, s.rdb, stopsChannel, "changed"); err != nil {
+		// The stop is in the database: the other instances see it at their next look (half a second).
+		s.log.WarnContext(ctx, "stops: not published", "err", err)
+	}
+	return nil
 }
 
 // Run follows the other instances' stops until ctx ends.
@@ -72,6 +88,7 @@ func (s *Stops) Run(ctx context.Context) error {
 			s.log.Warn("stops: the catalog could not be read", "err", err)
 		}
 	}
+	reload(ctx)
 	return follow.Channel(ctx, s.rdb, stopsChannel, 500*time.Millisecond, func(string) {
 		if err := s.cat.Refresh(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("stops: the catalog could not be rebuilt", "err", err)

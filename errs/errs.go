@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -66,8 +67,11 @@ type Error struct {
 	Fields map[string]string
 	// Whys are the bad fields of a form with their reasons' words (Bad), to say them in any language.
 	Whys []Why
+	// Key names the message's sentence in the words ("msg.<Key>"), for an error made by Say.
+	Key string
 
-	body []byte // the contract's JSON body, made once for errors answered at a crowd's rate
+	body   []byte    // the contract's JSON body, made once for errors answered at a crowd's rate
+	bodies *sync.Map // and its body in each other language, made once each (lang → []byte)
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -78,16 +82,35 @@ func New(code, message string) *Error { return &Error{Code: code, Message: messa
 // Static returns an *Error whose JSON body is made once, for a package-level error that a hot path
 // returns thousands of times a second (sold out).
 func Static(code, message string) *Error {
-	e := &Error{Code: code, Message: message}
-	e.body, _ = json.Marshal(struct {
+	e := &Error{Code: code, Message: message, bodies: &sync.Map{}}
+	e.body = staticBody(code, message)
+	return e
+}
+
+func staticBody(code, message string) []byte {
+	b, _ := json.Marshal(struct {
 		Error   string `json:"error"`
 		Message string `json:"message"`
 	}{code, message})
-	return e
+	return b
 }
 
 // Body returns the JSON body made by Static, or nil.
 func (e *Error) Body() []byte { return e.body }
+
+// BodyIn returns the JSON body made by Static as lang's reader reads it (its code's sentence in tr's
+// words), made once per language; nil for an error Static did not make.
+func (e *Error) BodyIn(lang string, tr Words) []byte {
+	if e.body == nil || lang == "en" || tr == nil {
+		return e.body
+	}
+	if b, ok := e.bodies.Load(lang); ok {
+		return b.([]byte)
+	}
+	b := staticBody(e.Code, e.Localize(lang, tr).Message)
+	e.bodies.Store(lang, b)
+	return b
+}
 
 // Newf returns an *Error with a formatted message.
 func Newf(code, format string, args ...any) *Error {

@@ -47,6 +47,12 @@ func (e *Error) say(tr Words) (string, map[string]string) {
 	return strings.Join(parts, tr("punct.semicolon")), fields
 }
 
+// Say is an error of code whose message is the sentence "msg.<key>" of the words: said in the reader's
+// language (Localize), where a code's general sentence would not say enough.
+func Say(code, key string) *Error {
+	return &Error{Code: code, Key: key, Message: i18n.For("en").T("msg." + key)}
+}
+
 // Localize answers the error as a person reading lang's words (tr) sees it: a form's fields each with
 // its reason and the message summing them up, in their words; any other error the sentence its code has
 // in them (its English message says more, for the English reader and the logs). English answers it as
@@ -56,9 +62,13 @@ func (e *Error) Localize(lang string, tr Words) *Error {
 		return e
 	}
 	out := *e
-	out.body = nil
+	out.body, out.bodies = nil, nil
 	if len(e.Whys) > 0 {
 		out.Message, out.Fields = e.say(tr)
+		return &out
+	}
+	if e.Key != "" {
+		out.Message = tr("msg." + e.Key)
 		return &out
 	}
 	if text := tr("code." + e.Code); text != "code."+e.Code {

@@ -22,6 +22,7 @@ func TestEveryErrorHasWordsInBothLanguages(t *testing.T) {
 	// a text field (their reasons listed with them).
 	literal := regexp.MustCompile(`errs\.W\("([a-z_]+)", "([a-z_]+)"`)
 	anyField := regexp.MustCompile(`errs\.W\(field, "([a-z_]+)"`)
+	said := regexp.MustCompile(`errs\.Say\(errs\.[A-Za-z]+, "([a-z_]+)"`)
 	helpers := map[*regexp.Regexp][]string{
 		regexp.MustCompile(`\btext\("([a-z_]+)"`):        {"empty", "max_bytes", "control_chars"},
 		regexp.MustCompile(`\blineText\("([a-z_]+)"`):    {"empty", "max_chars", "one_line"},
@@ -42,6 +43,9 @@ func TestEveryErrorHasWordsInBothLanguages(t *testing.T) {
 		}
 		for _, m := range anyField.FindAllStringSubmatch(string(src), -1) {
 			need["why."+m[1]] = true
+		}
+		for _, m := range said.FindAllStringSubmatch(string(src), -1) {
+			need["msg."+m[1]] = true
 		}
 		for re, whys := range helpers {
 			for _, m := range re.FindAllStringSubmatch(string(src), -1) {

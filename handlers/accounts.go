@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -174,11 +175,16 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	if err := auth.ValidateCredentials(in.Username, in.Password); err != nil {
-		return err
+	// Every mistake of the form at once: the name, the password and the captcha's fields.
+	var why []errs.Why
+	for _, err := range []error{auth.ValidateCredentials(in.Username, in.Password), requireCaptcha(in.CaptchaID, in.CaptchaAnswer)} {
+		var e *errs.Error
+		if errors.As(err, &e) {
+			why = append(why, e.Whys...)
+		}
 	}
-	if err := requireCaptcha(in.CaptchaID, in.CaptchaAnswer); err != nil {
-		return err
+	if len(why) > 0 {
+		return errs.Bad(why...)
 	}
 	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
 		return err

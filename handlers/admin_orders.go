@@ -149,7 +149,7 @@ func (h *AdminOrders) RetryRefunds(c *fiber.Ctx) error {
 		return err
 	}
 	if n == 0 {
-		return errs.New(errs.Conflict, "this order has no refused refund to try again")
+		return errs.Say(errs.Conflict, "no_refused_refund")
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), payTime)
 	_ = h.Refunds.MakeFor(ctx, o.ID)

@@ -95,6 +95,9 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	} else if a.SaleMode == models.SaleQueue {
 		return errUseQueue
 	}
+	if h.Stops.Ended(itemID) {
+		return stock.ErrEnded
+	}
 	if h.Stops.Paused(itemID) {
 		return ErrPaused
 	}
@@ -241,6 +244,9 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	}
 	if h.Stops.Paused(itemID) {
 		return ErrPaused
+	}
+	if h.Stops.Ended(itemID) {
+		return stock.ErrEnded
 	}
 	ctx := c.UserContext()
 	soldOut, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())

@@ -94,7 +94,7 @@ func activityJSON(a *models.Activity, left map[int64]int64, now time.Time) Activ
 	out := ActivityJSON{
 		ID: a.ID, Name: a.Name, Description: a.Description, State: a.State,
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), SaleMode: saleMode(a), QueueOpensAt: utc(a.QueueOpensAt),
-		Paused: a.PausedAt != nil, Items: make([]ItemJSON, 0, len(a.Items)),
+		Paused: a.PausedAt != nil && now.Before(a.EndsAt), Items: make([]ItemJSON, 0, len(a.Items)),
 	}
 	for i := range a.Items {
 		out.Items = append(out.Items, itemJSON(&a.Items[i], a, left[a.Items[i].ID], now))
@@ -108,7 +108,7 @@ func itemJSON(it *models.Item, a *models.Activity, left int64, now time.Time) It
 		ImageURL: it.Picture("960"), ImageThumbURL: it.Picture("480"), OriginalPriceCents: it.OriginalPriceCents, SeckillPriceCents: it.SeckillPriceCents,
 		StockTotal: it.StockTotal, StockLeft: left, StockShards: max(it.StockShards, 1),
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), SaleMode: saleMode(a), QueueOpensAt: utc(a.QueueOpensAt),
-		Paused: a.PausedAt != nil, ServerTime: now.UTC(),
+		Paused: a.PausedAt != nil && now.Before(a.EndsAt), ServerTime: now.UTC(),
 	}
 }
 

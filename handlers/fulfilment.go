@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/errs"
+	"seckill/i18n"
 	"seckill/models"
 )
 
@@ -49,7 +50,7 @@ func utcPtr(t *time.Time) *time.Time {
 func filter(c *fiber.Ctx) (string, error) {
 	f := c.Query("status", models.AllPaid)
 	if !models.ValidOrderFilter(f) {
-		return "", errs.Invalid("status", "must be to_ship, shipped or all")
+		return "", errs.Bad(errs.W("status", "order_filter"))
 	}
 	return f, nil
 }
@@ -77,7 +78,7 @@ func (h *Fulfilment) OrdersPage(c *fiber.Ctx) (*OrdersPage, error) {
 	page := 1
 	if p := c.Query("page"); p != "" {
 		if page, err = strconv.Atoi(p); err != nil || page < 1 || page > 1_000_000 {
-			return nil, errs.Invalid("page", "must be a number from 1")
+			return nil, errs.Bad(errs.W("page", "page_number"))
 		}
 	}
 	orders, total, err := models.ActivityOrders(c.UserContext(), h.DB, s.UserID, id, f, page)
@@ -225,6 +226,7 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	lang := Lang(c)
 	res := ShipmentsResult{Errors: []RowError{}}
 	bad := func(r RowError) {
 		res.Bad++
@@ -235,7 +237,7 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 	for _, r := range rows {
 		switch {
 		case r.err != nil:
-			bad(rowError(r.line, r.orderNo, r.err))
+			bad(rowError(lang, r.line, r.orderNo, r.err))
 		case r.ship.Carrier == "" && r.ship.TrackingNo == "":
 			res.Skipped++
 		default:
@@ -249,7 +251,7 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 	for i, r := range batch {
 		switch {
 		case r.Err != nil:
-			bad(rowError(lines[i], r.OrderNo, r.Err))
+			bad(rowError(lang, lines[i], r.OrderNo, r.Err))
 		case r.Outcome == models.ShipDone:
 			res.Shipped++
 		case r.Outcome == models.ShipCorrected:
@@ -264,11 +266,13 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 	return c.JSON(res)
 }
 
-func rowError(line int, orderNo string, err error) RowError {
+// rowError is a bad row as the merchant reads it, in lang's words.
+func rowError(lang string, line int, orderNo string, err error) RowError {
 	var e *errs.Error
 	if !errors.As(err, &e) {
 		e = errs.New(errs.BadRequest, err.Error())
 	}
+	e = e.Localize(lang, i18n.For(lang).T)
 	return RowError{Line: line, OrderNo: orderNo, Error: e.Code, Message: e.Message, Fields: e.Fields}
 }
 
@@ -279,7 +283,7 @@ type shipmentRow struct {
 	err     error
 }
 
-var errNoRows = errs.New(errs.BadRequest, "file: the file holds no rows: send back the CSV downloaded from this page, with carrier and tracking_no filled in")
+var errNoRows = errs.Bad(errs.W("file", "file_empty"))
 
 // readShipments reads a CSV sent back: a header naming order_no, carrier and tracking_no (in any order,
 // among other columns), then one order per row.
@@ -288,7 +292,7 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 	if !utf8.Valid(raw) {
 		dec, err := simplifiedchinese.GB18030.NewDecoder().Bytes(raw)
 		if err != nil {
-			return nil, errs.Invalid("file", "is neither UTF-8 nor GB18030 text: save it as CSV UTF-8")
+			return nil, errs.Bad(errs.W("file", "file_encoding"))
 		}
 		raw = dec
 	}
@@ -300,7 +304,7 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 		return nil, errNoRows
 	}
 	if err != nil {
-		return nil, errs.Invalid("file", "is not CSV: "+err.Error())
+		return nil, errs.Bad(errs.W("file", "file_not_csv"))
 	}
 	col := map[string]int{}
 	for i, h := range head {
@@ -308,7 +312,7 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 	}
 	for _, want := range []string{"order_no", "carrier", "tracking_no"} {
 		if _, ok := col[want]; !ok {
-			return nil, errs.Invalid("file", "line 1 must name the columns, among them order_no, carrier and tracking_no")
+			return nil, errs.Bad(errs.W("file", "file_columns"))
 		}
 	}
 	var out []shipmentRow
@@ -318,7 +322,7 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 			break
 		}
 		if len(out) == MaxShipmentRows {
-			return nil, errs.Invalid("file", fmt.Sprintf("holds more than %d rows: send it in parts", MaxShipmentRows))
+			return nil, errs.Bad(errs.W("file", "file_rows", MaxShipmentRows))
 		}
 		if err != nil {
 			line := 0
@@ -326,7 +330,7 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 			if errors.As(err, &pe) {
 				line = pe.StartLine
 			}
-			out = append(out, shipmentRow{line: line, err: errs.Invalid("file", "this line is not CSV")})
+			out = append(out, shipmentRow{line: line, err: errs.Bad(errs.W("file", "file_line"))})
 			if line == 0 || errors.Is(err, io.ErrUnexpectedEOF) {
 				break // nothing more can be read
 			}
@@ -344,7 +348,7 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 			continue // a blank line
 		}
 		if !validOrderNo(row.orderNo) {
-			row.err = errs.Invalid("order_no", "names no order")
+			row.err = errs.Bad(errs.W("order_no", "no_order"))
 		}
 		out = append(out, row)
 	}

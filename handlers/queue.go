@@ -218,6 +218,8 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 		return errRoomClosed
 	case !now.Before(a.EndsAt):
 		return stock.ErrEnded
+	case h.Stops.Ended(itemID):
+		return stock.ErrEnded
 	case h.Stops.Paused(itemID):
 		return ErrPaused
 	}

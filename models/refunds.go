@@ -199,8 +199,10 @@ func RefundOrder(ctx context.Context, db *gorm.DB, who Actor, orderNo, reason st
 	switch {
 	case strings.TrimFunc(reason, invisible) == "":
 		return nil, errs.Bad(errs.W("reason", "reason_required"))
-	case utf8.RuneCountInString(reason) > maxRefundReason || badText(reason, true):
+	case utf8.RuneCountInString(reason) > maxRefundReason:
 		return nil, errs.Bad(errs.W("reason", "max_chars", maxRefundReason))
+	case badText(reason, true):
+		return nil, errs.Bad(errs.W("reason", "control_chars"))
 	}
 	var o Order
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

@@ -98,11 +98,15 @@ func changeActivity(ctx context.Context, db *gorm.DB, who Actor, merchantID, id 
 // SubmitActivity sends a draft or rejected activity of the merchant for review; it needs an item.
 func SubmitActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, now time.Time) (*Activity, error) {
 	return changeActivity(ctx, db, who, who.ID, id, ActSubmit, now, func(tx *gorm.DB, a *Activity, next string) (any, any, error) {
+		var why []errs.Why
 		if len(a.Items) == 0 {
-			return nil, nil, errs.Invalid("items", "an activity needs at least one item before review")
+			why = append(why, errs.W("items", "need_item"))
 		}
 		if !a.EndsAt.After(now) {
-			return nil, nil, errs.Invalid("ends_at", "must be in the future")
+			why = append(why, errs.W("ends_at", "future"))
+		}
+		if len(why) > 0 {
+			return nil, nil, errs.Bad(why...)
 		}
 		before := auditOf(a)
 		a.State, a.UpdatedAt = next, now
@@ -169,8 +173,10 @@ func checkReason(reason string, required bool) (string, error) {
 	switch {
 	case required && strings.TrimFunc(reason, invisible) == "":
 		return "", errs.Bad(errs.W("reason", "reason_required"))
-	case len(reason) > 2000 || badText(reason, true):
+	case len(reason) > 2000:
 		return "", errs.Bad(errs.W("reason", "max_bytes", 2000))
+	case badText(reason, true):
+		return "", errs.Bad(errs.W("reason", "control_chars"))
 	}
 	return reason, nil
 }
@@ -204,8 +210,12 @@ func Stop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason 
 			a.PausedAt = nil
 			change["paused_at"] = nil
 		case ActEnd:
-			a.EndsAt, a.PausedAt, a.EndedEarly = now, nil, true
-			change["ends_at"], change["paused_at"], change["ended_early"] = now, nil, true
+			ends := now
+			if ends.Before(a.StartsAt) {
+				ends = a.StartsAt // a sale ended before its start never opens (and never ends before it starts)
+			}
+			a.EndsAt, a.PausedAt, a.EndedEarly = ends, nil, true
+			change["ends_at"], change["paused_at"], change["ended_early"] = ends, nil, true
 		}
 		a.StopReason, a.UpdatedAt = reason, now
 		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(change).Error

@@ -140,7 +140,7 @@ func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked b
 		return nil, err
 	}
 	if blocked && who.ID == id {
-		return nil, errs.New(errs.Conflict, "you cannot block your own account")
+		return nil, errs.Say(errs.Conflict, "block_yourself")
 	}
 	var u *User
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -148,9 +148,16 @@ func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked b
 		if err != nil {
 			return err
 		}
-		change := map[string]any{"block_reason": reason, "auth_changed_at": now, "updated_at": now}
+		if (before.BlockedAt != nil) == blocked {
+			if blocked {
+				return errs.Say(errs.Conflict, "blocked_already")
+			}
+			return errs.Say(errs.Conflict, "not_blocked")
+		}
+		change := map[string]any{"block_reason": "", "auth_changed_at": now, "updated_at": now}
 		action := "user.unblock"
 		if blocked {
+			change["block_reason"] = reason
 			action = "user.block"
 			change["blocked_at"] = now
 			change["session_version"] = gorm.Expr("session_version + 1") // every session ends, everywhere

@@ -52,7 +52,9 @@
       if (!first) first = form.querySelector('[name="' + name + '"]');
     });
     var general = form.querySelector(".form-error");
-    if (general && (Object.keys(fields).length === 0 || unplaced.length)) general.textContent = e.message;
+    // What has no place of its own: the whole message when no field is named, else only those reasons.
+    if (general && Object.keys(fields).length === 0) general.textContent = e.message;
+    else if (general && unplaced.length) general.textContent = unplaced.join(" · ");
     if (first) first.focus();
   }
   window.showErrors = showErrors;

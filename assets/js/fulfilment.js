@@ -37,7 +37,7 @@
         ul.className = "row-errors";
         r.errors.forEach(function (e) {
           var li = document.createElement("li");
-          var why = e.fields ? Object.keys(e.fields).map(function (k) { return k + ": " + e.fields[k]; }).join("; ") : e.message;
+          var why = e.message; // in the page's words, with the fields' labels
           li.textContent = up.dataset.line.replace("{line}", e.line) + (e.order_no ? " (" + e.order_no + ")" : "") + ": " + why;
           ul.appendChild(li);
         });
