@@ -398,6 +398,7 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/readyz", health.Ready)
 	f.Get("/assets/*", static.Serve)
 	f.Get("/images/:name", h.images.Serve)
+	f.Get("/favicon.ico", static.Favicon)
 
 	f.Get("/", pages.Home)
 	f.Get("/items/:id", pages.Item)

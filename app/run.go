@@ -233,6 +233,11 @@ func runServe(ctx context.Context, env Env) error {
 	}
 	if cfg.Demo && cfg.ListenHost == "127.0.0.1" {
 		log.Info("listening on this machine only (demo mode; LISTEN_HOST=0.0.0.0 to answer the network)", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
+		if ip := lanAddress(); ip != "" {
+			// A QR code holds BASE_URL: a phone can open it only when it names this machine on the network.
+			log.Info("to try QR login and payment from a phone on this network, run the demo as",
+				"command", fmt.Sprintf("LISTEN_HOST=0.0.0.0 BASE_URL=http://%s:%d make run", ip, cfg.Port))
+		}
 	} else {
 		log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
 	}
@@ -315,4 +320,18 @@ func runSandbox(ctx context.Context, env Env) error {
 	}
 	log.Info("payment sandbox listening", "addr", ln.Addr().String(), "pay_urls", cfg.ProviderURL()+"/pay/{id}")
 	return Serve(ctx, f, ln, cfg.ShutdownTimeout)
+}
+
+// lanAddress is this machine's first private IPv4 address on a network ("" when it has none).
+func lanAddress() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsPrivate() {
+			return n.IP.String()
+		}
+	}
+	return ""
 }

@@ -19,9 +19,12 @@ import (
 // Cookie names.
 const (
 	SessionCookie = "sk_session"
-	CSRFCookie    = "sk_csrf"
-	CSRFHeader    = "X-CSRF-Token"
-	sessionLocal  = "session"
+	// SignedInCookie tells the pages' script that a session may be there, so that a logged-out page does
+	// not ask /api/me for a 401 it knows (it holds no secret: the session is the HttpOnly cookie).
+	SignedInCookie = "sk_in"
+	CSRFCookie     = "sk_csrf"
+	CSRFHeader     = "X-CSRF-Token"
+	sessionLocal   = "session"
 )
 
 // Login failures are slowed per username and per address: after a burst, one more try per interval.
@@ -148,6 +151,7 @@ func (h *Accounts) StartSession(c *fiber.Ctx, u *models.User) error {
 		return err
 	}
 	h.setCookie(c, SessionCookie, value, s.Expires)
+	c.Cookie(&fiber.Cookie{Name: SignedInCookie, Value: "1", Path: "/", Expires: s.Expires, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.SecureCookies})
 	c.Locals(sessionLocal, s)
 	return nil
 }
@@ -284,6 +288,7 @@ func (h *Accounts) Logout(c *fiber.Ctx) error {
 		}
 	}
 	h.setCookie(c, SessionCookie, "", time.Unix(0, 0))
+	c.Cookie(&fiber.Cookie{Name: SignedInCookie, Value: "", Path: "/", Expires: time.Unix(0, 0), SameSite: fiber.CookieSameSiteLaxMode, Secure: h.SecureCookies})
 	return c.SendStatus(fiber.StatusNoContent)
 }
 

@@ -31,3 +31,15 @@ func (h *Static) Serve(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, f.ContentType)
 	return c.Send(f.Body)
 }
+
+// Favicon answers /favicon.ico, which browsers ask for on every site: the site's icon (an SVG, which
+// they take at that address too).
+func (h *Static) Favicon(c *fiber.Ctx) error {
+	f, ok := h.Files.Get("img/favicon.svg")
+	if !ok {
+		return errs.New(errs.NotFound, "no such file")
+	}
+	c.Set(fiber.HeaderCacheControl, "public, max-age=86400")
+	c.Set(fiber.HeaderContentType, f.ContentType)
+	return c.Send(f.Body)
+}

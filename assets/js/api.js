@@ -124,6 +124,8 @@
   document.addEventListener("DOMContentLoaded", function () {
     var nav = document.getElementById("nav-account");
     if (!nav) return;
+    // Logged out (no hint that a session is there): nothing to ask.
+    if (!/(^|; )sk_in=1/.test(document.cookie)) return;
     api("GET", "/api/me").then(function (me) {
       nav.innerHTML = "";
       if (me.role === "merchant" || me.role === "admin") {
@@ -141,6 +143,9 @@
         api("POST", "/api/auth/logout").then(function () { location.href = "/"; });
       });
       nav.appendChild(who); nav.appendChild(out);
-    }).catch(function () { /* not logged in: the links stay */ });
+    }).catch(function () {
+      // The session ended (expired, logged out elsewhere): the links stay, and the hint goes.
+      document.cookie = "sk_in=; Path=/; Max-Age=0; SameSite=Lax";
+    });
   });
 })();
