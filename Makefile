@@ -33,7 +33,7 @@ bench-go: services ## Go benchmarks: the buy path against its baselines, the con
 	$(GO) test -run '^$$' -bench Draw -cpu 1 -count 5 ./captcha
 
 screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
-	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser|TestPauseInABrowser' ./app
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser|TestPauseInABrowser|TestFormErrorsAtOnceInABrowser|TestBlockInABrowser' ./app
 
 cluster: ## two instances on a three-master Redis Cluster behind nginx, on 127.0.0.1:8090 (scripts/cluster.sh)
 	./scripts/cluster.sh start

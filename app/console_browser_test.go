@@ -156,6 +156,8 @@ func TestMerchantAndAdminInABrowser(t *testing.T) {
 		t.Errorf("the item page's image is %s, want the 960x720 size of the upload", shown)
 	}
 	shot(t, ctx, "item-uploaded-image")
+	run(t, ctx, "the audit log", chromedp.Navigate(s.URL+"/admin/audit"), chromedp.WaitVisible("table.audit", chromedp.ByQuery))
+	shot(t, ctx, "admin-audit")
 
 	if os.Getenv("SCREENSHOTS_DIR") != "" {
 		dashboardDuringALoad(t, s, ctx)
