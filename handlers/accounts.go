@@ -340,19 +340,11 @@ func (h *Accounts) setBlocked(c *fiber.Ctx, blocked bool) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Reason string `json:"reason"`
-	}
-	if len(c.Body()) > 0 {
-		if err := ParseJSON(c, &in); err != nil {
-			return err
-		}
-	}
-	who, err := actor(c, h.DB)
+	who, reason, err := reasoned(c, h.DB, true)
 	if err != nil {
 		return err
 	}
-	u, err := h.Sessions.SetBlocked(c.UserContext(), who, id, blocked, in.Reason)
+	u, err := h.Sessions.SetBlocked(c.UserContext(), who, id, blocked, reason)
 	if err != nil {
 		return err
 	}

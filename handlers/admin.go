@@ -120,18 +120,12 @@ func (h *Admin) stop(c *fiber.Ctx, action string) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Reason string `json:"reason"`
-	}
-	if err := ParseJSON(c, &in); err != nil {
-		return err
-	}
-	who, err := actor(c, h.DB)
+	who, reason, err := reasoned(c, h.DB, false)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	a, err := models.Stop(ctx, h.DB, who, id, action, in.Reason, h.Now())
+	a, err := models.Stop(ctx, h.DB, who, id, action, reason, h.Now())
 	if err != nil {
 		return err
 	}

@@ -104,23 +104,22 @@ func (h *AdminOrders) Refund(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Reason string `json:"reason"`
-	}
-	if err := ParseJSON(c, &in); err != nil {
-		return err
-	}
-	who, err := actor(c, h.DB)
+	who, reason, err := reasoned(c, h.DB, false)
 	if err != nil {
 		return err
 	}
-	o, err := models.RefundOrder(c.UserContext(), h.DB, who, no, in.Reason, h.Now())
+	o, err := models.RefundOrder(c.UserContext(), h.DB, who, no, reason, h.Now())
 	if err != nil {
 		return err
 	}
-	// The provider's word now if it answers quickly; else the job carries on.
+	return h.refundNow(c, no, o.ID)
+}
+
+// refundNow asks the provider for the order's pending refunds now (its word, if it answers quickly; else
+// the job carries on) and answers the order as Order does.
+func (h *AdminOrders) refundNow(c *fiber.Ctx, no string, orderID int64) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), payTime)
-	_ = h.Refunds.MakeFor(ctx, o.ID)
+	_ = h.Refunds.MakeFor(ctx, orderID)
 	cancel()
 	v, err := h.view(c, no)
 	if err != nil {
@@ -151,14 +150,7 @@ func (h *AdminOrders) RetryRefunds(c *fiber.Ctx) error {
 	if n == 0 {
 		return errs.Say(errs.Conflict, "no_refused_refund")
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), payTime)
-	_ = h.Refunds.MakeFor(ctx, o.ID)
-	cancel()
-	v, err := h.view(c, no)
-	if err != nil {
-		return err
-	}
-	return c.JSON(v)
+	return h.refundNow(c, no, o.ID)
 }
 
 // Page is the admin's orders page: find an order by its number, see its payments and refunds, refund it;

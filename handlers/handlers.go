@@ -102,3 +102,18 @@ func actor(c *fiber.Ctx, db *gorm.DB) (models.Actor, error) {
 	}
 	return models.Actor{ID: u.ID, Username: u.Username}, nil
 }
+
+// reasoned reads who acts and the reason they give ({"reason"}; the body may be empty when optional),
+// for an action a person explains: a rejection, a stop, a refund, a block.
+func reasoned(c *fiber.Ctx, db *gorm.DB, optional bool) (models.Actor, string, error) {
+	var in struct {
+		Reason string `json:"reason"`
+	}
+	if !optional || len(c.Body()) > 0 {
+		if err := ParseJSON(c, &in); err != nil {
+			return models.Actor{}, "", err
+		}
+	}
+	who, err := actor(c, db)
+	return who, in.Reason, err
+}
