@@ -339,7 +339,8 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 		line, _ := r.FieldPos(0)
 		cell := func(name string) string {
 			if i := col[name]; i < len(rec) {
-				return strings.TrimSpace(strings.TrimPrefix(rec[i], "'"))
+				// The ' that made a cell inert in the export goes, wherever the spaces around it are.
+				return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rec[i]), "'"))
 			}
 			return ""
 		}
