@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -41,7 +40,9 @@ func FuzzReadShipments(f *testing.F) {
 			if r.err == nil && !validOrderNo(r.orderNo) {
 				t.Fatalf("row %d kept order number %q", r.line, r.orderNo)
 			}
-			if !utf8.ValidString(r.ship.Carrier) || !utf8.ValidString(r.ship.TrackingNo) || strings.HasPrefix(r.orderNo, "'") {
+			// (A row kept without an error names an order as orders are named, so without the ' that made its
+			// cell inert: checked above.)
+			if !utf8.ValidString(r.ship.Carrier) || !utf8.ValidString(r.ship.TrackingNo) {
 				t.Fatalf("row %d: %q %q %q", r.line, r.orderNo, r.ship.Carrier, r.ship.TrackingNo)
 			}
 		}
