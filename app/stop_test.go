@@ -245,3 +245,20 @@ func TestPauseInABrowser(t *testing.T) {
 		t.Errorf("after the resume the item page still says %q", said)
 	}
 }
+
+// A sale that ends while paused is over, not paused: the merchant's pages say so.
+func TestSaleEndedWhilePausedIsNotShownPaused(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	merchant, sale, _ := merchantSale(t, s, "ended_paused_shop", 5)
+	past := s.Clock.Now().Add(-time.Minute)
+	s.DB.Model(&models.Activity{}).Where("id = ?", sale.ID).Updates(map[string]any{"paused_at": past.Add(-time.Hour), "ends_at": past, "stop_reason": "a wrong price"})
+	for _, path := range []string{"/merchant", "/merchant/activities/" + itoa(sale.ID)} {
+		if pg := string(merchant.call("GET", path, nil).Body); strings.Contains(pg, "Paused") {
+			t.Errorf("%s shows an ended sale as paused", path)
+		}
+	}
+	live := merchant.call("GET", "/merchant/activities/"+itoa(sale.ID)+"/live", nil)
+	if strings.Contains(string(live.Body), "Paused by the shop") {
+		t.Error("the live page shows an ended sale as paused")
+	}
+}
