@@ -68,7 +68,7 @@ type ManagedUserJSON struct {
 }
 
 func managedUserJSON(u *models.User) ManagedUserJSON {
-	return ManagedUserJSON{UserJSON: userJSON(u), BlockedAt: utcPtr(u.BlockedAt), BlockReason: u.BlockReason, CreatedAt: u.CreatedAt.UTC()}
+	return ManagedUserJSON{UserJSON: userJSON(u), BlockedAt: utc(u.BlockedAt), BlockReason: u.BlockReason, CreatedAt: u.CreatedAt.UTC()}
 }
 
 var errBlocked = errs.Static(errs.Blocked, "this account is blocked: write to the shop's support")

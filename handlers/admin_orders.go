@@ -79,7 +79,7 @@ func (h *AdminOrders) view(c *fiber.Ctx, no string) (*AdminOrderJSON, error) {
 		out.Payments = append(out.Payments, PaymentJSON{p.ProviderID, p.Status, p.AmountCents, p.CreatedAt.UTC()})
 	}
 	for _, r := range rs {
-		out.Refunds = append(out.Refunds, RefundJSON{r.ProviderID, r.AmountCents, r.Kind, r.Reason, r.Status, r.Attempts, r.LastError, r.CreatedAt.UTC(), utcPtr(r.DoneAt)})
+		out.Refunds = append(out.Refunds, RefundJSON{r.ProviderID, r.AmountCents, r.Kind, r.Reason, r.Status, r.Attempts, r.LastError, r.CreatedAt.UTC(), utc(r.DoneAt)})
 	}
 	return out, nil
 }

@@ -38,14 +38,6 @@ type OrdersPage struct {
 	activityID int64
 }
 
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 // filter reads ?status= (to_ship, shipped or all; all when absent).
 func filter(c *fiber.Ctx) (string, error) {
 	f := c.Query("status", models.AllPaid)

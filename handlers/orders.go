@@ -76,8 +76,8 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]OrderJSON, 
 	for i, o := range orders {
 		out[i] = OrderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: names[o.ItemID],
 			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC(), Address: o.Address,
-			PaidAt: utcPtr(o.PaidAt), ShippedAt: utcPtr(o.ShippedAt), Carrier: o.Carrier, TrackingNo: o.TrackingNo,
-			RefundedAt: utcPtr(o.RefundedAt), RefundReason: o.RefundReason, RefundStatus: refunds[o.ID]}
+			PaidAt: utc(o.PaidAt), ShippedAt: utc(o.ShippedAt), Carrier: o.Carrier, TrackingNo: o.TrackingNo,
+			RefundedAt: utc(o.RefundedAt), RefundReason: o.RefundReason, RefundStatus: refunds[o.ID]}
 	}
 	return out, nil
 }

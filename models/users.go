@@ -123,15 +123,6 @@ func Usernames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string,
 	return out, nil
 }
 
-// ListUsers lists users by id, at most limit.
-func ListUsers(ctx context.Context, db *gorm.DB, limit int) ([]User, error) {
-	var users []User
-	if err := db.WithContext(ctx).Order("id").Limit(limit).Find(&users).Error; err != nil {
-		return nil, fmt.Errorf("users: %w", err)
-	}
-	return users, nil
-}
-
 // SetBlocked blocks an account (its sessions end, it cannot log in; its orders stay) or unblocks it, as
 // who's action with a reason, audited. An admin cannot block itself.
 func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked bool, reason string, now time.Time) (*User, error) {
