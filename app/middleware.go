@@ -6,9 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"seckill/auth"
-	"seckill/handlers"
-	"seckill/models"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/time/rate"
+
+	"seckill/auth"
+	"seckill/handlers"
+	"seckill/models"
 )
 
 // unmatched labels requests no route took, so that scanners cannot grow the metrics without bound.
