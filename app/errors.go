@@ -66,11 +66,12 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 		// Every error is said in the request's language; those answered at a crowd's rate (sold out, a
 		// wrong login) have their body made once per language.
 		lang := handlers.Lang(c)
-		if b := e.BodyIn(lang, i18n.For(lang).T); b != nil {
+		words := i18n.For(lang).T
+		if b := e.BodyIn(lang, words); b != nil {
 			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 			return c.Status(status).Send(b)
 		}
-		e = e.Localize(lang, i18n.For(lang).T)
+		e = e.Localize(lang, words)
 		if e.RetryAfter > 0 {
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 		}

@@ -290,7 +290,6 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 	}
 	r := csv.NewReader(bytes.NewReader(raw))
 	r.FieldsPerRecord = -1
-	r.ReuseRecord = false
 	head, err := r.Read()
 	if errors.Is(err, io.EOF) {
 		return nil, errNoRows

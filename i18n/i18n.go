@@ -61,6 +61,9 @@ func Pick(choice, acceptLanguage string) string {
 	if _, ok := catalog[choice]; ok {
 		return choice
 	}
+	if acceptLanguage == "" {
+		return "en" // a script's request, a load tool's: asked on every answer, so no work for it
+	}
 	best, bestQ := "en", -1.0
 	for _, part := range strings.Split(acceptLanguage, ",") {
 		tag, q := strings.TrimSpace(part), 1.0
