@@ -262,3 +262,70 @@ func TestSaleEndedWhilePausedIsNotShownPaused(t *testing.T) {
 		t.Error("the live page shows an ended sale as paused")
 	}
 }
+
+// A shopper let in to buy has their turn's time given back after a pause: paused with most of the turn
+// left, resumed after longer than the whole turn, they still buy, and the turn ends later by the pause;
+// a second resume of the same pause (a retried request) gives nothing more.
+func TestTurnInterruptedByAPauseKeepsItsTime(t *testing.T) {
+	db := testenv.Postgres(t)
+	act, item := queueSale(t, db, nil, 5)
+	s := startLive(t, liveOpts{db: db, only: []string{"queue", "sold_out_flags", "preheat", "stops", "order_consumer"}})
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	admin := withRole(t, s, "turn_pauser", models.RoleAdmin)
+	shopper := newBrowser(t, s.URL)
+	shopper.register("turn_keeper", "turn password")
+	expect(t, "joining", shopper.join(item.ID), 200, "")
+	queue := "/api/items/" + itoa(item.ID) + "/queue"
+	s.Clock.Set(time.Now().Add(time.Minute + time.Second)) // the sale starts
+	var turn map[string]any
+	waitFor(t, "the shopper's turn", func() bool {
+		turn = shopper.call("GET", queue, nil).json(t)
+		return turn["state"] == "your_turn"
+	})
+	ends, err := time.Parse(time.RFC3339Nano, turn["turn_ends_at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := ends.Sub(s.Clock.Now()); left < s.Cfg.QueueTurn/2 {
+		t.Fatalf("the turn has %v left, the test wants most of %v", left, s.Cfg.QueueTurn)
+	}
+
+	base := "/api/admin/activities/" + itoa(act.ID)
+	r := admin.call("POST", base+"/pause", map[string]any{"reason": "a wrong price"})
+	expect(t, "pause", r, 200, "")
+	pausedAt, err := time.Parse(time.RFC3339Nano, r.json(t)["paused_at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the line to say paused", func() bool { return shopper.call("GET", queue, nil).json(t)["paused"] == true })
+	pause := s.Cfg.QueueTurn + 10*time.Second // longer than the whole turn
+	s.Clock.Set(pausedAt.Add(pause))
+	time.Sleep(1500 * time.Millisecond) // the line's steps run during the pause and must not settle the turn
+	expect(t, "resume", admin.call("POST", base+"/resume", map[string]any{"reason": "fixed"}), 200, "")
+	waitFor(t, "the line to go on", func() bool { return shopper.call("GET", queue, nil).json(t)["paused"] == false })
+
+	after := shopper.call("GET", queue, nil).json(t)
+	if after["state"] != "your_turn" {
+		t.Fatalf("after the pause: %v, want the same turn", after)
+	}
+	moved, _ := time.Parse(time.RFC3339Nano, after["turn_ends_at"].(string))
+	if got := moved.Sub(ends); got < pause || got > pause+3*time.Second {
+		t.Errorf("the turn ends %v later after a pause of %v, want the pause (and a second for every instance to hear)", got, pause)
+	}
+	if after["path"] != turn["path"] {
+		t.Errorf("the turn's path changed: %v then %v", turn["path"], after["path"])
+	}
+	// Asked again for the same pause: nothing more.
+	if n, err := s.Srv.Ledger.Resume(context.Background(), item.ID, pausedAt, s.Clock.Now()); err != nil || n != 0 {
+		t.Errorf("a second resume of the same pause moved %d turns (%v)", n, err)
+	}
+	if again := shopper.call("GET", queue, nil).json(t); again["turn_ends_at"] != after["turn_ends_at"] {
+		t.Errorf("a second resume moved the turn to %v", again["turn_ends_at"])
+	}
+	// Past where the turn would have ended without the pause, the path still buys.
+	s.Clock.Set(ends.Add(5 * time.Second))
+	expect(t, "a buy with the turn's path after the pause", shopper.call("POST", "/api/items/"+itoa(item.ID)+"/buy/"+turn["path"].(string), nil), 202, "")
+	waitFor(t, "bought", func() bool { return shopper.call("GET", queue, nil).json(t)["state"] == "bought" })
+}

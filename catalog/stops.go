@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -14,14 +15,20 @@ import (
 // stopsChannel carries an admin's emergency stop (a pause, a resume, an end) to every instance.
 const stopsChannel = "sk:stops"
 
+// StopsVersion counts the stops announced: an instance that missed a message (its subscription was
+// reconnecting) sees the count change at its next look, half a second later at most.
+const StopsVersion = "sk:stops:version"
+
 // Stops is this instance's memory of the items whose sale an admin has paused: the buy, purchase paths
 // and the waiting room ask it, in memory. An admin's stop is published to every instance, which rebuilds
-// its catalog at once; a look at the catalog every half second catches a message lost while Redis was
-// away (the catalog itself is at most a second old).
+// its catalog at once; a look at the stops' count in Redis every half second catches a message lost while
+// the subscription was away (and a rebuild follows every time Redis could not be asked: nothing can be
+// bought while it cannot be reached, and the first look after it comes back rebuilds).
 type Stops struct {
 	cat    *Catalog
 	rdb    redis.UniversalClient
 	log    *slog.Logger
+	seen   string // the stops' count at the last rebuild; "" when unknown (Run's goroutine only)
 	paused atomic.Pointer[map[int64]bool]
 	ended  atomic.Pointer[map[int64]bool] // ended early by an admin: refused here whatever Redis's window says
 }
@@ -74,8 +81,13 @@ func (s *Stops) Announce(ctx context.Context) error {
 	if err := s.Load(ctx); err != nil {
 		return err
 	}
-	if err := follow.Publish(ctx, s.rdb, stopsChannel, "changed"); err != nil {
-		// The stop is in the database: the other instances see it at their next look (half a second).
+	err := s.rdb.Incr(ctx, StopsVersion).Err()
+	if err == nil {
+		err = follow.Publish(ctx, s.rdb, stopsChannel, "changed")
+	}
+	if err != nil {
+		// The stop is in the database, and no instance can sell while Redis is away: each rebuilds at its
+		// first look after Redis is back (half a second).
 		s.log.WarnContext(ctx, "stops: not published", "err", err)
 	}
 	return nil
@@ -88,11 +100,33 @@ func (s *Stops) Run(ctx context.Context) error {
 			s.log.Warn("stops: the catalog could not be read", "err", err)
 		}
 	}
-	reload(ctx)
-	return follow.Channel(ctx, s.rdb, stopsChannel, 500*time.Millisecond, func(string) {
-		if err := s.cat.Refresh(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("stops: the catalog could not be rebuilt", "err", err)
+	rebuild := func(ctx context.Context) bool {
+		if err := s.cat.Refresh(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("stops: the catalog could not be rebuilt", "err", err)
+			}
+			return false
 		}
 		reload(ctx)
-	}, reload)
+		return true
+	}
+	s.seen, _ = s.rdb.Get(ctx, StopsVersion).Result()
+	reload(ctx)
+	return follow.Channel(ctx, s.rdb, stopsChannel, 500*time.Millisecond, func(string) { rebuild(ctx) },
+		func(ctx context.Context) {
+			v, err := s.rdb.Get(ctx, StopsVersion).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				s.seen = "" // unknown: rebuilt at the first look that can ask
+				reload(ctx)
+				return
+			}
+			if v == "" {
+				v = "0"
+			}
+			if v != s.seen && rebuild(ctx) {
+				s.seen = v
+				return
+			}
+			reload(ctx)
+		})
 }

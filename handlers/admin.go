@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"log/slog"
 	"strconv"
 	"time"
@@ -125,6 +126,11 @@ func (h *Admin) stop(c *fiber.Ctx, action string) error {
 		return err
 	}
 	ctx := c.UserContext()
+	if action == models.ActResume {
+		if err := h.giveTurnsBack(ctx, id); err != nil {
+			return err
+		}
+	}
 	a, err := models.Stop(ctx, h.DB, who, id, action, reason, h.Now())
 	if err != nil {
 		return err
@@ -148,6 +154,26 @@ func (h *Admin) stop(c *fiber.Ctx, action string) error {
 		return err
 	}
 	return c.JSON(managedJSON(a, "", h.Now()))
+}
+
+// stopsHeard is how long every instance may take to hear of a resume: the turns' time given back counts
+// from then.
+const stopsHeard = time.Second
+
+// giveTurnsBack gives the turns that the sale's pause interrupted their time back, before the sale goes
+// on: a shopper let in with a minute left when it was paused has a minute left when it resumes. Done first,
+// so that a failure leaves the sale paused (the admin tries again; a second time changes nothing).
+func (h *Admin) giveTurnsBack(ctx context.Context, id int64) error {
+	a, err := models.ActivityByID(ctx, h.DB, id)
+	if err != nil || a.PausedAt == nil {
+		return err // not paused: Stop says so
+	}
+	for _, it := range a.Items {
+		if _, err := h.Ledger.Resume(ctx, it.ID, *a.PausedAt, h.Now().Add(stopsHeard)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ActivityStats answers an activity's live figures.

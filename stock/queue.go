@@ -53,6 +53,8 @@ var (
 	statusLua string
 	//go:embed unbought.lua
 	unboughtLua string
+	//go:embed resume.lua
+	resumeLua string
 
 	roomScript     = redis.NewScript(roomLua)
 	queueScript    = redis.NewScript(queueLua)
@@ -60,6 +62,7 @@ var (
 	admitScript    = redis.NewScript(admitLua)
 	statusScript   = redis.NewScript(statusLua)
 	unboughtScript = redis.NewScript(unboughtLua)
+	resumeScript   = redis.NewScript(resumeLua)
 )
 
 // Window is when a queue sale's room opens, and when its sale starts and ends.
@@ -496,6 +499,39 @@ func (l *Ledger) Unbought(ctx context.Context, itemID, userID int64) error {
 		return fmt.Errorf("put user %d back in the line of item %d: %w", userID, itemID, err)
 	}
 	return nil
+}
+
+// Resume gives the turns of the item's waiting room that a pause interrupted their time back: each
+// turn still running at paused ends later by the pause's length (until goesOn), and its path, which the
+// buy checks, is written again with the new end. Asked again for the same pause it changes nothing; an
+// item without a room has nothing to give back.
+func (l *Ledger) Resume(ctx context.Context, itemID int64, paused, goesOn time.Time) (int, error) {
+	k := roomKeysOf(itemID)
+	moved, err := resumeScript.Run(ctx, l.rdb, []string{k.Room, k.Turns, k.InFlight, k.Pending},
+		paused.UnixMilli(), goesOn.UnixMilli()).StringSlice()
+	if err != nil {
+		return 0, fmt.Errorf("give item %d's turns back their pause: %w", itemID, err)
+	}
+	if len(moved) == 0 {
+		return 0, nil
+	}
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return 0, err
+	}
+	// Those who bought keep their used paths (a resent buy still gets its answer); the next step of the
+	// line settles them. The rest are pending already: if this fails, the next step writes them.
+	bought, err := l.whoBought(ctx, itemID, n, moved)
+	if err != nil {
+		return 0, err
+	}
+	if len(bought) > 0 {
+		if err := l.rdb.SRem(ctx, k.Pending, bought).Err(); err != nil {
+			return 0, fmt.Errorf("give item %d's turns back their pause: %w", itemID, err)
+		}
+	}
+	write := slices.DeleteFunc(slices.Clone(moved), func(u string) bool { return slices.Contains(bought, u) })
+	return len(moved), l.writePaths(ctx, itemID, n, write)
 }
 
 // writePaths writes the purchase paths of the users' turns into their home shards, where the buy
