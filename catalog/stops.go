@@ -110,23 +110,28 @@ func (s *Stops) Run(ctx context.Context) error {
 		reload(ctx)
 		return true
 	}
-	s.seen, _ = s.rdb.Get(ctx, StopsVersion).Result()
 	reload(ctx)
-	return follow.Channel(ctx, s.rdb, stopsChannel, 500*time.Millisecond, func(string) { rebuild(ctx) },
-		func(ctx context.Context) {
-			v, err := s.rdb.Get(ctx, StopsVersion).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				s.seen = "" // unknown: rebuilt at the first look that can ask
+	// The count is read before the rebuild: every stop counted by then is in the database it reads.
+	look := func(ctx context.Context, always bool) {
+		v, err := s.rdb.Get(ctx, StopsVersion).Result()
+		switch {
+		case err != nil && !errors.Is(err, redis.Nil):
+			s.seen = "" // unknown: rebuilt at the first look that can ask
+			if always {
+				rebuild(ctx)
+			} else {
 				reload(ctx)
-				return
 			}
-			if v == "" {
-				v = "0"
-			}
-			if v != s.seen && rebuild(ctx) {
-				s.seen = v
-				return
-			}
-			reload(ctx)
-		})
+			return
+		case v == "":
+			v = "0"
+		}
+		if (always || v != s.seen) && rebuild(ctx) {
+			s.seen = v
+			return
+		}
+		reload(ctx)
+	}
+	return follow.Channel(ctx, s.rdb, stopsChannel, 500*time.Millisecond, func(string) { look(ctx, true) },
+		func(ctx context.Context) { look(ctx, false) })
 }

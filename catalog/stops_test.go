@@ -40,7 +40,7 @@ func TestStopsReachAnInstanceThatMissedTheMessage(t *testing.T) {
 
 	// Another instance pauses it: the database and the count change; no message reaches this one.
 	admin := testenv.Users(t, db, "stops_admin", 1)[0]
-	if _, err := models.Stop(ctx, db, models.Actor{ID: admin.ID, Username: admin.Username}, act.ID, models.ActPause, "bots", time.Now()); err != nil {
+	if _, err := models.Stop(ctx, db, models.Actor{ID: admin.ID, Username: admin.Username}, act.ID, models.ActPause, "bots", time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.Incr(ctx, catalog.StopsVersion).Err(); err != nil {
@@ -51,7 +51,7 @@ func TestStopsReachAnInstanceThatMissedTheMessage(t *testing.T) {
 	t.Logf("paused here %v after the count changed", time.Since(start))
 
 	// Resumed, again without a message.
-	if _, err := models.Stop(ctx, db, models.Actor{ID: admin.ID, Username: admin.Username}, act.ID, models.ActResume, "fixed", time.Now()); err != nil {
+	if _, err := models.Stop(ctx, db, models.Actor{ID: admin.ID, Username: admin.Username}, act.ID, models.ActResume, "fixed", time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.Incr(ctx, catalog.StopsVersion).Err(); err != nil {

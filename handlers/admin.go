@@ -126,12 +126,9 @@ func (h *Admin) stop(c *fiber.Ctx, action string) error {
 		return err
 	}
 	ctx := c.UserContext()
-	if action == models.ActResume {
-		if err := h.giveTurnsBack(ctx, id); err != nil {
-			return err
-		}
-	}
-	a, err := models.Stop(ctx, h.DB, who, id, action, reason, h.Now())
+	a, err := models.Stop(ctx, h.DB, who, id, action, reason, h.Now(), func(a *models.Activity, paused time.Time) error {
+		return h.giveTurnsBack(ctx, a, paused)
+	})
 	if err != nil {
 		return err
 	}
@@ -161,15 +158,12 @@ func (h *Admin) stop(c *fiber.Ctx, action string) error {
 const stopsHeard = time.Second
 
 // giveTurnsBack gives the turns that the sale's pause interrupted their time back, before the sale goes
-// on: a shopper let in with a minute left when it was paused has a minute left when it resumes. Done first,
-// so that a failure leaves the sale paused (the admin tries again; a second time changes nothing).
-func (h *Admin) giveTurnsBack(ctx context.Context, id int64) error {
-	a, err := models.ActivityByID(ctx, h.DB, id)
-	if err != nil || a.PausedAt == nil {
-		return err // not paused: Stop says so
-	}
+// on: a shopper let in with a minute left when it was paused has a minute left when it resumes. Done
+// while the resume is being written: a failure leaves the sale paused, and the admin's next try moves
+// the turns on to its own time (by what the pause lasted since).
+func (h *Admin) giveTurnsBack(ctx context.Context, a *models.Activity, paused time.Time) error {
 	for _, it := range a.Items {
-		if _, err := h.Ledger.Resume(ctx, it.ID, *a.PausedAt, h.Now().Add(stopsHeard)); err != nil {
+		if _, err := h.Ledger.Resume(ctx, it.ID, paused, h.Now().Add(stopsHeard)); err != nil {
 			return err
 		}
 	}

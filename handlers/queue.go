@@ -289,9 +289,11 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds) && h.Flags.SoldOut(it.ID):
 		out.State = QueueSoldOut // a turn with nothing left to buy: the place is kept, as in line
 		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
-	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds.Add(stock.TurnGrace)):
+	case p.Path != "" && p.Done == "" && (now.Before(p.TurnEnds.Add(stock.TurnGrace)) ||
+		out.Paused && a.PausedAt != nil && p.TurnEnds.After(*a.PausedAt)):
 		// A turn that ended a moment ago is still one (another instance may accept its buy) until it is
-		// settled as missed: the page shows it with no time left.
+		// settled as missed: the page shows it with no time left. A turn the pause interrupted is held
+		// until it resumes, when it ends later by the pause.
 		out.State = QueueTurn
 		out.Ticket, out.Position, out.Path = &p.Ticket, nonZero(p.Place), &p.Path
 		ends := p.TurnEnds.UTC()

@@ -184,8 +184,12 @@ func checkReason(reason string, required bool) (string, error) {
 // Stop is an admin's emergency stop of an approved sale that has not ended: pause (buying, purchase
 // paths and the waiting room's turns stop; the line keeps its order), resume, or end now. Each is audited
 // with its reason, which the merchant sees. Pausing a paused sale, or resuming a running one, answers
-// activity_state; so does any of them on a sale that has ended.
-func Stop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason string, now time.Time) (*Activity, error) {
+// activity_state; so does any of them on a sale that has ended. resumed, when not nil, is called on a
+// resume once everything else was checked, before it is written, with the sale and when its pause
+// began: what it does before the sale goes on (the waiting room's turns given their time back); its
+// error leaves the sale paused.
+func Stop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason string, now time.Time,
+	resumed func(a *Activity, paused time.Time) error) (*Activity, error) {
 	reason, err := checkReason(reason, true)
 	if err != nil {
 		return nil, err
@@ -206,6 +210,11 @@ func Stop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason 
 		case ActResume:
 			if a.PausedAt == nil {
 				return nil, nil, errs.New(errs.ActivityState, "this sale is not paused")
+			}
+			if resumed != nil {
+				if err := resumed(a, *a.PausedAt); err != nil {
+					return nil, nil, err
+				}
 			}
 			a.PausedAt = nil
 			change["paused_at"] = nil

@@ -503,12 +503,12 @@ func (l *Ledger) Unbought(ctx context.Context, itemID, userID int64) error {
 
 // Resume gives the turns of the item's waiting room that a pause interrupted their time back: each
 // turn still running at paused ends later by the pause's length (until goesOn), and its path, which the
-// buy checks, is written again with the new end. Asked again for the same pause it changes nothing; an
-// item without a room has nothing to give back.
+// buy checks, is written again with the new end. Asked again for the same pause, the turns move on only
+// by the time since the last call; an item without a room has nothing to give back. It answers how many
+// turns the pause interrupted.
 func (l *Ledger) Resume(ctx context.Context, itemID int64, paused, goesOn time.Time) (int, error) {
 	k := roomKeysOf(itemID)
-	moved, err := resumeScript.Run(ctx, l.rdb, []string{k.Room, k.Turns, k.InFlight, k.Pending},
-		paused.UnixMilli(), goesOn.UnixMilli()).StringSlice()
+	moved, err := resumeScript.Run(ctx, l.rdb, []string{k.Room, k.Turns, k.InFlight}, paused.UnixMilli(), goesOn.UnixMilli()).StringSlice()
 	if err != nil {
 		return 0, fmt.Errorf("give item %d's turns back their pause: %w", itemID, err)
 	}
@@ -520,15 +520,10 @@ func (l *Ledger) Resume(ctx context.Context, itemID int64, paused, goesOn time.T
 		return 0, err
 	}
 	// Those who bought keep their used paths (a resent buy still gets its answer); the next step of the
-	// line settles them. The rest are pending already: if this fails, the next step writes them.
+	// line settles them.
 	bought, err := l.whoBought(ctx, itemID, n, moved)
 	if err != nil {
 		return 0, err
-	}
-	if len(bought) > 0 {
-		if err := l.rdb.SRem(ctx, k.Pending, bought).Err(); err != nil {
-			return 0, fmt.Errorf("give item %d's turns back their pause: %w", itemID, err)
-		}
 	}
 	write := slices.DeleteFunc(slices.Clone(moved), func(u string) bool { return slices.Contains(bought, u) })
 	return len(moved), l.writePaths(ctx, itemID, n, write)

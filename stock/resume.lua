@@ -1,28 +1,31 @@
--- Gives back the time a pause took from the turns it interrupted: a turn still running when the sale was
--- paused ends later by the pause's length, and its path is written again (pending) with the new end. Once
--- a pause: asked again for the same pause (a retried resume), it changes nothing.
--- KEYS: 1 room hash, 2 turns (user → path:turn end), 3 in flight (zset: user by turn end), 4 let in and
---       their paths not yet written
+-- Gives back the time a pause took from the turns it interrupted: every turn still running when the sale
+-- was paused ends later by the pause's length. Asked again for the same pause (a resume that failed and is
+-- tried again), the turns move on only by the time since the last answer: once a pause in all.
+-- KEYS: 1 room hash, 2 turns (user → path:turn end), 3 in flight (zset: user by turn end)
 -- ARGV: 1 when the pause began (ms), 2 when the turns go on again (ms)
--- Answers the users whose turns were moved.
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], 'resumed') == ARGV[1] then
+-- Answers the users whose turns the pause interrupted (their paths are to be written again).
+if redis.call('EXISTS', KEYS[1]) == 0 then
   return {}
 end
-local by = tonumber(ARGV[2]) - tonumber(ARGV[1])
+local r = redis.call('HMGET', KEYS[1], 'resumed', 'resumed_to')
+local from = tonumber(ARGV[1])
+if r[1] == ARGV[1] then
+  from = tonumber(r[2]) or from
+end
+local by = math.max(tonumber(ARGV[2]) - from, 0)
 local moved = {}
-if by > 0 then
-  local running = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[1], '+inf', 'WITHSCORES')
-  for i = 1, #running, 2 do
-    local uid = running[i]
-    local path = string.match(redis.call('HGET', KEYS[2], uid) or '', '^([^:]+):')
-    if path then
+local running = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[1], '+inf', 'WITHSCORES')
+for i = 1, #running, 2 do
+  local uid = running[i]
+  local path = string.match(redis.call('HGET', KEYS[2], uid) or '', '^([^:]+):')
+  if path then
+    if by > 0 then
       local ends = string.format('%d', tonumber(running[i + 1]) + by)
       redis.call('HSET', KEYS[2], uid, path .. ':' .. ends)
       redis.call('ZADD', KEYS[3], ends, uid)
-      redis.call('SADD', KEYS[4], uid)
-      moved[#moved + 1] = uid
     end
+    moved[#moved + 1] = uid
   end
 end
-redis.call('HSET', KEYS[1], 'resumed', ARGV[1])
+redis.call('HSET', KEYS[1], 'resumed', ARGV[1], 'resumed_to', math.max(tonumber(ARGV[2]), from))
 return moved

@@ -102,7 +102,10 @@
     captchaBox.hidden = !(joinable && queueOpen());
     // In line the button has nothing to do until the turn comes: it is shown only to join or to buy.
     btn.hidden = !(joinable || s.state === "your_turn");
-    if (s.state === "your_turn") {
+    if (s.state === "your_turn" && s.paused) {
+      // The pause holds the turn: its time is given back when the sale resumes.
+      btn.textContent = w("queue.turn") + " (" + w("queue.turnHeld") + ")";
+    } else if (s.state === "your_turn") {
       var secs = Math.max(0, Math.ceil((Date.parse(s.turn_ends_at) - window.serverNow()) / 1000));
       btn.textContent = w("queue.turn") + " (" + fmt("queue.turnLeft", secs) + ")";
     } else {
