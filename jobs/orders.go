@@ -241,10 +241,11 @@ func (c *OrderConsumer) placeAlone(ctx context.Context, st stock.Stream, m stock
 	return c.refuse(ctx, m, err, "your order could not be made; your stock was given back")
 }
 
-// refusedByLiveDB reports whether err is the database's refusal: not our own shutdown, and PostgreSQL
-// answers at all (if not, an error says nothing about the messages).
+// refusedByLiveDB reports whether err is the database's refusal: not our own shutdown, not Redis failing
+// after the commit, and PostgreSQL answers at all (if not, an error says nothing about the messages).
 func (c *OrderConsumer) refusedByLiveDB(ctx context.Context, err error) bool {
-	return !errors.Is(err, context.Canceled) && c.dbAnswers(ctx)
+	var after committed
+	return !errors.Is(err, context.Canceled) && !errors.As(err, &after) && c.dbAnswers(ctx)
 }
 
 // dbAnswers reports whether PostgreSQL answers at all.
@@ -283,9 +284,24 @@ func (c *OrderConsumer) place(ctx context.Context, st stock.Stream, msgs []stock
 			return ctx.Err()
 		}
 	}
-	// Committed: settle even if we are being stopped, so that no message is settled half.
+	// Committed: settle even if we are being stopped, so that no message is settled half. Redis failing
+	// from here on says nothing about the orders: they are read again and found placed.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if err := c.settle(sctx, st, msgs, placed); err != nil {
+		return committed{err}
+	}
+	return nil
+}
+
+// committed is an error of Redis's after the orders were committed: never the database's refusal.
+type committed struct{ err error }
+
+func (e committed) Error() string { return e.err.Error() }
+func (e committed) Unwrap() error { return e.err }
+
+// settle tells Redis what became of each committed message.
+func (c *OrderConsumer) settle(sctx context.Context, st stock.Stream, msgs []stock.OrderMessage, placed map[string]models.Placement) error {
 	var ok []stock.Placed
 	for _, m := range msgs {
 		p := placed[m.OrderNo]

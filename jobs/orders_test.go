@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -620,5 +621,58 @@ func TestRoundsGoOnPastAFailingItem(t *testing.T) {
 	}
 	if m := rec.Mismatches(); len(m) != 1 || m[0].ItemID != other.ID || m[0].Difference != 1 {
 		t.Errorf("mismatches %+v, want item %d one unit short", m, other.ID)
+	}
+}
+
+// refuseAcks makes Redis refuse the consumer's acknowledgements a number of times, as a Redis still
+// loading its append-only file after a restart answers (LOADING): everything else goes through.
+type refuseAcks struct{ left atomic.Int32 }
+
+func (h *refuseAcks) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *refuseAcks) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *refuseAcks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "xack" && h.left.Add(-1) >= 0 {
+				err := errors.New("LOADING Redis is loading the dataset in memory")
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Redis that fails the acknowledgement after the orders are committed (restarting, say) says nothing
+// about the orders: they stay committed, their buyers' results say success once Redis answers, and no
+// unit goes back on sale. (The chaos run found the consumer refusing such orders: it gave their units
+// back and told their buyers they failed, while the orders stood in PostgreSQL.)
+func TestRedisRefusingTheAckAfterTheCommitLosesNoOrder(t *testing.T) {
+	r := newRig(t, 10, 10)
+	for _, u := range r.users {
+		if err := r.buy(t, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flaky := redis.NewClient(r.rdb.Options())
+	defer flaky.Close()
+	refusals := &refuseAcks{}
+	refusals.left.Store(4) // a batch, then its first order alone three times
+	flaky.AddHook(refusals)
+	c := r.consumer(r.db, "after_commit")
+	c.Ledger = testenv.Ledger(flaky, time.Now)
+	stop := run(c)
+	r.waitDrained(t, 30*time.Second)
+	stop()
+	r.audit(t, 10)
+	for _, u := range r.users {
+		if res, err := r.ledger.ResultOf(context.Background(), r.item.ID, u.ID); err != nil || res.Status != stock.ResultSuccess {
+			t.Errorf("buyer %d sees %+v (%v), want success", u.ID, res, err)
+		}
+	}
+	if left, _, _ := r.ledger.Left(context.Background(), r.item.ID); left != 0 {
+		t.Errorf("%d units back on sale after all 10 were ordered", left)
 	}
 }
