@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/seckill
 
-.PHONY: run build test fuzz services lint migrate bench bench-cluster bench-go screenshots cluster cluster-stop clean
+.PHONY: run build test fuzz services lint migrate bench bench-cluster bench-go chaos screenshots cluster cluster-stop clean
 
 run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
 	$(GO) run .
@@ -17,6 +17,7 @@ test: services ## every test, with the race detector, against the real services
 	$(GO) test -race -count=1 ./...
 	GROUP_COMMIT=off $(GO) test -race -count=1 -run 'Buy|Take|Batch|Crowd|Shard|Rush|Queue|Order' ./stock ./jobs ./app
 	FUZZTIME=3s ./scripts/fuzz.sh
+	$(GO) run ./cmd/chaos -short
 
 fuzz: services ## every fuzz target for FUZZTIME each, default 60s
 	FUZZTIME=$${FUZZTIME:-60s} ./scripts/fuzz.sh
@@ -31,6 +32,9 @@ bench-go: services ## Go benchmarks: the buy path against its baselines, the con
 	$(GO) test -run '^$$' -bench 'Baseline|Buy|Page|Catalog|QueueStatus' -benchtime 30000x -count 5 ./app
 	$(GO) test -run '^$$' -bench ConsumerDrain -benchtime 20000x -count 5 ./jobs
 	$(GO) test -run '^$$' -bench Draw -cpu 1 -count 5 ./captcha
+
+chaos: services ## faults mid-sale on servers of its own (ROUNDS, SEED, SCALE, FAULTS): every audit must pass; writes docs/chaos.md
+	$(GO) run ./cmd/chaos -rounds $${ROUNDS:-3} -scale $${SCALE:-0.02} $${SEED:+-seed $$SEED} $${FAULTS:+-faults $$FAULTS} -report docs/chaos.md
 
 screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
 	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser|TestPauseInABrowser|TestFormErrorsAtOnceInABrowser|TestBlockInABrowser' ./app

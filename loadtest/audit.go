@@ -46,25 +46,38 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 	a.check(st.Queued == 0, "nothing left queued (%d)", st.Queued)
 
 	seen := map[string]int{}
+	var why []string // what the first buyers without an order saw
 	// order finds the order of user who through the result page, as the buyer would, and checks it is theirs.
 	order := func(who int) (found, ok bool) {
 		u := users[who]
 		var r struct {
 			Status  string `json:"status"`
 			OrderNo string `json:"order_no"`
+			Reason  string `json:"reason"`
 		}
 		if err := c.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/result", s.ItemID), nil, u, &r); err != nil || r.Status != "success" {
+			if len(why) < 5 {
+				why = append(why, fmt.Sprintf("user %s: result %q %s %v", u.Name, r.Status, r.Reason, err))
+			}
 			return false, false
 		}
 		seen[r.OrderNo]++
 		a2, err := c.Patient(ctx, http.MethodGet, "/api/orders/"+r.OrderNo, nil, u)
-		return true, err == nil && a2.Status == 200 && strings.Contains(string(a2.Body), `"status":"pending_payment"`)
+		ok = err == nil && a2.Status == 200 && strings.Contains(string(a2.Body), `"status":"pending_payment"`)
+		if !ok && len(why) < 5 {
+			why = append(why, fmt.Sprintf("user %s: order %s answered %d %.200s %v", u.Name, r.OrderNo, a2.Status, a2.Body, err))
+		}
+		return true, ok
 	}
 	missing := 0
 	for who := range res.Queued {
 		if _, ok := order(who); !ok {
 			missing++
 		}
+	}
+	if len(why) > 0 {
+		a.Checks = append(a.Checks, "seen: "+strings.Join(why, "; "))
+		a.Failures = append(a.Failures, "what they saw: "+strings.Join(why, "; "))
 	}
 	// A buy whose answer was lost (no answer, or a proxy's 502/504 when a server died with it in
 	// flight) may have queued an order all the same: the buyer finds it on the result page.

@@ -187,13 +187,18 @@ type Stats struct {
 	OrdersRefunded  int64 `json:"orders_refunded"`
 }
 
-// WaitDrained polls the admin stats until nothing is queued, and answers how long that took.
+// WaitDrained polls the admin stats until nothing is queued, and answers how long that took. A server
+// that fails to answer meanwhile (recovering from a fault) is asked again until within is over.
 func (c *Client) WaitDrained(ctx context.Context, admin *User, s *Sale, within time.Duration) (Stats, time.Duration, error) {
 	start := time.Now()
 	for {
 		var st Stats
 		if err := c.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/admin/activities/%d/stats", s.ActivityID), nil, admin, &st); err != nil {
-			return st, 0, err
+			if time.Since(start) > within || ctx.Err() != nil {
+				return st, 0, err
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
 		if st.Queued == 0 {
 			return st, time.Since(start), nil

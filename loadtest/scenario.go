@@ -23,6 +23,7 @@ type Options struct {
 	Shards          int       // stock shards of the sale's item (0 or 1: not split)
 	Log             io.Writer // progress lines
 	MidRush         func()    // if set, called once when half the buys are answered (a test stops a server there)
+	MidRushAt       float64   // the share of the buys answered when MidRush is called (0: a half)
 	CPU             []Process // processes whose CPU time is measured while the requests are fired
 }
 
@@ -128,7 +129,11 @@ func (c *Client) Buying(ctx context.Context, rdb redis.UniversalClient, name str
 		show := progress
 		progress = func(done int) {
 			show(done)
-			if done >= len(reqs)/2 {
+			at := o.MidRushAt
+			if at <= 0 || at >= 1 {
+				at = 0.5
+			}
+			if done >= int(float64(len(reqs))*at) {
 				once.Do(func() { mid.Add(1); go func() { defer mid.Done(); o.MidRush() }() })
 			}
 		}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// balancer spreads requests over the instances in turn, as nginx in front of them does: a request that
+// cannot reach an instance (nothing listens: it died) goes to the next; one whose instance dies while it
+// is being answered gets 502, as a proxy answers it.
+type balancer struct {
+	backends []*instance
+	next     atomic.Uint64
+	client   *http.Client
+}
+
+func newBalancer(backends []*instance) *balancer {
+	tr := &http.Transport{MaxIdleConnsPerHost: 1000, MaxConnsPerHost: 1000, IdleConnTimeout: time.Minute,
+		DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext}
+	return &balancer{backends: backends, client: &http.Client{Transport: tr, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// hop-by-hop headers a proxy does not pass on.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer"}
+
+func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	first := int(b.next.Add(1))
+	for i := range b.backends {
+		in := b.backends[(first+i)%len(b.backends)]
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, in.base()+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req.Header = r.Header.Clone()
+		for _, h := range hopHeaders {
+			req.Header.Del(h)
+		}
+		req.Host = r.Host
+		resp, err := b.client.Do(req)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				continue // nothing listens there: it never saw the request
+			}
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		for _, h := range hopHeaders {
+			w.Header().Del(h)
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+		resp.Body.Close()
+		return
+	}
+	http.Error(w, "bad gateway: no instance is up", http.StatusBadGateway)
+}

@@ -1,0 +1,140 @@
+// Command chaos runs the product on servers of its own (a PostgreSQL cluster made with initdb, a Redis
+// with append-only persistence, two instances behind a balancer), drives the load tool's rush and big
+// sales through them, strikes one fault at a random moment of each, lets everything recover and audits
+// the sale: every 202 queued an order, none twice, no unit beyond the stock, Redis and PostgreSQL agreeing.
+//
+//	go run ./cmd/chaos -rounds 3 -report docs/chaos.md        # make chaos
+//	go run ./cmd/chaos -short                                 # one round of each fault, small sales
+//	go run ./cmd/chaos -seed 42 -faults redis-kill            # replay what a seed did
+//
+// It stops everything it started, by pid, when it ends or is interrupted.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	rounds     int
+	faults     []string
+	seed       uint64
+	scale      float64
+	conns      int
+	fsync      string
+	cut        time.Duration
+	report     string
+	keep       bool
+	bin        string
+	scenarios  []string
+	scenarioAt func(round, fault int) string
+}
+
+func parse(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &config{}
+	fs.IntVar(&c.rounds, "rounds", 3, "rounds: each strikes every fault once, in an order the seed draws")
+	faults := fs.String("faults", strings.Join(faultNames(), ","), "the faults, comma-separated")
+	fs.Uint64Var(&c.seed, "seed", 0, "the seed of the faults' order, moments and targets (0: from the clock); a run prints it")
+	fs.Float64Var(&c.scale, "scale", 0.02, "the load tool's scenarios times this (rush: 20,000 shoppers × scale, 5 buys each, 100 units; big: 10,000 × scale, as many units)")
+	fs.IntVar(&c.conns, "conns", 200, "connections of the load tool")
+	fs.StringVar(&c.fsync, "appendfsync", "always", "Redis's appendfsync: always (as docker-compose.yml runs it) or everysec")
+	fs.DurationVar(&c.cut, "cut", 10*time.Second, "how long a network cut lasts")
+	fs.StringVar(&c.report, "report", "", "write the Markdown report here")
+	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (servers' data and logs)")
+	fs.StringVar(&c.bin, "bin", "", "the seckill binary (default: built from this tree)")
+	short := fs.Bool("short", false, "one round of every fault with small sales (make test runs it)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if *short {
+		c.rounds, c.scale, c.cut = 1, 0.01, 4*time.Second
+	}
+	if c.seed == 0 {
+		c.seed = uint64(time.Now().UnixNano())
+	}
+	for _, f := range strings.Split(*faults, ",") {
+		if _, ok := faultsByName[f]; !ok {
+			return nil, fmt.Errorf("unknown fault %q (have %s)", f, strings.Join(faultNames(), ", "))
+		}
+		c.faults = append(c.faults, f)
+	}
+	if c.rounds < 1 || c.scale <= 0 || c.conns < 1 {
+		return nil, fmt.Errorf("-rounds, -scale and -conns must be positive")
+	}
+	if c.fsync != "always" && c.fsync != "everysec" {
+		return nil, fmt.Errorf("-appendfsync must be always or everysec")
+	}
+	// Each fault meets both scenarios over the rounds: rush (a crowd for a few units) and big (as many
+	// units as shoppers: orders written while the fault strikes).
+	c.scenarioAt = func(round, fault int) string { return []string{"rush", "big"}[(round+fault)%2] }
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "chaos: seed %d (replay: -seed %d -rounds %d -faults %s -scale %g)\n", c.seed, c.seed, c.rounds,
+		strings.Join(c.faults, ","), c.scale)
+	w, err := setUp(ctx, c, stderr)
+	if err != nil {
+		if w != nil {
+			w.close()
+		}
+		return err
+	}
+	defer w.close()
+	rng := rand.New(rand.NewPCG(c.seed, 0x5ec6111))
+	var rounds []*round
+	for r := range c.rounds {
+		for k, i := range rng.Perm(len(c.faults)) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rd := &round{n: r + 1, fault: c.faults[i], scenario: c.scenarioAt(r, k), at: 0.1 + 0.8*rng.Float64(), rng: rand.New(rand.NewPCG(rng.Uint64(), 1))}
+			fmt.Fprintf(stdout, "round %d: %s with %s at %.0f%% of the buys\n", rd.n, rd.scenario, rd.fault, rd.at*100)
+			w.play(ctx, c, rd)
+			fmt.Fprintln(stdout, "  "+rd.summary())
+			rounds = append(rounds, rd)
+		}
+	}
+	md := report(c, w, rounds)
+	if c.report != "" {
+		if err := os.WriteFile(c.report, []byte(md), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "wrote", c.report)
+	}
+	failed := 0
+	for _, rd := range rounds {
+		if !rd.ok() {
+			failed++
+		}
+	}
+	fmt.Fprint(stdout, table(rounds))
+	if failed > 0 {
+		return fmt.Errorf("%d of %d rounds failed (replay: -seed %d)", failed, len(rounds), c.seed)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"seckill/loadtest"
+)
+
+// round is one sale with one fault.
+type round struct {
+	n        int
+	fault    string
+	scenario string
+	at       float64 // the share of the buys answered when the fault struck
+	rng      *rand.Rand
+
+	rep                       *loadtest.Report
+	err                       error // the scenario or the fault could not run
+	struck, healed, recovered time.Time
+	panics                    int
+}
+
+func (rd *round) ok() bool {
+	return rd.err == nil && rd.rep != nil && rd.rep.Audit != nil && rd.rep.Audit.OK() && rd.panics == 0
+}
+
+// down is how long from the strike until every instance answered ready again.
+func (rd *round) down() time.Duration { return rd.recovered.Sub(rd.struck) }
+
+// afterHeal is how long from the fault's own end (the server started again, the link back) until then.
+func (rd *round) afterHeal() time.Duration { return rd.recovered.Sub(rd.healed) }
+
+func (rd *round) answers() string {
+	if rd.rep == nil || rd.rep.Result == nil {
+		return ""
+	}
+	res := rd.rep.Result
+	kinds := res.KindsSorted()
+	parts := make([]string, 0, len(kinds)+1)
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %d", k, res.Kinds[k]))
+	}
+	if res.Errors > 0 {
+		parts = append(parts, fmt.Sprintf("no answer %d", res.Errors))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (rd *round) summary() string {
+	switch {
+	case rd.err != nil:
+		return "FAILED: " + rd.err.Error()
+	case !rd.ok():
+		return fmt.Sprintf("FAILED audit: %s (panics in the logs: %d)", strings.Join(rd.rep.Audit.Failures, "; "), rd.panics)
+	}
+	return fmt.Sprintf("ok: down %v (%v after the fault healed); answers: %s", rd.down().Round(time.Millisecond),
+		rd.afterHeal().Round(time.Millisecond), rd.answers())
+}
+
+// play runs the round's sale through the world with its fault, and audits it.
+func (w *world) play(ctx context.Context, c *config, rd *round) {
+	before := w.panics()
+	client := loadtest.NewClient(w.frontURL, c.conns)
+	defer client.Close()
+	o := loadtest.Options{Admin: loadtest.User{Name: adminName, Password: w.adminPass}, Merchant: loadtest.User{Name: merchantName, Password: w.merchPass},
+		Conns: c.conns, MidRushAt: rd.at}
+	switch rd.scenario {
+	case "rush":
+		o.Users, o.Requests, o.Stock = max(int(20_000*c.scale), 20), max(int(100_000*c.scale), 100), 100
+	case "big":
+		o.Users = max(int(10_000*c.scale), 20)
+		o.Requests, o.Stock = o.Users, int64(o.Users)
+	}
+	var strikeErr error
+	o.MidRush = func() {
+		rd.struck = time.Now()
+		rd.healed, strikeErr = faultsByName[rd.fault].strike(ctx, w, c, rd.rng)
+		if strikeErr == nil {
+			strikeErr = waitFor(ctx, 2*time.Minute, "every instance ready after the fault", w.allReady)
+		}
+		rd.recovered = time.Now()
+	}
+	rd.rep, rd.err = client.Buying(ctx, w.rdb, rd.scenario, o)
+	if rd.err == nil && strikeErr != nil {
+		rd.err = strikeErr
+	}
+	if rd.err == nil && rd.struck.IsZero() {
+		rd.err = fmt.Errorf("the fault never struck")
+	}
+	rd.panics = w.panics() - before
+}
+
+func table(rounds []*round) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-6s %-14s %-5s %6s %9s %11s  %s\n", "round", "fault", "sale", "at", "down", "after heal", "audit")
+	for _, rd := range rounds {
+		verdict := "ok"
+		if !rd.ok() {
+			verdict = "FAILED"
+		}
+		fmt.Fprintf(&b, "%-6d %-14s %-5s %5.0f%% %9v %11v  %s\n", rd.n, rd.fault, rd.scenario, rd.at*100,
+			rd.down().Round(time.Millisecond), rd.afterHeal().Round(time.Millisecond), verdict)
+	}
+	return b.String()
+}
+
+// report is the run in Markdown: each round's fault, moment, answers, recovery and audit, and the
+// recovery times by fault.
+func report(c *config, w *world, rounds []*round) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Chaos run, %s\n\nSeed %d; %d rounds of %d faults; scale %g (rush: %d shoppers, %d buys, 100 units; big: %d shoppers and units); "+
+		"Redis appendfsync %s; network cuts %v; two instances behind a balancer. Replay: `go run ./cmd/chaos -seed %d -rounds %d -scale %g -faults %s`.\n\n",
+		time.Now().UTC().Format(time.RFC3339), c.seed, c.rounds, len(c.faults), c.scale, max(int(20_000*c.scale), 20), max(int(100_000*c.scale), 100),
+		max(int(10_000*c.scale), 20), c.fsync, c.cut, c.seed, c.rounds, c.scale, strings.Join(c.faults, ","))
+	b.WriteString("### Faults\n\n")
+	for _, f := range c.faults {
+		fmt.Fprintf(&b, "- `%s`: %s\n", f, describe(f, c))
+	}
+	b.WriteString("\n### Recovery by fault\n\nDown: from the strike until every instance answers ready again. After heal: from the fault's own end (the server started again, the link back).\n\n")
+	b.WriteString("| fault | rounds | down (median, max) | after heal (median, max) | audits passed |\n| --- | --- | --- | --- | --- |\n")
+	for _, f := range c.faults {
+		var downs, heals []time.Duration
+		passed, n := 0, 0
+		for _, rd := range rounds {
+			if rd.fault != f {
+				continue
+			}
+			n++
+			if rd.ok() {
+				passed++
+			}
+			if !rd.recovered.IsZero() {
+				downs, heals = append(downs, rd.down()), append(heals, rd.afterHeal())
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %d of %d |\n", f, n, medianMax(downs), medianMax(heals), passed, n)
+	}
+	b.WriteString("\n### Rounds\n\n| round | fault | sale | struck at | answers the clients saw | orders | down | audit |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, rd := range rounds {
+		orders := ""
+		if rd.rep != nil {
+			st := rd.rep.Stats
+			orders = fmt.Sprintf("%d of %d units", st.OrdersPending+st.OrdersPaid+st.OrdersCancelled+st.OrdersRefunded, st.StockTotal)
+		}
+		verdict := "passed"
+		switch {
+		case rd.err != nil:
+			verdict = "**failed**: " + rd.err.Error()
+		case !rd.ok():
+			verdict = "**failed**: " + strings.Join(rd.rep.Audit.Failures, "; ")
+			if rd.panics > 0 {
+				verdict += fmt.Sprintf("; %d panic lines in the logs", rd.panics)
+			}
+		}
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %.0f%% of the buys | %s | %s | %v | %s |\n", rd.n, rd.fault, rd.scenario, rd.at*100,
+			rd.answers(), orders, rd.down().Round(time.Millisecond), verdict)
+	}
+	b.WriteString("\nEach audit (the load tool's): the 202 answers and the orders do not exceed the stock; nobody was queued twice; " +
+		"stock left in Redis is the stock minus the orders in PostgreSQL; nothing is left queued; every buyer answered 202 has an order of " +
+		"their own, found through their result as they would find it; an answer lost to the fault (no answer, or the balancer's 502) " +
+		"that queued an order all the same is found the same way and counted; no order belongs to two buyers. And no panic in the instances' logs.\n")
+	_ = w
+	return b.String()
+}
+
+func medianMax(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "–"
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return fmt.Sprintf("%v, %v", ds[len(ds)/2].Round(10*time.Millisecond), ds[len(ds)-1].Round(10*time.Millisecond))
+}

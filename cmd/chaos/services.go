@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// dieWithUs makes a child process get SIGKILL if this one dies first (killed itself, it cannot stop them).
+func dieWithUs() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
+
+// freePort answers a port nobody listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitFor polls ok every 50 ms until it holds or within is over.
+func waitFor(ctx context.Context, within time.Duration, what string, ok func() bool) error {
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %v", what, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// postgres is a PostgreSQL cluster of the run's own: initdb into the run's directory, its own port, run
+// as the postgres user when this runs as root (PostgreSQL refuses root). Stopping it disturbs nothing
+// else on the machine.
+type postgres struct {
+	bin, data string
+	port      int
+	asUser    []string // runuser -u postgres --, when root
+}
+
+func newPostgres(ctx context.Context, dir string) (*postgres, error) {
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(bins) == 0 {
+		if p, err := exec.LookPath("initdb"); err == nil {
+			bins = []string{p}
+		} else {
+			return nil, errors.New("PostgreSQL's initdb is not installed (apt-get install -y postgresql; make services does it)")
+		}
+	}
+	sort.Strings(bins)
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pg := &postgres{bin: filepath.Dir(bins[len(bins)-1]), data: filepath.Join(dir, "pg"), port: port}
+	if err := os.MkdirAll(pg.data, 0o700); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("running as root needs the postgres user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		for _, d := range []string{dir, pg.data} {
+			if err := os.Chown(d, uid, gid); err != nil {
+				return nil, err
+			}
+		}
+		pg.asUser = []string{"runuser", "-u", "postgres", "--"}
+	}
+	if out, err := pg.run(ctx, "initdb", "-D", pg.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"); err != nil {
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	return pg, pg.start(ctx)
+}
+
+func (pg *postgres) run(ctx context.Context, tool string, args ...string) ([]byte, error) {
+	argv := append(append(append([]string{}, pg.asUser...), filepath.Join(pg.bin, tool)), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = "/"
+	return cmd.CombinedOutput()
+}
+
+func (pg *postgres) url() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", pg.port)
+}
+
+// start starts the server and waits until it accepts connections (crash recovery first, after an
+// immediate stop).
+func (pg *postgres) start(ctx context.Context) error {
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", pg.port, pg.data)
+	if out, err := pg.run(ctx, "pg_ctl", "-D", pg.data, "-l", filepath.Join(pg.data, "server.log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
+		return fmt.Errorf("start PostgreSQL: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// stop stops the server at once: no checkpoint, as a crash leaves it (mode "immediate"), or cleanly ("fast").
+func (pg *postgres) stop(ctx context.Context, mode string) error {
+	if out, err := pg.run(ctx, "pg_ctl", "-D", pg.data, "-m", mode, "-w", "stop"); err != nil {
+		return fmt.Errorf("stop PostgreSQL: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// close stops the server if it runs, by its pid if pg_ctl cannot.
+func (pg *postgres) close() {
+	if pg.stop(context.Background(), "immediate") == nil {
+		return
+	}
+	if b, err := os.ReadFile(filepath.Join(pg.data, "postmaster.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0]); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// redisServer is a Redis of the run's own with append-only persistence, started as a child process.
+type redisServer struct {
+	dir, fsync string
+	port       int
+	cmd        *exec.Cmd
+	done       chan struct{}
+}
+
+func newRedis(ctx context.Context, dir, fsync string) (*redisServer, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	r := &redisServer{dir: filepath.Join(dir, "redis"), fsync: fsync, port: port}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, err
+	}
+	return r, r.start(ctx)
+}
+
+func (r *redisServer) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
+
+// start starts Redis, which loads its append-only file, and waits until it answers.
+func (r *redisServer) start(ctx context.Context) error {
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--appendonly", "yes", "--appendfsync", r.fsync, "--save", "", "--daemonize", "no",
+		"--logfile", filepath.Join(r.dir, "redis.log"), "--lazyfree-lazy-expire", "yes")
+	r.cmd.SysProcAttr = dieWithUs()
+	if err := r.cmd.Start(); err != nil {
+		return fmt.Errorf("start Redis: %w", err)
+	}
+	r.done = make(chan struct{})
+	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); close(done) }(r.cmd, r.done)
+	c := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
+	defer c.Close()
+	return waitFor(ctx, 60*time.Second, "Redis to load its append-only file", func() bool {
+		return c.Ping(ctx).Err() == nil
+	})
+}
+
+// kill kills Redis with SIGKILL and waits until it is gone.
+func (r *redisServer) kill() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	<-r.done
+}
+
+// instance is one seckill server process.
+type instance struct {
+	name, bin string
+	port      int
+	env       []string
+	logPath   string
+	cmd       *exec.Cmd
+	done      chan struct{}
+}
+
+func (in *instance) base() string { return fmt.Sprintf("http://127.0.0.1:%d", in.port) }
+
+// start starts the server and waits until it is ready (PostgreSQL and Redis answer it).
+func (in *instance) start(ctx context.Context) error {
+	logf, err := os.OpenFile(in.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	in.cmd = exec.Command(in.bin, "serve")
+	in.cmd.Env = in.env
+	in.cmd.Stdout, in.cmd.Stderr = logf, logf
+	in.cmd.SysProcAttr = dieWithUs()
+	if err := in.cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", in.name, err)
+	}
+	in.done = make(chan struct{})
+	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); logf.Close(); close(done) }(in.cmd, in.done)
+	return waitFor(ctx, 60*time.Second, in.name+" to be ready", in.ready)
+}
+
+var probe = &http.Client{Timeout: 500 * time.Millisecond}
+
+// ready reports whether the instance answers its readiness probe with 200.
+func (in *instance) ready() bool {
+	resp, err := probe.Get(in.base() + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// kill kills the process with SIGKILL and waits until it is gone.
+func (in *instance) kill() {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return
+	}
+	_ = in.cmd.Process.Kill()
+	<-in.done
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/faultnet"
+)
+
+// world is what a run started: the servers, the links to them that can be cut, the instances and the
+// balancer in front of them.
+type world struct {
+	dir       string
+	keep      bool
+	log       io.Writer
+	pg        *postgres
+	redis     *redisServer
+	pgLink    *faultnet.Proxy // the instances reach PostgreSQL through it
+	redisLink *faultnet.Proxy // and Redis
+	instances []*instance
+	front     *http.Server
+	frontURL  string
+	rdb       *redis.Client // the load tool's own, straight to Redis (captcha answers)
+	adminPass string
+	merchPass string
+	binBuilt  bool
+}
+
+const (
+	adminName    = "chaos_admin"
+	merchantName = "chaos_merchant"
+)
+
+func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
+	dir, err := os.MkdirTemp("", "seckill-chaos-")
+	if err != nil {
+		return nil, err
+	}
+	w := &world{dir: dir, keep: c.keep, log: log, adminPass: "chaos-admin-pass", merchPass: "chaos-merchant-pass"}
+	fmt.Fprintln(log, "chaos: servers in", dir)
+	bin := c.bin
+	if bin == "" {
+		bin = filepath.Join(dir, "seckill")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+		build.Stdout, build.Stderr = log, log
+		if err := build.Run(); err != nil {
+			return w, fmt.Errorf("build the server: %w", err)
+		}
+	}
+	if w.pg, err = newPostgres(ctx, dir); err != nil {
+		return w, err
+	}
+	if w.redis, err = newRedis(ctx, dir, c.fsync); err != nil {
+		return w, err
+	}
+	if w.pgLink, err = faultnet.Listen("127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", w.pg.port)); err != nil {
+		return w, err
+	}
+	if w.redisLink, err = faultnet.Listen("127.0.0.1:0", w.redis.addr()); err != nil {
+		return w, err
+	}
+	w.rdb = redis.NewClient(&redis.Options{Addr: w.redis.addr()})
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return w, err
+	}
+	w.frontURL = "http://" + ln.Addr().String()
+	env := func(port, metrics int) []string {
+		var out []string
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			switch k {
+			case "DATABASE_URL", "REDIS_URL", "PORT", "BASE_URL", "METRICS_LISTEN", "NODE_ID", "PAY_PROVIDER_URL", "PAY_SECRET":
+				continue
+			}
+			out = append(out, kv)
+		}
+		return append(out, "DATABASE_URL=postgres://postgres@"+w.pgLink.Addr()+"/postgres?sslmode=disable",
+			"REDIS_URL=redis://"+w.redisLink.Addr()+"/0", fmt.Sprintf("PORT=%d", port), "LISTEN_HOST=127.0.0.1",
+			"BASE_URL="+w.frontURL, fmt.Sprintf("METRICS_LISTEN=127.0.0.1:%d", metrics), "SESSION_SECRET=chaos-only-secret-chaos-only-secret",
+			"BCRYPT_COST=4", "RATE_LIMIT_IP=off", "PAY_SANDBOX=on", "ORDER_CLAIM_IDLE=3s", "LOG_LEVEL=warn", "CAPTCHA_POOL=200")
+	}
+	for i := range 2 {
+		port, err := freePort()
+		if err != nil {
+			return w, err
+		}
+		metrics, err := freePort()
+		if err != nil {
+			return w, err
+		}
+		w.instances = append(w.instances, &instance{name: fmt.Sprintf("instance %d", i+1), bin: bin, port: port, env: env(port, metrics),
+			logPath: filepath.Join(dir, fmt.Sprintf("instance-%d.log", i+1))})
+	}
+	admin := w.instances[0]
+	for _, argv := range [][]string{{"migrate"}, {"user", "create", "--username", adminName, "--password", w.adminPass, "--role", "admin"},
+		{"user", "create", "--username", merchantName, "--password", w.merchPass, "--role", "merchant"}} {
+		cmd := exec.CommandContext(ctx, bin, argv...)
+		cmd.Env = admin.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return w, fmt.Errorf("seckill %s: %v\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	for _, in := range w.instances {
+		if err := in.start(ctx); err != nil {
+			return w, err
+		}
+	}
+	w.front = &http.Server{Handler: newBalancer(w.instances), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = w.front.Serve(ln) }()
+	return w, nil
+}
+
+// close stops everything the run started, by pid, and removes its directory unless asked to keep it.
+func (w *world) close() {
+	if w.front != nil {
+		_ = w.front.Close()
+	}
+	for _, in := range w.instances {
+		in.kill()
+	}
+	for _, p := range []*faultnet.Proxy{w.pgLink, w.redisLink} {
+		if p != nil {
+			_ = p.Close()
+		}
+	}
+	if w.rdb != nil {
+		_ = w.rdb.Close()
+	}
+	if w.redis != nil {
+		w.redis.kill()
+	}
+	if w.pg != nil {
+		w.pg.close()
+	}
+	if w.keep {
+		fmt.Fprintln(w.log, "chaos: kept", w.dir)
+		return
+	}
+	_ = os.RemoveAll(w.dir)
+}
+
+// allReady reports whether every instance answers its readiness probe.
+func (w *world) allReady() bool {
+	for _, in := range w.instances {
+		if !in.ready() {
+			return false
+		}
+	}
+	return true
+}
+
+// panics counts the lines of the instances' logs that tell of a panic.
+func (w *world) panics() int {
+	n := 0
+	for _, in := range w.instances {
+		f, err := os.Open(in.logPath)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "panic") {
+				n++
+			}
+		}
+		f.Close()
+	}
+	return n
+}
