@@ -258,7 +258,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		Ledger:   ledger,
 		Flags:    flags,
 		OrderConsumer: &jobs.OrderConsumer{DB: d.DB, Ledger: stock.NewLedger(consumerRedis, d.Now), Flags: flags,
-			Name: consumerName(nodeID), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout, ClaimIdle: cfg.ClaimIdle},
+			Name: consumerName(nodeID), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout, ClaimIdle: cfg.ClaimIdle, Keep: cfg.SaleKeep},
 		Preheat:  &jobs.Preheat{DB: d.DB, Ledger: ledger, Window: cfg.PreheatWindow, Interval: 5 * time.Second, Now: d.Now, Log: d.Log},
 		Answers:  stock.NewAnswers(d.Redis),
 		buyLimit: ratelimit.NewLocal(20, 40),

@@ -42,6 +42,7 @@ type Config struct {
 	PaySecret       string        // PAY_SECRET: checks the provider's signed callbacks; default derived from SESSION_SECRET
 	PayPollInterval time.Duration // PAY_POLL_INTERVAL: how often open payments are checked with the provider
 	ClaimIdle       time.Duration // ORDER_CLAIM_IDLE: how long a queued order waits on a silent instance before another takes it
+	SaleKeep        time.Duration // SALE_KEEP: how long a sale's keys stay in Redis once it is over and drained
 	TrustedProxies  string        // TRUSTED_PROXIES: comma-separated IPs and CIDR ranges whose X-Real-IP is the client's address; empty trusts none
 	PaySandbox      bool          // PAY_SANDBOX: mount the built-in payment sandbox and pay through it; on in demo mode, else off
 	PayNotifyURL    string        // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
@@ -151,6 +152,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		PaySecret:       getenv("PAY_SECRET"),
 		PayPollInterval: p.duration("PAY_POLL_INTERVAL", 2*time.Second),
 		ClaimIdle:       p.duration("ORDER_CLAIM_IDLE", 30*time.Second),
+		SaleKeep:        p.duration("SALE_KEEP", 24*time.Hour),
 		MetricsListen:   p.str("METRICS_LISTEN", "127.0.0.1:9090"),
 		CaptchaPool:     p.int("CAPTCHA_POOL", 10000, 0, 1_000_000),
 		QueueOpens:      p.duration("QUEUE_OPENS", 10*time.Minute),

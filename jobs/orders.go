@@ -34,6 +34,7 @@ type OrderConsumer struct {
 	Block      time.Duration // how long a read waits for new messages (default 1s)
 	ClaimIdle  time.Duration // how long a message may sit with a silent consumer before another takes it (default 30s)
 	Discover   time.Duration // how often to look for new item streams (default 1s)
+	Keep       time.Duration // how long a sale's keys stay in Redis once it is over and drained (default a day)
 	Linger     time.Duration // how long after its sale ends a drained stream is still followed (default 1m)
 
 	// afterCommit, when set, runs between the commit and the acknowledgement (tests stop the consumer there).
@@ -55,6 +56,9 @@ func (c *OrderConsumer) defaults() {
 	}
 	if c.Linger <= 0 {
 		c.Linger = time.Minute
+	}
+	if c.Keep <= 0 {
+		c.Keep = 24 * time.Hour
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -172,7 +176,8 @@ func (c *OrderConsumer) consume(ctx context.Context, st stock.Stream) {
 }
 
 // finished reports (and records) that an item's sale is over and its queues, every shard's, are empty:
-// nobody can queue an order for it any more, so its streams need no worker.
+// nobody can queue an order for it any more, so its streams need no worker, and its keys leave Redis
+// after Keep (the buyers' results stay readable until then; the database has the rest).
 func (c *OrderConsumer) finished(ctx context.Context, itemID int64) bool {
 	ends, loaded, err := c.Ledger.SaleEnds(ctx, itemID)
 	if err != nil || (loaded && c.Now().Before(ends.Add(c.Linger))) {
@@ -181,7 +186,7 @@ func (c *OrderConsumer) finished(ctx context.Context, itemID int64) bool {
 	if n, err := c.Ledger.Backlog(ctx, itemID); err != nil || n > 0 {
 		return false
 	}
-	if err := c.Ledger.Forget(ctx, itemID); err != nil {
+	if err := c.Ledger.Retire(ctx, itemID, c.Keep); err != nil {
 		return false
 	}
 	return true

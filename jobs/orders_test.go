@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -572,6 +573,29 @@ func TestFinishedSalesLeaveTheConsumer(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.audit(t, 1)
+
+	// Its keys leave Redis a day after (the buyer's result is readable until then), and a unit given
+	// back later (an order cancelled after the end) does not make a key that stays for ever.
+	k := stock.KeysOf(r.item.ID)
+	for _, key := range []string{k.Sale, k.Buyers, k.Results} {
+		if ttl := r.rdb.TTL(ctx, key).Val(); ttl < 23*time.Hour || ttl > 24*time.Hour {
+			t.Errorf("%s expires in %v, want a day", key, ttl)
+		}
+	}
+	var no string
+	r.db.Raw("SELECT order_no FROM orders WHERE item_id = ?", r.item.ID).Scan(&no)
+	if left, err := r.ledger.Restock(ctx, r.item.ID, no); err != nil || left != 5 {
+		t.Fatalf("restock after the sale was retired: %d %v", left, err)
+	}
+	keys, err := r.rdb.Keys(ctx, "sk:{item:"+strconv.FormatInt(r.item.ID, 10)+"}:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range keys {
+		if ttl := r.rdb.TTL(ctx, key).Val(); ttl < 0 {
+			t.Errorf("%s stays for ever (TTL %v) after the sale was retired", key, ttl)
+		}
+	}
 }
 
 func (r *rig) reconciler() *Reconcile {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 )
 
@@ -46,24 +47,32 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 	a.check(st.Queued == 0, "nothing left queued (%d)", st.Queued)
 
 	seen := map[string]int{}
-	var why []string // what the first buyers without an order saw
+	var why []string            // what the first buyers without an order saw
+	without := map[string]int{} // what every buyer without an order saw, by their result's status
 	// order finds the order of user who through the result page, as the buyer would, and checks it is theirs.
-	order := func(who int) (found, ok bool) {
+	order := func(who int, queued bool) (found, ok bool) {
 		u := users[who]
 		var r struct {
 			Status  string `json:"status"`
 			OrderNo string `json:"order_no"`
-			Reason  string `json:"reason"`
+			Message string `json:"message"`
 		}
 		if err := c.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/result", s.ItemID), nil, u, &r); err != nil || r.Status != "success" {
+			if !queued {
+				return false, false // a lost answer that queued nothing: as it should
+			}
+			without["result "+r.Status]++
 			if len(why) < 5 {
-				why = append(why, fmt.Sprintf("user %s: result %q %s %v", u.Name, r.Status, r.Reason, err))
+				why = append(why, fmt.Sprintf("user %s: result %q %s %v", u.Name, r.Status, r.Message, err))
 			}
 			return false, false
 		}
 		seen[r.OrderNo]++
 		a2, err := c.Patient(ctx, http.MethodGet, "/api/orders/"+r.OrderNo, nil, u)
 		ok = err == nil && a2.Status == 200 && strings.Contains(string(a2.Body), `"status":"pending_payment"`)
+		if !ok {
+			without["an order not theirs or not waiting for payment"]++
+		}
 		if !ok && len(why) < 5 {
 			why = append(why, fmt.Sprintf("user %s: order %s answered %d %.200s %v", u.Name, r.OrderNo, a2.Status, a2.Body, err))
 		}
@@ -71,11 +80,17 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 	}
 	missing := 0
 	for who := range res.Queued {
-		if _, ok := order(who); !ok {
+		if _, ok := order(who, true); !ok {
 			missing++
 		}
 	}
 	if len(why) > 0 {
+		kinds := make([]string, 0, len(without))
+		for k, n := range without {
+			kinds = append(kinds, fmt.Sprintf("%s: %d", k, n))
+		}
+		sort.Strings(kinds)
+		why = append([]string{"by what they saw: " + strings.Join(kinds, ", ")}, why...)
 		a.Checks = append(a.Checks, "seen: "+strings.Join(why, "; "))
 		a.Failures = append(a.Failures, "what they saw: "+strings.Join(why, "; "))
 	}
@@ -87,7 +102,7 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 		if res.Queued[who] > 0 {
 			continue
 		}
-		found, ok := order(who)
+		found, ok := order(who, false)
 		if found {
 			recovered++
 		}

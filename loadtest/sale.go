@@ -23,15 +23,20 @@ type Sale struct {
 // split), submits it and approves it as the admin, starting in `in` (approval preheats it at once). It
 // sells first come unless mode says "queue" (a waiting room, open from the approval).
 func (c *Client) SetUpSale(ctx context.Context, merchant, admin *User, name string, stock int64, shards int, in time.Duration, mode ...string) (*Sale, error) {
-	starts := time.Now().Add(in).UTC().Truncate(time.Second)
 	saleMode := "first_come"
 	if len(mode) > 0 {
 		saleMode = mode[0]
 	}
+	return c.SetUpSaleFor(ctx, merchant, admin, name, stock, shards, in, 2*time.Hour, saleMode)
+}
+
+// SetUpSaleFor is SetUpSale of a sale that lasts as long as asked.
+func (c *Client) SetUpSaleFor(ctx context.Context, merchant, admin *User, name string, stock int64, shards int, in, lasts time.Duration, saleMode string) (*Sale, error) {
+	starts := time.Now().Add(in).UTC().Truncate(time.Second)
 	var act struct{ ID int64 }
 	err := c.JSON(ctx, http.MethodPost, "/api/merchant/activities", map[string]any{
 		"name": name, "description": "Set up by the load tool", "starts_at": starts.Format(time.RFC3339),
-		"ends_at": starts.Add(2 * time.Hour).Format(time.RFC3339), "sale_mode": saleMode}, merchant, &act)
+		"ends_at": starts.Add(lasts).Format(time.RFC3339), "sale_mode": saleMode}, merchant, &act)
 	if err != nil {
 		return nil, fmt.Errorf("create activity: %w", err)
 	}

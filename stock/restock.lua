@@ -10,4 +10,9 @@ end
 if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
   return -2
 end
+-- The set lives as long as the sale (a sale over and drained is retired: its keys expire).
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+end
 return redis.call('HINCRBY', KEYS[1], 'left', 1)

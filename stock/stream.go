@@ -55,6 +55,29 @@ func (l *Ledger) Forget(ctx context.Context, itemID int64) error {
 	return l.rdb.SRem(ctx, streamsKey, itemID).Err()
 }
 
+// Retire lets a sale that is over and drained leave Redis: its keys, every shard's, expire after keep
+// (the buyers' results stay readable that long), and the consumers stop following it. Written later
+// (a unit given back by an order cancelled after the end), a key keeps the sale's expiry (restock.lua).
+func (l *Ledger) Retire(ctx context.Context, itemID int64, keep time.Duration) error {
+	n, err := l.Shards(ctx, itemID)
+	if err != nil {
+		return err
+	}
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range n {
+			k := ShardKeys(itemID, i)
+			for _, key := range []string{k.Sale, k.Buyers, k.Results, k.Stream, k.Loans, k.Received, k.item + "restocked"} {
+				p.Expire(ctx, key, keep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("retire item %d: %w", itemID, err)
+	}
+	return l.Forget(ctx, itemID)
+}
+
 // SaleEnds answers when the item's loaded sale ends, and false when no shard of it is loaded: a shard
 // lost with its master does not end a sale that the other shards still sell.
 func (l *Ledger) SaleEnds(ctx context.Context, itemID int64) (time.Time, bool, error) {

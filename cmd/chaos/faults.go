@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"time"
 )
 
@@ -13,44 +14,69 @@ import (
 type fault struct {
 	what   string // in the report's words
 	strike func(ctx context.Context, w *world, c *config, rng *rand.Rand) (time.Time, error)
+	lossy  bool // a loss the product is not built to survive: the round reports what it did, and fails only if PostgreSQL sold beyond the stock
 }
 
 var faultOrder = []string{"instance-kill", "redis-kill", "postgres-stop", "postgres-cut", "redis-cut", "both-kill"}
 
+// lossyFaults run only when named.
+var lossyFaults = []string{"redis-lose-second"}
+
 var faultsByName = map[string]fault{
-	"instance-kill": {"one instance killed with SIGKILL and started again", func(ctx context.Context, w *world, _ *config, rng *rand.Rand) (time.Time, error) {
+	"instance-kill": {what: "one instance killed with SIGKILL and started again", strike: func(ctx context.Context, w *world, _ *config, rng *rand.Rand) (time.Time, error) {
 		in := w.instances[rng.IntN(len(w.instances))]
 		in.kill()
 		return time.Now(), in.start(ctx)
 	}},
-	"both-kill": {"both instances killed with SIGKILL at once and started again", func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
+	"both-kill": {what: "both instances killed with SIGKILL at once and started again", strike: func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
 		for _, in := range w.instances {
 			in.kill()
 		}
+		healed := time.Now()
 		var errs []error
 		for _, in := range w.instances {
 			errs = append(errs, in.start(ctx))
 		}
-		return time.Now(), errors.Join(errs...)
+		return healed, errors.Join(errs...)
 	}},
-	"redis-kill": {"Redis killed with SIGKILL and started again from its append-only file", func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
+	"redis-kill": {what: "Redis killed with SIGKILL and started again from its append-only file", strike: func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
 		w.redis.kill()
 		return time.Now(), w.redis.start(ctx)
 	}},
-	"postgres-stop": {"PostgreSQL stopped in immediate mode (no checkpoint, as a crash) and started again", func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
+	"postgres-stop": {what: "PostgreSQL stopped in immediate mode (no checkpoint, as a crash) and started again", strike: func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
 		if err := w.pg.stop(ctx, "immediate"); err != nil {
 			return time.Now(), err
 		}
 		time.Sleep(time.Second)
 		return time.Now(), w.pg.start(ctx)
 	}},
-	"postgres-cut": {"the network to PostgreSQL cut (silent: bytes and new connections wait)", func(ctx context.Context, w *world, c *config, _ *rand.Rand) (time.Time, error) {
+	"postgres-cut": {what: "the network to PostgreSQL cut (silent: bytes and new connections wait)", strike: func(ctx context.Context, w *world, c *config, _ *rand.Rand) (time.Time, error) {
 		w.pgLink.Cut(false)
 		sleep(ctx, c.cut)
 		w.pgLink.Heal()
 		return time.Now(), nil
 	}},
-	"redis-cut": {"the network to Redis cut (silent: bytes and new connections wait)", func(ctx context.Context, w *world, c *config, _ *rand.Rand) (time.Time, error) {
+	"redis-lose-second": {what: "the machine under Redis dying with appendfsync everysec, simulated: Redis killed and started again from an " +
+		"append-only file cut back to its size a second before (the writes of that second lost, after their answers were sent)",
+		lossy: true, strike: func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
+			then, ok := w.redis.sizeAt(time.Now().Add(-time.Second))
+			w.redis.kill()
+			if !ok {
+				return time.Now(), errors.Join(errors.New("no size of the append-only file a second ago"), w.redis.start(ctx))
+			}
+			fi, err := os.Stat(then.file)
+			if err == nil {
+				w.lost = fi.Size() - then.size
+				err = os.Truncate(then.file, then.size)
+			}
+			healed := time.Now()
+			if err := errors.Join(err, w.redis.start(ctx)); err != nil {
+				return healed, err
+			}
+			w.over, err = w.overPromised(ctx)
+			return healed, err
+		}},
+	"redis-cut": {what: "the network to Redis cut (silent: bytes and new connections wait)", strike: func(ctx context.Context, w *world, c *config, _ *rand.Rand) (time.Time, error) {
 		w.redisLink.Cut(false)
 		sleep(ctx, c.cut)
 		w.redisLink.Heal()

@@ -44,8 +44,15 @@ type config struct {
 	report     string
 	keep       bool
 	bin        string
-	scenarios  []string
 	scenarioAt func(round, fault int) string
+
+	soak       time.Duration // a soak instead of faults: how long
+	soakRate   float64       // page views a second (0: half of what the machine answers, measured first)
+	soakEvery  time.Duration // a sale this often
+	soakSample time.Duration
+	soakOut    string        // the report's path without its extension (.md, .csv, .svg)
+	payTimeout time.Duration // PAY_TIMEOUT of the instances
+	saleKeep   time.Duration // SALE_KEEP of the instances
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -63,18 +70,37 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (servers' data and logs)")
 	fs.StringVar(&c.bin, "bin", "", "the seckill binary (default: built from this tree)")
 	short := fs.Bool("short", false, "one round of every fault with small sales (make test runs it)")
+	fs.DurationVar(&c.soak, "soak", 0, "instead of faults, a soak of steady mixed load this long (make soak)")
+	fs.Float64Var(&c.soakRate, "soak-rate", 0, "the soak's page views a second (0: half of what this machine answers, measured first)")
+	fs.DurationVar(&c.soakEvery, "soak-every", 2*time.Minute, "the soak starts a sale this often")
+	fs.DurationVar(&c.soakSample, "soak-sample", 10*time.Second, "the soak samples this often")
+	fs.StringVar(&c.soakOut, "soak-out", "docs/soak", "the soak's report, samples and chart: this path with .md, .csv and .svg")
+	fs.DurationVar(&c.saleKeep, "sale-keep", 0, "the instances' SALE_KEEP (default: 1m in a soak, so that the keys of its sales leave within it; else a day)")
+	fs.DurationVar(&c.payTimeout, "pay-timeout", 0, "the instances' PAY_TIMEOUT (default: 1m in a soak, whose unpaid orders are cancelled after it; else 15m)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if *short {
 		c.rounds, c.scale, c.cut = 1, 0.01, 4*time.Second
 	}
+	if c.payTimeout == 0 {
+		c.payTimeout = 15 * time.Minute
+		if c.soak > 0 {
+			c.payTimeout = time.Minute
+		}
+	}
+	if c.saleKeep == 0 {
+		c.saleKeep = 24 * time.Hour
+		if c.soak > 0 {
+			c.saleKeep = time.Minute
+		}
+	}
 	if c.seed == 0 {
 		c.seed = uint64(time.Now().UnixNano())
 	}
 	for _, f := range strings.Split(*faults, ",") {
 		if _, ok := faultsByName[f]; !ok {
-			return nil, fmt.Errorf("unknown fault %q (have %s)", f, strings.Join(faultNames(), ", "))
+			return nil, fmt.Errorf("unknown fault %q (have %s; and, only when named, %s)", f, strings.Join(faultNames(), ", "), strings.Join(lossyFaults, ", "))
 		}
 		c.faults = append(c.faults, f)
 	}
@@ -94,6 +120,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parse(args, stderr)
 	if err != nil {
 		return err
+	}
+	if c.soak > 0 {
+		w, err := setUp(ctx, c, stderr)
+		if err != nil {
+			if w != nil {
+				w.close()
+			}
+			return err
+		}
+		defer w.close()
+		return w.soak(ctx, c, stdout)
 	}
 	fmt.Fprintf(stdout, "chaos: seed %d (replay: -seed %d -rounds %d -faults %s -scale %g)\n", c.seed, c.seed, c.rounds,
 		strings.Join(c.faults, ","), c.scale)

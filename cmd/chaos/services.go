@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -142,6 +143,75 @@ type redisServer struct {
 	port       int
 	cmd        *exec.Cmd
 	done       chan struct{}
+
+	mu    sync.Mutex
+	sizes []aofSize // the append-only file's size lately, every 50 ms (the last 5 s)
+}
+
+type aofSize struct {
+	at   time.Time
+	file string
+	size int64
+}
+
+// incrFile answers the append-only file Redis appends to now: the last incremental file its manifest
+// names (Redis 7 keeps a base file and incremental ones in appendonlydir).
+func (r *redisServer) incrFile() (string, error) {
+	dir := filepath.Join(r.dir, "appendonlydir")
+	b, err := os.ReadFile(filepath.Join(dir, "appendonly.aof.manifest"))
+	if err != nil {
+		return "", err
+	}
+	last := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[0] == "file" && f[4] == "type" && f[5] == "i" {
+			last = f[1]
+		}
+	}
+	if last == "" {
+		return "", errors.New("the manifest names no incremental file")
+	}
+	return filepath.Join(dir, last), nil
+}
+
+// watch samples the append-only file's size until ctx ends.
+func (r *redisServer) watch(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			f, err := r.incrFile()
+			if err != nil {
+				continue
+			}
+			fi, err := os.Stat(f)
+			if err != nil {
+				continue
+			}
+			r.mu.Lock()
+			r.sizes = append(r.sizes, aofSize{now, f, fi.Size()})
+			if len(r.sizes) > 100 {
+				r.sizes = r.sizes[len(r.sizes)-100:]
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// sizeAt answers the append-only file and its size as last sampled at or before t.
+func (r *redisServer) sizeAt(t time.Time) (aofSize, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.sizes) - 1; i >= 0; i-- {
+		if !r.sizes[i].at.After(t) {
+			return r.sizes[i], true
+		}
+	}
+	return aofSize{}, false
 }
 
 func newRedis(ctx context.Context, dir, fsync string) (*redisServer, error) {
@@ -188,6 +258,7 @@ func (r *redisServer) kill() {
 // instance is one seckill server process.
 type instance struct {
 	name, bin string
+	metrics   string // its metrics listener's address
 	port      int
 	env       []string
 	logPath   string

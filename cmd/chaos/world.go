@@ -13,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/faultnet"
+	"seckill/stock"
 )
 
 // world is what a run started: the servers, the links to them that can be cut, the instances and the
@@ -34,7 +36,10 @@ type world struct {
 	rdb       *redis.Client // the load tool's own, straight to Redis (captcha answers)
 	adminPass string
 	merchPass string
-	binBuilt  bool
+	lost      int64 // bytes of the append-only file cut by the last redis-lose-second
+	over      int64 // units Redis would sell that PostgreSQL cannot back, just after it
+
+	stopWatching context.CancelFunc
 }
 
 const (
@@ -71,6 +76,9 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 		return w, err
 	}
 	w.rdb = redis.NewClient(&redis.Options{Addr: w.redis.addr()})
+	watching, stopWatching := context.WithCancel(context.Background())
+	w.stopWatching = stopWatching
+	go w.redis.watch(watching)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,7 +98,8 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 		return append(out, "DATABASE_URL=postgres://postgres@"+w.pgLink.Addr()+"/postgres?sslmode=disable",
 			"REDIS_URL=redis://"+w.redisLink.Addr()+"/0", fmt.Sprintf("PORT=%d", port), "LISTEN_HOST=127.0.0.1",
 			"BASE_URL="+w.frontURL, fmt.Sprintf("METRICS_LISTEN=127.0.0.1:%d", metrics), "SESSION_SECRET=chaos-only-secret-chaos-only-secret",
-			"BCRYPT_COST=4", "RATE_LIMIT_IP=off", "PAY_SANDBOX=on", "ORDER_CLAIM_IDLE=3s", "LOG_LEVEL=warn", "CAPTCHA_POOL=200")
+			"BCRYPT_COST=4", "RATE_LIMIT_IP=off", "PAY_SANDBOX=on", "ORDER_CLAIM_IDLE=3s", "LOG_LEVEL=warn", "CAPTCHA_POOL=200",
+			"PAY_TIMEOUT="+c.payTimeout.String(), "SALE_KEEP="+c.saleKeep.String())
 	}
 	for i := range 2 {
 		port, err := freePort()
@@ -102,6 +111,7 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 			return w, err
 		}
 		w.instances = append(w.instances, &instance{name: fmt.Sprintf("instance %d", i+1), bin: bin, port: port, env: env(port, metrics),
+			metrics: fmt.Sprintf("127.0.0.1:%d", metrics),
 			logPath: filepath.Join(dir, fmt.Sprintf("instance-%d.log", i+1))})
 	}
 	admin := w.instances[0]
@@ -125,6 +135,9 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 
 // close stops everything the run started, by pid, and removes its directory unless asked to keep it.
 func (w *world) close() {
+	if w.stopWatching != nil {
+		w.stopWatching()
+	}
 	if w.front != nil {
 		_ = w.front.Close()
 	}
@@ -152,6 +165,44 @@ func (w *world) close() {
 	_ = os.RemoveAll(w.dir)
 }
 
+// overPromised answers how many units Redis would still sell that PostgreSQL cannot back, over every
+// item: each one a buyer answered 202 whose order the database will refuse.
+func (w *world) overPromised(ctx context.Context) (int64, error) {
+	conn, err := pgx.Connect(ctx, w.pg.url())
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT id, stock_total - stock_sold FROM items")
+	if err != nil {
+		return 0, err
+	}
+	type item struct{ id, backed int64 }
+	var items []item
+	for rows.Next() {
+		var it item
+		if err := rows.Scan(&it.id, &it.backed); err != nil {
+			return 0, err
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	ledger := stock.NewLedger(w.rdb, time.Now)
+	var over int64
+	for _, it := range items {
+		left, loaded, err := ledger.Left(ctx, it.id)
+		if err != nil {
+			return 0, err
+		}
+		if loaded && left > it.backed {
+			over += left - it.backed
+		}
+	}
+	return over, nil
+}
+
 // allReady reports whether every instance answers its readiness probe.
 func (w *world) allReady() bool {
 	for _, in := range w.instances {
@@ -163,7 +214,10 @@ func (w *world) allReady() bool {
 }
 
 // panics counts the lines of the instances' logs that tell of a panic.
-func (w *world) panics() int {
+func (w *world) panics() int { return w.logLines("panic") }
+
+// logLines counts the lines of the instances' logs that hold s.
+func (w *world) logLines(s string) int {
 	n := 0
 	for _, in := range w.instances {
 		f, err := os.Open(in.logPath)
@@ -173,7 +227,7 @@ func (w *world) panics() int {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "panic") {
+			if strings.Contains(sc.Text(), s) {
 				n++
 			}
 		}

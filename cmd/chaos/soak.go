@@ -1,0 +1,567 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/time/rate"
+
+	"seckill/loadtest"
+)
+
+// A soak runs steady mixed load on the world for a while and samples what could grow: each instance's
+// memory (RSS and Go heap), goroutines, open file descriptors and sockets, Redis's memory and keys, and
+// PostgreSQL's connections. It fails if any of them keeps growing over the second half of the run, or
+// a sale's audit fails.
+
+// measure is one column of the samples, with the growth an hour it may show over the second half.
+type measure struct {
+	name    string
+	unit    string
+	perHour float64 // the most a straight-line fit over the second half may rise an hour
+}
+
+type soakStats struct {
+	pages, pageErrors, buys, sales, paid, unpaid, qrLogins atomic.Int64
+	mu                                                     sync.Mutex
+	failures                                               []string
+}
+
+func (s *soakStats) fail(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.failures) < 50 {
+		s.failures = append(s.failures, fmt.Sprintf(format, args...))
+	}
+}
+
+// soak runs the load for c.soak and writes the samples (CSV), their chart (SVG) and a report.
+func (w *world) soak(ctx context.Context, c *config, out io.Writer) error {
+	client := loadtest.NewClient(w.frontURL, 256)
+	defer client.Close()
+	admin := &loadtest.User{Name: adminName, Password: w.adminPass}
+	merchant := &loadtest.User{Name: merchantName, Password: w.merchPass}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	for _, u := range []*loadtest.User{admin, merchant} {
+		if err := client.Login(ctx, u); err != nil {
+			return err
+		}
+	}
+	// An item for the pages to show while no sale runs: the first sale's, kept for the whole run.
+	shown, err := client.SetUpSaleFor(ctx, merchant, admin, loadtest.Name("soak_shown"), 10, 1, 2*time.Second, 24*time.Hour, "first_come")
+	if err != nil {
+		return err
+	}
+	pages := []string{"/", fmt.Sprintf("/items/%d", shown.ItemID), fmt.Sprintf("/api/items/%d", shown.ItemID), "/api/activities", "/login"}
+
+	// Half of this machine's capacity for page views, measured first, through the same balancer.
+	capacity := c.soakRate
+	if capacity == 0 {
+		reqs := make([]loadtest.Request, 20_000)
+		for i := range reqs {
+			reqs[i] = loadtest.Request{Method: http.MethodGet, Path: pages[i%len(pages)]}
+		}
+		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		res := client.Fire(mctx, reqs, 64, nil)
+		cancel()
+		capacity = res.Throughput() / 2
+		fmt.Fprintf(out, "soak: %.0f page views a second measured; the soak runs them at %.0f, with sales, payments and QR logins beside\n",
+			res.Throughput(), capacity)
+	}
+
+	st := &soakStats{}
+	lctx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	limit := rate.NewLimiter(rate.Limit(capacity), max(int(capacity/10), 1))
+	for i := range 64 {
+		wg.Go(func() {
+			for n := i; lctx.Err() == nil; n++ {
+				if limit.Wait(lctx) != nil {
+					return
+				}
+				a, err := client.Do(lctx, http.MethodGet, pages[n%len(pages)], nil, nil)
+				st.pages.Add(1)
+				if err != nil && lctx.Err() == nil || err == nil && a.Status >= 500 {
+					st.pageErrors.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() { w.sales(lctx, c, client, admin, merchant, st, out) })
+
+	samples, err := w.sample(ctx, c, c.soak)
+	stopLoad()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	return w.soakReport(c, samples, st, capacity, out)
+}
+
+// sales starts a sale every c.soakEvery: shoppers register, buy, and half of the winners pay; the others'
+// orders are cancelled when their time to pay runs out (PAY_TIMEOUT); a few log in by QR code.
+func (w *world) sales(ctx context.Context, c *config, client *loadtest.Client, admin, merchant *loadtest.User, st *soakStats, out io.Writer) {
+	for n := 1; ctx.Err() == nil; n++ {
+		next := time.Now().Add(c.soakEvery)
+		if err := w.oneSale(ctx, client, admin, merchant, st); err != nil && ctx.Err() == nil {
+			st.fail("sale %d: %v", n, err)
+			fmt.Fprintf(out, "soak: sale %d: %v\n", n, err)
+		}
+		if err := w.qrLogins(ctx, client, 3, st); err != nil && ctx.Err() == nil {
+			st.fail("QR logins %d: %v", n, err)
+		}
+		sleep(ctx, time.Until(next))
+	}
+}
+
+func (w *world) oneSale(ctx context.Context, client *loadtest.Client, admin, merchant *loadtest.User, st *soakStats) error {
+	prefix := loadtest.Name("soak")
+	users, err := client.RegisterUsers(ctx, w.rdb, prefix, 60, nil)
+	if err != nil {
+		return err
+	}
+	sale, err := client.SetUpSaleFor(ctx, merchant, admin, prefix, 30, 1, 3*time.Second, 3*time.Minute, "first_come")
+	if err != nil {
+		return err
+	}
+	if err := loadtest.WaitUntil(ctx, sale.StartsAt.Add(100*time.Millisecond)); err != nil {
+		return err
+	}
+	paths, err := client.GetPaths(ctx, w.rdb, users, sale.ItemID, nil)
+	if err != nil {
+		return err
+	}
+	reqs := make([]loadtest.Request, 0, 2*len(users))
+	for i, u := range users {
+		for range 2 {
+			reqs = append(reqs, loadtest.Request{Method: http.MethodPost, Path: fmt.Sprintf("/api/items/%d/buy/%s", sale.ItemID, paths[i]), User: u, Who: i})
+		}
+	}
+	res := client.Fire(ctx, reqs, 32, nil)
+	st.buys.Add(int64(len(reqs)))
+	stats, _, err := client.WaitDrained(ctx, admin, sale, time.Minute)
+	if err != nil {
+		return err
+	}
+	if a := client.AuditSale(ctx, sale, stats, users, res); !a.OK() {
+		return fmt.Errorf("audit: %s", strings.Join(a.Failures, "; "))
+	}
+	st.sales.Add(1)
+	// Half of the winners pay through the sandbox; the rest leave their orders to time out.
+	k := 0
+	for who := range res.Queued {
+		u := users[who]
+		var r struct {
+			OrderNo string `json:"order_no"`
+		}
+		if err := client.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/result", sale.ItemID), nil, u, &r); err != nil {
+			return err
+		}
+		if k++; k%2 == 0 {
+			st.unpaid.Add(1)
+			continue
+		}
+		if err := pay(ctx, client, u, r.OrderNo); err != nil {
+			return fmt.Errorf("pay %s: %w", r.OrderNo, err)
+		}
+		st.paid.Add(1)
+	}
+	return nil
+}
+
+// pay gives the order an address and pays it at the sandbox, as a shopper does.
+func pay(ctx context.Context, client *loadtest.Client, u *loadtest.User, orderNo string) error {
+	var addr struct{ ID int64 }
+	if err := client.JSON(ctx, http.MethodPost, "/api/addresses", map[string]any{"recipient": "张伟", "phone": "13800138000",
+		"region": "浙江省", "city": "杭州市", "street": "西湖区文三路 90 号", "postcode": "310012"}, u, &addr); err != nil {
+		return err
+	}
+	if err := client.JSON(ctx, http.MethodPost, "/api/orders/"+orderNo+"/address", map[string]any{"address_id": addr.ID}, u, nil); err != nil {
+		return err
+	}
+	var p struct {
+		PaymentID string `json:"payment_id"`
+	}
+	if err := client.JSON(ctx, http.MethodPost, "/api/orders/"+orderNo+"/pay", nil, u, &p); err != nil {
+		return err
+	}
+	a, err := client.Patient(ctx, http.MethodPost, "/sandbox/pay/"+p.PaymentID+"/confirm", nil, u)
+	if err != nil {
+		return err
+	}
+	if a.Status >= 400 {
+		return fmt.Errorf("sandbox confirm: %d %s", a.Status, a.Body)
+	}
+	return nil
+}
+
+// qrLogins logs n computers in by QR code, each approved by a logged-in phone.
+func (w *world) qrLogins(ctx context.Context, client *loadtest.Client, n int, st *soakStats) error {
+	users, err := client.RegisterUsers(ctx, w.rdb, loadtest.Name("soak_phone"), n, nil)
+	if err != nil {
+		return err
+	}
+	for _, phone := range users {
+		jar, _ := cookiejar.New(nil)
+		pc := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+		var tok struct{ Token string }
+		if err := getJSON(ctx, pc, http.MethodGet, w.frontURL+"/api/csrf", "", &tok); err != nil {
+			return err
+		}
+		var code struct {
+			QRID string `json:"qr_id"`
+		}
+		if err := getJSON(ctx, pc, http.MethodPost, w.frontURL+"/api/qr/login", tok.Token, &code); err != nil {
+			return err
+		}
+		for _, step := range []string{"scan", "confirm"} {
+			if err := client.JSON(ctx, http.MethodPost, "/api/qr/login/"+code.QRID+"/"+step, nil, phone, nil); err != nil {
+				return err
+			}
+		}
+		var state struct{ State string }
+		if err := getJSON(ctx, pc, http.MethodGet, w.frontURL+"/api/qr/login/"+code.QRID, "", &state); err != nil {
+			return err
+		}
+		if state.State != "confirmed" {
+			return fmt.Errorf("the computer's code is %q after the phone confirmed", state.State)
+		}
+		pc.CloseIdleConnections()
+		st.qrLogins.Add(1)
+	}
+	return nil
+}
+
+func getJSON(ctx context.Context, c *http.Client, method, url, csrf string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return err
+	}
+	if csrf != "" {
+		req.Header.Set("X-CSRF-Token", csrf)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, b)
+	}
+	return json.Unmarshal(b, out)
+}
+
+// sample reads every measure every c.soakSample for d.
+func (w *world) sample(ctx context.Context, c *config, d time.Duration) ([][]float64, error) {
+	var rows [][]float64
+	start := time.Now()
+	t := time.NewTicker(c.soakSample)
+	defer t.Stop()
+	for {
+		row, err := w.measure(ctx)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, append([]float64{time.Since(start).Seconds()}, row...))
+		if time.Since(start) >= d {
+			return rows, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rows, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// measures names the columns measure answers, instance by instance and then the servers.
+func (w *world) measures() []measure {
+	var ms []measure
+	for i := range w.instances {
+		p := fmt.Sprintf("instance%d_", i+1)
+		ms = append(ms, measure{p + "rss", "MB", 50}, measure{p + "heap", "MB", 50}, measure{p + "goroutines", "", 60},
+			measure{p + "fds", "", 60}, measure{p + "sockets", "", 60})
+	}
+	return append(ms, measure{"redis_memory", "MB", 20}, measure{"redis_keys", "", 600}, measure{"pg_connections", "", 20})
+}
+
+func (w *world) measure(ctx context.Context) ([]float64, error) {
+	var out []float64
+	for _, in := range w.instances {
+		pid := in.cmd.Process.Pid
+		rss, err := rssMB(pid)
+		if err != nil {
+			return nil, err
+		}
+		heap, goroutines, err := goMetrics(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		fds, sockets, err := fdsOf(pid)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rss, heap/(1<<20), goroutines, fds, sockets)
+	}
+	mem, err := w.rdb.InfoMap(ctx, "memory").Result()
+	if err != nil {
+		return nil, err
+	}
+	used, _ := strconv.ParseFloat(mem["Memory"]["used_memory"], 64)
+	keys, err := w.rdb.DBSize(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	// The payment sandbox's keys are the provider's books (a real provider keeps them elsewhere, and the
+	// sandbox a day): not counted.
+	iter := w.rdb.Scan(ctx, 0, "sandbox:*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys--
+	}
+	if err := iter.Err(); err != nil {
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, w.pg.url())
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	var pgConns float64
+	// Not counting this connection, nor PostgreSQL's own processes.
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()").Scan(&pgConns); err != nil {
+		return nil, err
+	}
+	return append(out, used/(1<<20), float64(keys), pgConns), nil
+}
+
+func rssMB(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+func fdsOf(pid int) (fds, sockets float64, err error) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, e := range entries {
+		fds++
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(target, "socket:") {
+			sockets++
+		}
+	}
+	return fds, sockets, nil
+}
+
+// goMetrics reads the instance's Go heap in use and its goroutines from its metrics listener.
+func goMetrics(ctx context.Context, in *instance) (heap, goroutines float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+in.metrics+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := probe.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			heap, _ = strconv.ParseFloat(v, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+			goroutines, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return heap, goroutines, sc.Err()
+}
+
+// slope fits a straight line to ys over xs (seconds) and answers its rise an hour and the standard
+// error of that rise: a rise smaller than three of its errors is noise (a heap's sawtooth, connections
+// coming and going), not growth.
+func slope(xs, ys []float64) (perHour, stderr float64) {
+	n := float64(len(xs))
+	if n < 3 {
+		return 0, 0
+	}
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i], my+ys[i]
+	}
+	mx, my = mx/n, my/n
+	var sxx, sxy float64
+	for i := range xs {
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+		sxy += (xs[i] - mx) * (ys[i] - my)
+	}
+	if sxx == 0 {
+		return 0, 0
+	}
+	b := sxy / sxx
+	var rss float64
+	for i := range xs {
+		r := ys[i] - (my + b*(xs[i]-mx))
+		rss += r * r
+	}
+	return b * 3600, math.Sqrt(rss/(n-2)/sxx) * 3600
+}
+
+func (w *world) soakReport(c *config, rows [][]float64, st *soakStats, rate float64, out io.Writer) error {
+	ms := w.measures()
+	dir := filepath.Dir(c.soakOut)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(c.soakOut + ".csv")
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(f)
+	head := []string{"seconds"}
+	for _, m := range ms {
+		head = append(head, m.name)
+	}
+	_ = cw.Write(head)
+	for _, r := range rows {
+		rec := make([]string, len(r))
+		for i, v := range r {
+			rec[i] = strconv.FormatFloat(v, 'f', 1, 64)
+		}
+		_ = cw.Write(rec)
+	}
+	cw.Flush()
+	if err := firstErr(cw.Error(), f.Close()); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.soakOut+".svg", soakChart(ms, rows), 0o644); err != nil {
+		return err
+	}
+
+	var b strings.Builder
+	elapsed := time.Duration(rows[len(rows)-1][0] * float64(time.Second)).Round(time.Second)
+	fmt.Fprintf(&b, "## Soak, %s\n\n%v of steady load on two instances behind a balancer (their own PostgreSQL and Redis): %.0f page views a second "+
+		"(half of what this machine answered when measured at the start), a sale every %v (60 shoppers register and log in, buy twice each "+
+		"for 30 units; half of the winners pay through the sandbox, the other orders are cancelled when their %v to pay run out), "+
+		"and 3 QR logins after each sale. Samples every %v: [%s](%s), charted in [%s](%s).\n\n",
+		time.Now().UTC().Format(time.RFC3339), elapsed, rate, c.soakEvery, c.payTimeout, c.soakSample,
+		filepath.Base(c.soakOut)+".csv", filepath.Base(c.soakOut)+".csv", filepath.Base(c.soakOut)+".svg", filepath.Base(c.soakOut)+".svg")
+	fmt.Fprintf(&b, "Done: %d page views (%d answered 5xx or not at all), %d sales audited, %d buys, %d orders paid, %d left to time out, %d QR logins.\n\n",
+		st.pages.Load(), st.pageErrors.Load(), st.sales.Load(), st.buys.Load(), st.paid.Load(), st.unpaid.Load(), st.qrLogins.Load())
+	b.WriteString("A measure grows when a straight line fitted to its second half rises faster than allowed and by more than three standard errors of the fit.\n\n")
+	b.WriteString("| measure | first | last | fit over the second half, an hour (± its standard error) | allowed an hour | verdict |\n| --- | --- | --- | --- | --- | --- |\n")
+	half := len(rows) / 2
+	var grew []string
+	for i, m := range ms {
+		var xs, ys []float64
+		for _, r := range rows[half:] {
+			xs, ys = append(xs, r[0]), append(ys, r[i+1])
+		}
+		s, se := slope(xs, ys)
+		verdict := "flat"
+		if s > m.perHour && s > 3*se {
+			verdict = "**grows**"
+			grew = append(grew, fmt.Sprintf("%s %+.1f%s an hour", m.name, s, m.unit))
+		}
+		fmt.Fprintf(&b, "| %s | %.1f%s | %.1f%s | %+.1f%s ± %.1f | %.0f%s | %s |\n", m.name, rows[0][i+1], m.unit, rows[len(rows)-1][i+1], m.unit, s, m.unit, se, m.perHour, m.unit, verdict)
+	}
+	st.mu.Lock()
+	failures := st.failures
+	st.mu.Unlock()
+	if len(failures) > 0 {
+		b.WriteString("\nFailures:\n\n")
+		for _, f := range failures {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+	}
+	if err := os.WriteFile(c.soakOut+".md", []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(out, b.String())
+	fmt.Fprintln(out, "wrote", c.soakOut+".md, .csv and .svg")
+	switch {
+	case len(failures) > 0:
+		return fmt.Errorf("%d failures during the soak", len(failures))
+	case len(grew) > 0:
+		return fmt.Errorf("growing: %s", strings.Join(grew, "; "))
+	case st.pageErrors.Load() > st.pages.Load()/1000:
+		return fmt.Errorf("%d of %d page views failed", st.pageErrors.Load(), st.pages.Load())
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// soakChart draws each measure against time, each scaled to its own range, in a small multiple.
+func soakChart(ms []measure, rows [][]float64) []byte {
+	const cw, ch, cols = 300, 110, 3
+	nrows := (len(ms) + cols - 1) / cols
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`, cols*cw, nrows*ch)
+	b.WriteString(`<rect width="100%" height="100%" fill="#fff"/>`)
+	tmax := rows[len(rows)-1][0]
+	for i, m := range ms {
+		x0, y0 := float64(i%cols*cw)+40, float64(i/cols*ch)+20
+		w, h := float64(cw-55), float64(ch-40)
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, r := range rows {
+			lo, hi = math.Min(lo, r[i+1]), math.Max(hi, r[i+1])
+		}
+		if hi-lo < 1e-9 {
+			hi = lo + 1
+		}
+		pad := (hi - lo) * 0.1
+		lo, hi = math.Max(lo-pad, 0), hi+pad
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%s (%s)</text>`, x0, y0-6, m.name, strings.TrimSpace(m.unit+" "))
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#d0d7de"/>`, x0, y0, w, h)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.4g</text><text x="%.0f" y="%.0f" text-anchor="end">%.4g</text>`, x0-3, y0+8, hi, x0-3, y0+h, lo)
+		var pts []string
+		for _, r := range rows {
+			x := x0 + r[0]/math.Max(tmax, 1)*w
+			y := y0 + h - (r[i+1]-lo)/(hi-lo)*h
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="#0969da" stroke-width="1.5" points="%s"/>`, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" fill="#57606a">%.0f min</text>`, x0+w, y0+h+13, tmax/60)
+	}
+	b.WriteString(`</svg>`)
+	return []byte(b.String())
+}
