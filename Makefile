@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/seckill
 
-.PHONY: run build test fuzz services lint migrate bench bench-cluster bench-go chaos screenshots cluster cluster-stop clean
+.PHONY: run build test fuzz services lint migrate bench bench-cluster bench-go chaos soak screenshots cluster cluster-stop clean
 
 run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
 	$(GO) run .
@@ -36,6 +36,9 @@ bench-go: services ## Go benchmarks: the buy path against its baselines, the con
 CHAOS_FAULTS ?= instance-kill,redis-kill,postgres-stop,postgres-cut,redis-cut,both-kill,redis-lose-second
 chaos: services ## faults mid-sale on servers of its own (ROUNDS, SEED, SCALE, CHAOS_FAULTS): every audit must pass; writes docs/chaos.md
 	$(GO) run ./cmd/chaos -rounds $${ROUNDS:-3} -scale $${SCALE:-0.02} $${SEED:+-seed $$SEED} -faults $(CHAOS_FAULTS) -report docs/chaos.md
+
+soak: services ## steady mixed load for SOAK (default 1h; SOAK=10m) on servers of its own: fails if memory, goroutines, descriptors, keys or connections keep growing; writes docs/soak.md, .csv, .svg
+	$(GO) run ./cmd/chaos -soak $${SOAK:-1h} -soak-out docs/soak
 
 screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
 	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser|TestPauseInABrowser|TestFormErrorsAtOnceInABrowser|TestBlockInABrowser' ./app
