@@ -34,6 +34,7 @@ type measure struct {
 	name    string
 	unit    string
 	perHour float64 // the most a straight-line fit over the second half may rise an hour
+	bound   float64 // when not 0, a cap by design: a measure that never passes it is bounded, not growing
 }
 
 type soakStats struct {
@@ -297,10 +298,12 @@ func (w *world) measures() []measure {
 	var ms []measure
 	for i := range w.instances {
 		p := fmt.Sprintf("instance%d_", i+1)
-		ms = append(ms, measure{p + "rss", "MB", 50}, measure{p + "heap", "MB", 50}, measure{p + "goroutines", "", 60},
-			measure{p + "fds", "", 60}, measure{p + "sockets", "", 60})
+		ms = append(ms, measure{p + "rss", "MB", 50, 0}, measure{p + "live_heap", "MB", 50, 0}, measure{p + "goroutines", "", 60, 0},
+			measure{p + "fds", "", 60, 0}, measure{p + "sockets", "", 60, 0})
 	}
-	return append(ms, measure{"redis_memory", "MB", 20}, measure{"redis_keys", "", 600}, measure{"pg_connections", "", 20})
+	// Each instance's database pool holds 20 connections at most (app/deps.go).
+	return append(ms, measure{"redis_memory", "MB", 20, 0}, measure{"redis_keys", "", 600, 0},
+		measure{"pg_connections", "", 20, float64(20 * len(w.instances))})
 }
 
 func (w *world) measure(ctx context.Context) ([]float64, error) {
@@ -383,7 +386,9 @@ func fdsOf(pid int) (fds, sockets float64, err error) {
 	return fds, sockets, nil
 }
 
-// goMetrics reads the instance's Go heap in use and its goroutines from its metrics listener.
+// goMetrics reads the instance's live heap (what the last collection kept: half of the next one's goal,
+// at the default GOGC) and its goroutines from its metrics listener. The heap in use swings with every
+// collection; what survives one is what would grow.
 func goMetrics(ctx context.Context, in *instance) (heap, goroutines float64, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+in.metrics+"/metrics", nil)
 	if err != nil {
@@ -398,8 +403,9 @@ func goMetrics(ctx context.Context, in *instance) (heap, goroutines float64, err
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
-			heap, _ = strconv.ParseFloat(v, 64)
+		if v, ok := strings.CutPrefix(line, "go_memstats_next_gc_bytes "); ok {
+			goal, _ := strconv.ParseFloat(v, 64)
+			heap = goal / 2
 		}
 		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
 			goroutines, _ = strconv.ParseFloat(v, 64)
@@ -490,7 +496,14 @@ func (w *world) soakReport(c *config, rows [][]float64, st *soakStats, rate floa
 		}
 		s, se := slope(xs, ys)
 		verdict := "flat"
-		if s > m.perHour && s > 3*se {
+		top := 0.0
+		for _, r := range rows {
+			top = math.Max(top, r[i+1])
+		}
+		switch {
+		case s > m.perHour && s > 3*se && m.bound > 0 && top <= m.bound:
+			verdict = fmt.Sprintf("bounded (at most %.0f by design)", m.bound)
+		case s > m.perHour && s > 3*se:
 			verdict = "**grows**"
 			grew = append(grew, fmt.Sprintf("%s %+.1f%s an hour", m.name, s, m.unit))
 		}
