@@ -563,7 +563,11 @@ func soakChart(ms []measure, rows [][]float64) []byte {
 		}
 		pad := (hi - lo) * 0.1
 		lo, hi = math.Max(lo-pad, 0), hi+pad
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%s (%s)</text>`, x0, y0-6, m.name, strings.TrimSpace(m.unit+" "))
+		label := m.name
+		if m.unit != "" {
+			label += " (" + m.unit + ")"
+		}
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%s</text>`, x0, y0-6, label)
 		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#d0d7de"/>`, x0, y0, w, h)
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end">%.4g</text><text x="%.0f" y="%.0f" text-anchor="end">%.4g</text>`, x0-3, y0+8, hi, x0-3, y0+h, lo)
 		var pts []string
