@@ -121,27 +121,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.soak > 0 {
-		w, err := setUp(ctx, c, stderr)
-		if err != nil {
-			if w != nil {
-				w.close()
-			}
-			return err
-		}
-		defer w.close()
-		return w.soak(ctx, c, stdout)
+	if c.soak == 0 {
+		fmt.Fprintf(stdout, "chaos: seed %d (replay: -seed %d -rounds %d -faults %s -scale %g)\n", c.seed, c.seed, c.rounds,
+			strings.Join(c.faults, ","), c.scale)
 	}
-	fmt.Fprintf(stdout, "chaos: seed %d (replay: -seed %d -rounds %d -faults %s -scale %g)\n", c.seed, c.seed, c.rounds,
-		strings.Join(c.faults, ","), c.scale)
 	w, err := setUp(ctx, c, stderr)
+	if w != nil {
+		defer w.close() // whatever it started, however far it got
+	}
 	if err != nil {
-		if w != nil {
-			w.close()
-		}
 		return err
 	}
-	defer w.close()
+	if c.soak > 0 {
+		return w.soak(ctx, c, stdout)
+	}
 	rng := rand.New(rand.NewPCG(c.seed, 0x5ec6111))
 	var rounds []*round
 	for r := range c.rounds {
