@@ -186,10 +186,13 @@ func (c *OrderConsumer) finished(ctx context.Context, itemID int64) bool {
 	if n, err := c.Ledger.Backlog(ctx, itemID); err != nil || n > 0 {
 		return false
 	}
-	if err := c.Ledger.Retire(ctx, itemID, c.Keep); err != nil {
-		return false
+	// A sale Redis does not hold (it lost it: the preheat loads it again within seconds) is only no
+	// longer followed here; its keys expire only once it is loaded and over.
+	retire := func() error { return c.Ledger.Retire(ctx, itemID, c.Keep) }
+	if !loaded {
+		retire = func() error { return c.Ledger.Forget(ctx, itemID) }
 	}
-	return true
+	return retire() == nil
 }
 
 func (c *OrderConsumer) fail(ctx context.Context, st stock.Stream, err error, wait *backoff.ExponentialBackOff) {

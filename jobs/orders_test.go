@@ -598,6 +598,38 @@ func TestFinishedSalesLeaveTheConsumer(t *testing.T) {
 	}
 }
 
+// A running sale Redis lost (a master restarted empty) is not retired by a consumer that finds it not
+// loaded: once the preheat loads it again, none of its keys expires before the sale is over.
+func TestLostSaleIsNotRetired(t *testing.T) {
+	r := newRig(t, 5, 1)
+	ctx := context.Background()
+	if err := r.buy(t, r.users[0]); err != nil {
+		t.Fatal(err)
+	}
+	c := r.consumer(r.db, "c")
+	c.Linger, c.Keep = time.Millisecond, time.Minute
+	stop := run(c)
+	r.waitDrained(t, 10*time.Second)
+	k := stock.KeysOf(r.item.ID)
+	r.rdb.Del(ctx, k.Sale) // Redis lost the sale
+	deadline := time.Now().Add(10 * time.Second)
+	for items, _ := r.ledger.Streams(ctx); len(items) > 0; items, _ = r.ledger.Streams(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatal("the consumer kept following a sale Redis does not hold")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if _, err := r.ledger.Preheat(ctx, Books{DB: r.db}, r.item.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{k.Sale, k.Buyers, k.Results, k.Stream} {
+		if ttl := r.rdb.TTL(ctx, key).Val(); ttl != -1 {
+			t.Errorf("%s of a running sale expires (TTL %v)", key, ttl)
+		}
+	}
+}
+
 func (r *rig) reconciler() *Reconcile {
 	return &Reconcile{DB: r.db, Ledger: r.ledger, Runs: NewRuns(r.rdb, prometheus.NewRegistry(), time.Now), Now: time.Now, Log: quiet}
 }
