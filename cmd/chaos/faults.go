@@ -64,7 +64,16 @@ var faultsByName = map[string]fault{
 			if !ok {
 				return time.Now(), errors.Join(errors.New("no size of the append-only file a second ago"), w.redis.start(ctx))
 			}
-			fi, err := os.Stat(then.file)
+			// The file Redis appended to a second ago must still be the one it appends to: an append-only
+			// file rewritten meanwhile started another, and cutting the old one would lose nothing.
+			cur, err := w.redis.incrFile()
+			if err == nil && cur != then.file {
+				err = fmt.Errorf("Redis switched append-only files within the second (%s, then %s): nothing cut", then.file, cur)
+			}
+			var fi os.FileInfo
+			if err == nil {
+				fi, err = os.Stat(then.file)
+			}
 			if err == nil {
 				w.lost = fi.Size() - then.size
 				err = os.Truncate(then.file, then.size)

@@ -23,6 +23,9 @@ type round struct {
 	err                       error // the scenario or the fault could not run
 	struck, healed, recovered time.Time
 	panics                    int
+	queued                    int64  // orders queued and not yet written when the fault struck
+	books                     string // the sale's books read straight from Redis and PostgreSQL
+	booksOK                   bool
 	lost                      int64 // a lossy fault's bytes cut from Redis's append-only file
 	flagged                   int   // a lossy fault's: the reconciliation's warnings after it
 	over                      int64 // a lossy fault's: units Redis would sell that PostgreSQL cannot back, just after it
@@ -39,7 +42,7 @@ func (rd *round) ok() bool {
 		st := rd.rep.Stats
 		return st.OrdersPending+st.OrdersPaid+st.OrdersCancelled+st.OrdersRefunded <= rd.rep.Sale.Stock
 	}
-	return rd.rep.Audit.OK()
+	return rd.rep.Audit.OK() && rd.booksOK
 }
 
 // down is how long from the strike until every instance answered ready again.
@@ -69,13 +72,13 @@ func (rd *round) summary() string {
 	case rd.err != nil:
 		return "FAILED: " + rd.err.Error()
 	case !rd.ok():
-		return fmt.Sprintf("FAILED audit: %s (panics in the logs: %d)", strings.Join(rd.rep.Audit.Failures, "; "), rd.panics)
+		return fmt.Sprintf("FAILED audit: %s; %s (panics in the logs: %d)", strings.Join(rd.rep.Audit.Failures, "; "), rd.books, rd.panics)
 	case rd.lossy():
 		return fmt.Sprintf("%d bytes of Redis's writes lost; Redis would then sell %d units PostgreSQL cannot back; the audit says: %s; the reconciliation warned %d times",
 			rd.lost, rd.over, strings.Join(rd.rep.Audit.Failures, "; "), rd.flagged)
 	}
-	return fmt.Sprintf("ok: down %v (%v after the fault healed); answers: %s", rd.down().Round(time.Millisecond),
-		rd.afterHeal().Round(time.Millisecond), rd.answers())
+	return fmt.Sprintf("ok: %d orders queued at the strike; down %v (%v after the fault healed); answers: %s; %s", rd.queued, rd.down().Round(time.Millisecond),
+		rd.afterHeal().Round(time.Millisecond), rd.answers(), rd.books)
 }
 
 // play runs the round's sale through the world with its fault, and audits it.
@@ -94,6 +97,7 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 	}
 	var strikeErr error
 	o.MidRush = func() {
+		rd.queued, _ = w.backlog(ctx)
 		rd.struck = time.Now()
 		rd.healed, strikeErr = faultsByName[rd.fault].strike(ctx, w, c, rd.rng)
 		if strikeErr == nil {
@@ -109,6 +113,9 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 		rd.err = fmt.Errorf("the fault never struck")
 	}
 	rd.panics = w.panics() - before
+	if rd.err == nil && rd.rep != nil && rd.rep.Sale != nil {
+		rd.books, rd.booksOK = w.books(ctx, rd.rep.Sale.ItemID)
+	}
 	if rd.lossy() && rd.err == nil {
 		rd.lost, rd.over = w.lost, w.over
 		// The reconciliation looks every 10 s and warns of a difference that lasts two looks.
@@ -163,7 +170,7 @@ func report(c *config, w *world, rounds []*round) string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %d of %d |\n", f, n, medianMax(downs), medianMax(heals), passed, n)
 	}
-	b.WriteString("\n### Rounds\n\n| round | fault | sale | struck at | answers the clients saw | orders | down | audit |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("\n### Rounds\n\n| round | fault | sale | struck at | queued then | answers the clients saw | orders | down | audit |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, rd := range rounds {
 		orders := ""
 		if rd.rep != nil {
@@ -175,13 +182,13 @@ func report(c *config, w *world, rounds []*round) string {
 		case rd.err != nil:
 			verdict = "**failed**: " + rd.err.Error()
 		case !rd.ok():
-			verdict = "**failed**: " + strings.Join(rd.rep.Audit.Failures, "; ")
+			verdict = "**failed**: " + strings.Join(append(rd.rep.Audit.Failures, rd.books), "; ")
 			if rd.panics > 0 {
 				verdict += fmt.Sprintf("; %d panic lines in the logs", rd.panics)
 			}
 		}
-		fmt.Fprintf(&b, "| %d | `%s` | %s | %.0f%% of the buys | %s | %s | %v | %s |\n", rd.n, rd.fault, rd.scenario, rd.at*100,
-			rd.answers(), orders, rd.down().Round(time.Millisecond), verdict)
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %.0f%% of the buys | %d | %s | %s | %v | %s |\n", rd.n, rd.fault, rd.scenario, rd.at*100,
+			rd.queued, rd.answers(), orders, rd.down().Round(time.Millisecond), verdict)
 	}
 	for _, rd := range rounds {
 		if !rd.lossy() || rd.rep == nil || rd.rep.Audit == nil {
@@ -193,11 +200,13 @@ func report(c *config, w *world, rounds []*round) string {
 		for _, line := range rd.rep.Audit.Checks {
 			fmt.Fprintf(&b, "- %s\n", line)
 		}
+		fmt.Fprintf(&b, "- the books %s\n", rd.books)
 	}
-	b.WriteString("\nEach audit (the load tool's): the 202 answers and the orders do not exceed the stock; nobody was queued twice; " +
+	b.WriteString("\nEach audit (the load tool's, then the harness's own reading of Redis and PostgreSQL): the 202 answers and the orders do not exceed the stock; nobody was queued twice; " +
 		"stock left in Redis is the stock minus the orders in PostgreSQL; nothing is left queued; every buyer answered 202 has an order of " +
 		"their own, found through their result as they would find it; an answer lost to the fault (no answer, or the balancer's 502) " +
-		"that queued an order all the same is found the same way and counted; no order belongs to two buyers. And no panic in the instances' logs.\n")
+		"that queued an order all the same is found the same way and counted; no order belongs to two buyers; read straight from Redis and PostgreSQL, " +
+		"nothing is queued, Redis's count plus the orders not cancelled make the stock, and stock_sold is the orders. And no panic in the instances' logs.\n")
 	_ = w
 	return b.String()
 }

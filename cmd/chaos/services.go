@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -50,12 +51,16 @@ func waitFor(ctx context.Context, within time.Duration, what string, ok func() b
 }
 
 // postgres is a PostgreSQL cluster of the run's own: initdb into the run's directory, its own port, run
-// as the postgres user when this runs as root (PostgreSQL refuses root). Stopping it disturbs nothing
-// else on the machine.
+// as the postgres user when this runs as root (PostgreSQL refuses root). Its server is a child of this
+// process (not detached by pg_ctl), so that it is stopped by its pid and dies with us. Stopping it
+// disturbs nothing else on the machine.
 type postgres struct {
 	bin, data string
 	port      int
-	asUser    []string // runuser -u postgres --, when root
+	asUser    []string            // runuser -u postgres --, when root (for initdb)
+	cred      *syscall.Credential // the postgres user's, when root (for the server)
+	cmd       *exec.Cmd
+	done      chan struct{}
 }
 
 func newPostgres(ctx context.Context, dir string) (*postgres, error) {
@@ -67,7 +72,9 @@ func newPostgres(ctx context.Context, dir string) (*postgres, error) {
 			return nil, errors.New("PostgreSQL's initdb is not installed (apt-get install -y postgresql; make services does it)")
 		}
 	}
-	sort.Strings(bins)
+	// The newest version installed: by the number in its path, not as text (9.6 would sort after 15).
+	version := func(p string) int { n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(p)))); return n }
+	sort.Slice(bins, func(i, j int) bool { return version(bins[i]) < version(bins[j]) })
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -89,18 +96,15 @@ func newPostgres(ctx context.Context, dir string) (*postgres, error) {
 			}
 		}
 		pg.asUser = []string{"runuser", "-u", "postgres", "--"}
+		pg.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	if out, err := pg.run(ctx, "initdb", "-D", pg.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"); err != nil {
+	argv := append(append([]string{}, pg.asUser...), filepath.Join(pg.bin, "initdb"), "-D", pg.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+	initdb := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	initdb.Dir = "/"
+	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
 	return pg, pg.start(ctx)
-}
-
-func (pg *postgres) run(ctx context.Context, tool string, args ...string) ([]byte, error) {
-	argv := append(append(append([]string{}, pg.asUser...), filepath.Join(pg.bin, tool)), args...)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = "/"
-	return cmd.CombinedOutput()
 }
 
 func (pg *postgres) url() string {
@@ -110,31 +114,70 @@ func (pg *postgres) url() string {
 // start starts the server and waits until it accepts connections (crash recovery first, after an
 // immediate stop).
 func (pg *postgres) start(ctx context.Context) error {
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", pg.port, pg.data)
-	if out, err := pg.run(ctx, "pg_ctl", "-D", pg.data, "-l", filepath.Join(pg.data, "server.log"), "-w", "-t", "60", "-o", opts, "start"); err != nil {
-		return fmt.Errorf("start PostgreSQL: %v\n%s", err, out)
+	logf, err := os.OpenFile(filepath.Join(filepath.Dir(pg.data), "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
 	}
-	return nil
+	pg.cmd = exec.Command(filepath.Join(pg.bin, "postgres"), "-D", pg.data, "-p", strconv.Itoa(pg.port), "-k", pg.data,
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200")
+	pg.cmd.Dir = "/"
+	pg.cmd.Stdout, pg.cmd.Stderr = logf, logf
+	pg.cmd.SysProcAttr = dieWithUs()
+	pg.cmd.SysProcAttr.Credential = pg.cred
+	if err := pg.cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start PostgreSQL: %w", err)
+	}
+	pg.done = make(chan struct{})
+	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); logf.Close(); close(done) }(pg.cmd, pg.done)
+	return waitFor(ctx, 60*time.Second, "PostgreSQL to accept connections", func() bool {
+		select {
+		case <-pg.done:
+			return false
+		default:
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(cctx, pg.url())
+		if err != nil {
+			return false
+		}
+		conn.Close(cctx)
+		return true
+	})
 }
 
-// stop stops the server at once: no checkpoint, as a crash leaves it (mode "immediate"), or cleanly ("fast").
-func (pg *postgres) stop(ctx context.Context, mode string) error {
-	if out, err := pg.run(ctx, "pg_ctl", "-D", pg.data, "-m", mode, "-w", "stop"); err != nil {
-		return fmt.Errorf("stop PostgreSQL: %v\n%s", err, out)
+// stop stops the server: "immediate" quits at once, with no checkpoint, as a crash leaves it (SIGQUIT,
+// what pg_ctl -m immediate sends); "fast" shuts it down cleanly (SIGINT).
+func (pg *postgres) stop(_ context.Context, mode string) error {
+	if pg.cmd == nil || pg.cmd.Process == nil {
+		return nil
 	}
-	return nil
+	sig := syscall.SIGINT
+	if mode == "immediate" {
+		sig = syscall.SIGQUIT
+	}
+	_ = pg.cmd.Process.Signal(sig)
+	select {
+	case <-pg.done:
+		return nil
+	case <-time.After(60 * time.Second):
+		_ = pg.cmd.Process.Kill()
+		<-pg.done
+		return fmt.Errorf("PostgreSQL did not stop in 60 s: killed")
+	}
 }
 
-// close stops the server if it runs, by its pid if pg_ctl cannot.
+// close stops the server if it runs.
 func (pg *postgres) close() {
-	if pg.stop(context.Background(), "immediate") == nil {
-		return
-	}
-	if b, err := os.ReadFile(filepath.Join(pg.data, "postmaster.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0]); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+	if pg.done != nil {
+		select {
+		case <-pg.done:
+			return
+		default:
 		}
 	}
+	_ = pg.stop(context.Background(), "immediate")
 }
 
 // redisServer is a Redis of the run's own with append-only persistence, started as a child process.

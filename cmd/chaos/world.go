@@ -203,6 +203,51 @@ func (w *world) overPromised(ctx context.Context) (int64, error) {
 	return over, nil
 }
 
+// backlog answers the orders queued in Redis and not yet written, over every item.
+func (w *world) backlog(ctx context.Context) (int64, error) {
+	ledger := stock.NewLedger(w.rdb, time.Now)
+	items, err := ledger.Streams(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, id := range items {
+		k, err := ledger.Backlog(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// books reads a sale's books straight from Redis and PostgreSQL, not through the app (whose figures fall
+// back on the database when Redis does not answer): nothing queued, and the stock left in Redis plus the
+// orders not cancelled make the stock.
+func (w *world) books(ctx context.Context, itemID int64) (string, bool) {
+	ledger := stock.NewLedger(w.rdb, time.Now)
+	left, loaded, err := ledger.Left(ctx, itemID)
+	if err != nil || !loaded {
+		return fmt.Sprintf("Redis's count of item %d: loaded %v, %v", itemID, loaded, err), false
+	}
+	queued, err := ledger.Backlog(ctx, itemID)
+	if err != nil {
+		return fmt.Sprintf("Redis's queue of item %d: %v", itemID, err), false
+	}
+	conn, err := pgx.Connect(ctx, w.pg.url())
+	if err != nil {
+		return err.Error(), false
+	}
+	defer conn.Close(ctx)
+	var total, sold, live int64
+	if err := conn.QueryRow(ctx, "SELECT i.stock_total, i.stock_sold, (SELECT count(*) FROM orders o WHERE o.item_id = i.id AND o.status <> 'cancelled') "+
+		"FROM items i WHERE i.id = $1", itemID).Scan(&total, &sold, &live); err != nil {
+		return err.Error(), false
+	}
+	line := fmt.Sprintf("read directly: Redis has %d left and %d queued, PostgreSQL %d orders not cancelled (stock_sold %d) of %d", left, queued, live, sold, total)
+	return line, queued == 0 && left+live == total && sold == live
+}
+
 // allReady reports whether every instance answers its readiness probe.
 func (w *world) allReady() bool {
 	for _, in := range w.instances {
