@@ -21,7 +21,9 @@ type balancer struct {
 }
 
 func newBalancer(backends []*instance) *balancer {
-	tr := &http.Transport{MaxIdleConnsPerHost: 1000, MaxConnsPerHost: 1000, IdleConnTimeout: time.Minute,
+	// Idle connections are kept for long: connections opened and closed with every burst of load would
+	// read, in the soak, as the instances' descriptors and goroutines coming and going.
+	tr := &http.Transport{MaxIdleConnsPerHost: 1000, MaxConnsPerHost: 1000, IdleConnTimeout: 30 * time.Minute,
 		DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext}
 	return &balancer{backends: backends, client: &http.Client{Transport: tr, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}

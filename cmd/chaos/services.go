@@ -130,10 +130,12 @@ func (pg *postgres) start(ctx context.Context) error {
 	}
 	pg.done = make(chan struct{})
 	go func(c *exec.Cmd, done chan struct{}) { _ = c.Wait(); logf.Close(); close(done) }(pg.cmd, pg.done)
-	return waitFor(ctx, 60*time.Second, "PostgreSQL to accept connections", func() bool {
+	exited := false
+	err = waitFor(ctx, 60*time.Second, "PostgreSQL to accept connections", func() bool {
 		select {
 		case <-pg.done:
-			return false
+			exited = true
+			return true // no use waiting: said below
 		default:
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -145,6 +147,10 @@ func (pg *postgres) start(ctx context.Context) error {
 		conn.Close(cctx)
 		return true
 	})
+	if exited {
+		return fmt.Errorf("PostgreSQL exited as it started: see %s", filepath.Join(filepath.Dir(pg.data), "postgres.log"))
+	}
+	return err
 }
 
 // stop stops the server: "immediate" quits at once, with no checkpoint, as a crash leaves it (SIGQUIT,
