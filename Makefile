@@ -37,7 +37,7 @@ CHAOS_FAULTS ?= instance-kill,redis-kill,postgres-stop,postgres-cut,redis-cut,bo
 chaos: services ## faults mid-sale on servers of its own (ROUNDS, SEED, SCALE, CHAOS_FAULTS): every audit must pass; writes docs/chaos.md
 	$(GO) run ./cmd/chaos -rounds $${ROUNDS:-3} -scale $${SCALE:-0.02} $${SEED:+-seed $$SEED} -faults $(CHAOS_FAULTS) -report docs/chaos.md
 
-soak: services ## steady mixed load for SOAK (default 1h; SOAK=10m) on servers of its own: fails if memory, goroutines, descriptors, keys or connections keep growing; writes docs/soak.md, .csv, .svg
+soak: services ## steady mixed load for SOAK (default 1h; SOAK=20m) on servers of its own: fails if memory, goroutines, descriptors, keys or connections keep growing; writes docs/soak.md, .csv, .svg
 	$(GO) run ./cmd/chaos -soak $${SOAK:-1h} -soak-out docs/soak
 
 screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
