@@ -52,6 +52,10 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 	// order finds the order of user who through the result page, as the buyer would, and checks it is theirs.
 	order := func(who int, queued bool) (found, ok bool) {
 		u := users[who]
+		name := fmt.Sprintf("#%d", who)
+		if u != nil {
+			name = u.Name
+		}
 		var r struct {
 			Status  string `json:"status"`
 			OrderNo string `json:"order_no"`
@@ -63,7 +67,7 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 			}
 			without["result "+r.Status]++
 			if len(why) < 5 {
-				why = append(why, fmt.Sprintf("user %s: result %q %s %v", u.Name, r.Status, r.Message, err))
+				why = append(why, fmt.Sprintf("user %s: result %q %s %v", name, r.Status, r.Message, err))
 			}
 			return false, false
 		}
@@ -74,7 +78,7 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 			without["an order not theirs or not waiting for payment"]++
 		}
 		if !ok && len(why) < 5 {
-			why = append(why, fmt.Sprintf("user %s: order %s answered %d %.200s %v", u.Name, r.OrderNo, a2.Status, a2.Body, err))
+			why = append(why, fmt.Sprintf("user %s: order %s answered %d %.200s %v", name, r.OrderNo, a2.Status, a2.Body, err))
 		}
 		return true, ok
 	}
