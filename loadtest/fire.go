@@ -29,6 +29,9 @@ type Result struct {
 	PerSecond []Summary
 	Queued    map[int]int // user index → 202 answers
 	Lost      map[int]int // user index → answers lost: none at all, or a proxy's 502/504
+	// When answers failed (no answer, or a 5xx): the first and the last, and the first good answer after
+	// the last (zero when none failed): how long a fault was felt by the clients.
+	FirstFailed, LastFailed, GoodAgain time.Time
 }
 
 // Throughput answers requests per second.
@@ -59,6 +62,25 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 	res := &Result{Requests: len(reqs), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
 	var mu sync.Mutex
 	var next, done atomic.Int64
+	var failMu sync.Mutex
+	var goodAfter []time.Time // good answers' times, kept only after a failure (to find the first after the last)
+	failed := func(at time.Time) {
+		failMu.Lock()
+		if res.FirstFailed.IsZero() || at.Before(res.FirstFailed) {
+			res.FirstFailed = at
+		}
+		if at.After(res.LastFailed) {
+			res.LastFailed = at
+		}
+		failMu.Unlock()
+	}
+	good := func(at time.Time) {
+		failMu.Lock()
+		if !res.LastFailed.IsZero() && at.After(res.LastFailed) {
+			goodAfter = append(goodAfter, at)
+		}
+		failMu.Unlock()
+	}
 	var wg sync.WaitGroup
 	for range min(conns, max(len(reqs), 1)) {
 		wg.Add(1)
@@ -77,6 +99,11 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 				a, err := c.Do(ctx, r.Method, r.Path, nil, r.User)
 				t1 := time.Now()
 				lat.Record(t1, t1.Sub(t0))
+				if err != nil || a.Status >= 500 {
+					failed(t1)
+				} else {
+					good(t1)
+				}
 				if err != nil {
 					errs++
 					lost[r.Who]++
@@ -108,6 +135,11 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 		}()
 	}
 	wg.Wait()
+	for _, at := range goodAfter {
+		if at.After(res.LastFailed) && (res.GoodAgain.IsZero() || at.Before(res.GoodAgain)) {
+			res.GoodAgain = at
+		}
+	}
 	res.Elapsed = time.Since(start)
 	res.Latency = lat.Summary()
 	res.PerSecond = lat.PerSecond()

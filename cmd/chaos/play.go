@@ -67,6 +67,21 @@ func (rd *round) answers() string {
 	return strings.Join(parts, ", ")
 }
 
+// felt says when the clients saw failures (no answer, or a 5xx), from the strike, and their first good
+// answer after the last.
+func (rd *round) felt() string {
+	if rd.rep == nil || rd.rep.Result == nil || rd.rep.Result.FirstFailed.IsZero() {
+		return "no failure"
+	}
+	res := rd.rep.Result
+	since := func(t time.Time) time.Duration { return t.Sub(rd.struck).Round(time.Millisecond) }
+	out := fmt.Sprintf("failures %v to %v", since(res.FirstFailed), since(res.LastFailed))
+	if res.GoodAgain.IsZero() {
+		return out + ", none good after (the buys ran out)"
+	}
+	return out + fmt.Sprintf(", good again at %v", since(res.GoodAgain))
+}
+
 func (rd *round) summary() string {
 	switch {
 	case rd.err != nil:
@@ -77,8 +92,8 @@ func (rd *round) summary() string {
 		return fmt.Sprintf("%d bytes of Redis's writes lost; Redis would then sell %d units PostgreSQL cannot back; the audit says: %s; the reconciliation warned %d times",
 			rd.lost, rd.over, strings.Join(rd.rep.Audit.Failures, "; "), rd.flagged)
 	}
-	return fmt.Sprintf("ok: %d orders queued at the strike; down %v (%v after the fault healed); answers: %s; %s", rd.queued, rd.down().Round(time.Millisecond),
-		rd.afterHeal().Round(time.Millisecond), rd.answers(), rd.books)
+	return fmt.Sprintf("ok: %d orders queued at the strike; down %v (%v after the fault healed); clients: %s; answers: %s; %s", rd.queued,
+		rd.down().Round(time.Millisecond), rd.afterHeal().Round(time.Millisecond), rd.felt(), rd.answers(), rd.books)
 }
 
 // play runs the round's sale through the world with its fault, and audits it.
@@ -170,7 +185,8 @@ func report(c *config, w *world, rounds []*round) string {
 		}
 		fmt.Fprintf(&b, "| `%s` | %d | %s | %s | %d of %d |\n", f, n, medianMax(downs), medianMax(heals), passed, n)
 	}
-	b.WriteString("\n### Rounds\n\n| round | fault | sale | struck at | queued then | answers the clients saw | orders | down | audit |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("\n### Rounds\n\nWhat the clients felt, from the strike: their failed answers (no answer, or a 5xx) and their first good answer after the last. " +
+		"Down: until every instance answered ready.\n\n| round | fault | sale | struck at | queued then | answers the clients saw | what they felt | orders | down | audit |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, rd := range rounds {
 		orders := ""
 		if rd.rep != nil {
@@ -187,8 +203,8 @@ func report(c *config, w *world, rounds []*round) string {
 				verdict += fmt.Sprintf("; %d panic lines in the logs", rd.panics)
 			}
 		}
-		fmt.Fprintf(&b, "| %d | `%s` | %s | %.0f%% of the buys | %d | %s | %s | %v | %s |\n", rd.n, rd.fault, rd.scenario, rd.at*100,
-			rd.queued, rd.answers(), orders, rd.down().Round(time.Millisecond), verdict)
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %.0f%% of the buys | %d | %s | %s | %s | %v | %s |\n", rd.n, rd.fault, rd.scenario, rd.at*100,
+			rd.queued, rd.answers(), rd.felt(), orders, rd.down().Round(time.Millisecond), verdict)
 	}
 	for _, rd := range rounds {
 		if !rd.lossy() || rd.rep == nil || rd.rep.Audit == nil {
