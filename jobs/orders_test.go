@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"seckill/auth"
+	"seckill/internal/faultnet"
 	"seckill/internal/testenv"
 	"seckill/models"
 	"seckill/stock"
@@ -330,77 +330,6 @@ func TestMessageThatCanNeverSucceedGivesStockBack(t *testing.T) {
 	}
 }
 
-// proxy is a TCP proxy to PostgreSQL that a test can cut and restore.
-type proxy struct {
-	target string
-	ln     net.Listener
-	addr   string
-	mu     sync.Mutex
-	conns  []net.Conn
-	up     bool
-}
-
-// newProxy listens for good: while cut, it drops every connection it accepts, so that the port is never
-// free for another process to take before the proxy is back.
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{target: target, ln: ln, addr: ln.Addr().String(), up: true}
-	t.Cleanup(func() { p.cut(); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			up := p.up
-			p.mu.Unlock()
-			if !up {
-				c.Close()
-				continue
-			}
-			s, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			if !p.up { // cut while dialling
-				p.mu.Unlock()
-				c.Close()
-				s.Close()
-				continue
-			}
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(s, c); s.Close() }()
-			go func() { _, _ = io.Copy(c, s); c.Close() }()
-		}
-	}()
-	return p
-}
-
-// start lets connections through again.
-func (p *proxy) start() {
-	p.mu.Lock()
-	p.up = true
-	p.mu.Unlock()
-}
-
-// cut closes every connection and drops new ones: PostgreSQL is unreachable.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.up = false
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
 func TestPostgresAwayDuringTheSale(t *testing.T) {
 	r := newRig(t, 60, 60)
 	// The consumer reaches PostgreSQL through a proxy the test controls.
@@ -408,8 +337,12 @@ func TestPostgresAwayDuringTheSale(t *testing.T) {
 	schemaDB := r.db
 	var search string
 	schemaDB.Raw("SHOW search_path").Scan(&search)
-	p := newProxy(t, u.Host)
-	u.Host = p.addr
+	p, err := faultnet.Listen("127.0.0.1:0", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	u.Host = p.Addr()
 	q := u.Query()
 	q.Set("search_path", search)
 	q.Set("connect_timeout", "2")
@@ -431,7 +364,7 @@ func TestPostgresAwayDuringTheSale(t *testing.T) {
 	}
 	r.waitDrained(t, 10*time.Second)
 
-	p.cut()
+	p.Cut(true)
 	for _, u := range r.users[20:] {
 		if err := r.buy(t, u); err != nil { // buying goes on: PostgreSQL is not on the buy path
 			t.Fatal(err)
@@ -441,7 +374,7 @@ func TestPostgresAwayDuringTheSale(t *testing.T) {
 	if n, _ := r.ledger.Backlog(context.Background(), r.item.ID); n != 40 {
 		t.Errorf("while PostgreSQL is away %d orders wait, want 40", n)
 	}
-	p.start()
+	p.Heal()
 	r.waitDrained(t, 30*time.Second)
 	r.audit(t, 60)
 }
