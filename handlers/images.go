@@ -43,6 +43,13 @@ var imageName = regexp.MustCompile(`^[0-9a-f]{32}-(960|480)\.jpg$`)
 
 var errNoImage = errs.Static(errs.NotFound, "no such image")
 
+// errImageBusy answers an upload whose request ran out of time waiting for its turn: the server is busy
+// with other images, not broken.
+var errImageBusy = errs.Limited(5 * time.Second)
+
+// imageStoreTimeout bounds the writes of an upload once its image is made.
+const imageStoreTimeout = 5 * time.Second
+
 // Serve answers a stored image.
 func (h *Images) Serve(c *fiber.Ctx) error {
 	name := c.Params("name")
@@ -96,6 +103,9 @@ func (h *Images) Upload(c *fiber.Ctx) error {
 	var p *pictures.Processed
 	var perr error
 	if err := h.work.Do(c.UserContext(), func() { p, perr = pictures.Process(raw) }); err != nil {
+		if c.UserContext().Err() != nil {
+			return errImageBusy // the request's deadline passed while it waited for its turn
+		}
 		return err
 	}
 	switch {
@@ -103,14 +113,20 @@ func (h *Images) Upload(c *fiber.Ctx) error {
 		return errs.Bad(errs.W("image", "not_image"))
 	case errors.Is(perr, pictures.ErrTooBig):
 		return errs.Bad(errs.W("image", "too_many_pixels"))
+	case errors.Is(perr, pictures.ErrTooCostly):
+		return errs.Bad(errs.W("image", "image_scans"))
 	case perr != nil:
 		return perr
 	}
-	it, err := models.SetItemImage(c.UserContext(), h.DB, who, activityID, itemID, p.Sum, p.Variants, h.Now())
+	// The image is made: it is stored even when the request's deadline passed while it was (a turn waited
+	// for, then a second or two of work on a busy server), with a deadline of its own for the writes.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), imageStoreTimeout)
+	defer cancel()
+	it, err := models.SetItemImage(ctx, h.DB, who, activityID, itemID, p.Sum, p.Variants, h.Now())
 	if err != nil {
 		return err
 	}
-	a, err := models.ActivityByID(c.UserContext(), h.DB, it.ActivityID)
+	a, err := models.ActivityByID(ctx, h.DB, it.ActivityID)
 	if err != nil {
 		return err
 	}
