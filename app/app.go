@@ -220,6 +220,11 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 	return done, nil
 }
 
+// readBufferSize bounds a request's line and headers, which fasthttp reads into a buffer of this size
+// (a connection's): nginx's large_client_header_buffers allows a line or a header of 8 KB. More answers
+// 431 header_too_large.
+const readBufferSize = 8 << 10
+
 // NewServer builds the whole application: its domain parts, the jobs, the handlers, and the Fiber app with
 // its middleware, templates and route table. A broken template fails here. ctx bounds its start-up I/O.
 func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
@@ -297,6 +302,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		ErrorHandler:          errorHandler(d.Log, d.Now),
 		Views:                 engine,
 		DisableStartupMessage: true,
+		ReadBufferSize:        readBufferSize,
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,

@@ -28,6 +28,7 @@ const (
 	QRState          = "qr_state"
 	Timeout          = "timeout"
 	UnsupportedMedia = "unsupported_media_type"
+	HeaderTooLarge   = "header_too_large" // the request line and headers do not fit the server's buffer
 
 	// The buying path.
 	BadCaptcha    = "bad_captcha"
@@ -55,7 +56,7 @@ const (
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
 	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked,
-	ActivityState, OrderState, AddressRequired, PaymentUnavailable}
+	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge}
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {
