@@ -2,6 +2,8 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -94,5 +96,51 @@ func TestHeadersTooLarge(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "level=ERROR") {
 		t.Errorf("headers too large were logged as the server's error:\n%s", logs.String())
+	}
+}
+
+// A CSV sent back with 5 MB of bad order numbers answers a small report (before: every bad cell quoted
+// whole, 4 MB of JSON): each order number cut to 64 characters with "…", 200 rows listed, and how many
+// more there were; the merchant still reads why, in their language.
+func TestShipmentErrorsAreBounded(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	merchant, sale, _ := merchantSale(t, s, "echo_shop", 10)
+	rows := [][]string{{"order_no", "carrier", "tracking_no"}}
+	for i := range 1000 {
+		rows = append(rows, []string{fmt.Sprintf("%04d", i) + strings.Repeat("订", 1650), "SF", "SF00000001"})
+	}
+	csv := writeCSV(rows)
+	merchant.setCookie(handlers.LangCookie, "zh")
+	r := merchant.upload("/api/merchant/activities/"+itoa(sale.ID)+"/shipments", "file", "orders.csv", csv)
+	if r.Status != 200 {
+		t.Fatalf("a CSV of %d bytes of bad order numbers: %d %.300s", len(csv), r.Status, r.Body)
+	}
+	var res struct {
+		Bad       int `json:"bad"`
+		NotListed int `json:"not_listed"`
+		Errors    []struct {
+			Line    int    `json:"line"`
+			OrderNo string `json:"order_no"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal(r.Body, &res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a CSV of %d bytes of bad order numbers: a report of %d bytes", len(csv), len(r.Body))
+	if len(r.Body) > 128<<10 {
+		t.Errorf("the report of a %d-byte file is %d bytes", len(csv), len(r.Body))
+	}
+	if res.Bad != 1000 || len(res.Errors) != 200 || res.NotListed != 800 {
+		t.Errorf("bad %d, listed %d, not listed %d: want 1000, 200, 800", res.Bad, len(res.Errors), res.NotListed)
+	}
+	if len(res.Errors) > 0 {
+		e := res.Errors[0]
+		if want := "0000" + strings.Repeat("订", 60) + "…"; e.OrderNo != want || e.Line != 2 {
+			t.Errorf("the first bad row: line %d, order number %q (%d bytes), want line 2, %q", e.Line, e.OrderNo, len(e.OrderNo), want)
+		}
+		if !strings.Contains(e.Message, "订单") {
+			t.Errorf("the first bad row's reason in Chinese: %q", e.Message)
+		}
 	}
 }

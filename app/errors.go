@@ -110,7 +110,7 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 		case fiber.StatusNotFound:
 			return errs.New(errs.NotFound, "there is nothing at this address")
 		case fiber.StatusMethodNotAllowed:
-			return errs.New(errs.MethodNotAllowed, "this address does not take "+c.Method())
+			return errs.New(errs.MethodNotAllowed, "this address does not take "+errs.Echo(c.Method()))
 		case fiber.StatusRequestEntityTooLarge:
 			return errs.New(errs.TooLarge, "the request body is too large")
 		case fiber.StatusRequestHeaderFieldsTooLarge:
