@@ -144,3 +144,57 @@ func TestShipmentErrorsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// The spoken captcha is limited like the picture (before: 285 answers a second to one client, 83% of a
+// core) and made once per captcha and language: played again, it comes from memory, even while every
+// drawing turn is taken; a used captcha has no sound, whatever is kept.
+func TestCaptchaAudioIsLimitedAndMadeOnce(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	b := newBrowser(t, s.URL)
+	id := b.call("GET", "/api/captcha", nil).json(t)["captcha_id"].(string)
+	first := b.call("GET", "/api/captcha/"+id+"/audio?lang=zh", nil)
+	if first.Status != 200 || !bytes.HasPrefix(first.Body, []byte("RIFF")) {
+		t.Fatalf("the sound: %d %.100s", first.Status, first.Body)
+	}
+
+	// Every drawing turn taken (a crowd drawing captchas): the sound played again is the same, at once.
+	release := make(chan struct{})
+	var held sync.WaitGroup
+	for range s.Srv.Drawing.Turns() {
+		held.Add(1)
+		go s.Srv.Drawing.DoInLine(t.Context(), func() { held.Done(); <-release })
+	}
+	held.Wait()
+	again := b.call("GET", "/api/captcha/"+id+"/audio?lang=zh", nil)
+	close(release)
+	if again.Status != 200 || !bytes.Equal(again.Body, first.Body) {
+		t.Errorf("the sound played again while the drawing turns are taken: %d %.100s", again.Status, again.Body)
+	}
+
+	// Used, a captcha has no sound, though this instance keeps it.
+	used := b.call("GET", "/api/captcha", nil).json(t)["captcha_id"].(string)
+	if r := b.call("GET", "/api/captcha/"+used+"/audio", nil); r.Status != 200 {
+		t.Fatalf("a second captcha's sound: %d", r.Status)
+	}
+	if _, err := s.Srv.Captchas.Check(t.Context(), used, "wrong"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "a used captcha's sound", b.call("GET", "/api/captcha/"+used+"/audio", nil), 404, "not_found")
+
+	// A loop is told to wait, as the picture's is.
+	limited := 0
+	var r reply
+	for range 40 {
+		if r = b.call("GET", "/api/captcha/"+id+"/audio", nil); r.Status == 429 {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Errorf("40 more plays in a row: none refused")
+	} else {
+		expect(t, "the last play of a loop", r, 429, "rate_limited")
+		if r.Header.Get("Retry-After") == "" {
+			t.Error("a refused play says not when to come back")
+		}
+	}
+}
