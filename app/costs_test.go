@@ -218,7 +218,13 @@ func TestUnknownImagesCostNoQuery(t *testing.T) {
 	b := startLive(t, liveOpts{db: db, rdb: a.Redis, only: []string{workerImages}})
 	merchant := withRole(t, a, "names_shop", models.RoleMerchant)
 	path := imageItem(t, a, merchant)
-	time.Sleep(200 * time.Millisecond) // each instance has read the names (none yet) and listens
+	for _, s := range []*liveServer{a, b} { // each instance has read the names (none yet)
+		for start := time.Now(); !s.Srv.site.images.KnowsNames(); time.Sleep(10 * time.Millisecond) {
+			if time.Since(start) > 5*time.Second {
+				t.Fatal("the stored images' names were not read in 5 s")
+			}
+		}
+	}
 
 	stranger := newBrowser(t, b.URL)
 	queries.Store(0)

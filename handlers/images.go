@@ -77,6 +77,14 @@ type knownSums struct {
 	complete bool
 }
 
+// KnowsNames reports whether the instance knows every stored upload's name (Run has read them, and they
+// are within MaxKnownImages): unknown names then cost no query.
+func (h *Images) KnowsNames() bool {
+	h.known.mu.RLock()
+	defer h.known.mu.RUnlock()
+	return h.known.complete
+}
+
 // lacks reports whether the set is complete and has not sum.
 func (k *knownSums) lacks(sum [16]byte) bool {
 	k.mu.RLock()
