@@ -109,6 +109,7 @@ const (
 	workerBuyAnswers   = "buy_answers"
 	workerCaptchaPool  = "captcha_pool"
 	workerStops        = "stops"
+	workerImages       = "images" // the stored images' names
 )
 
 // Close releases what NewServer opened (not the Deps, which belong to the caller).
@@ -176,6 +177,7 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 		workerBuyAnswers:      s.Answers.Run,
 		workerCaptchaPool:     s.Captchas.Fill,
 		workerStops:           s.Stops.Run,
+		workerImages:          s.site.images.Run,
 		jobs.OrderConsumerJob: s.OrderConsumer.Run,
 		jobs.PreheatJob:       s.Preheat.Run,
 		jobs.PaymentPollJob:   s.PaymentPoll.Run,
@@ -219,6 +221,11 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 	}()
 	return done, nil
 }
+
+// readBufferSize bounds a request's line and headers, which fasthttp reads into a buffer of this size
+// (a connection's): nginx's large_client_header_buffers allows a line or a header of 8 KB. More answers
+// 431 header_too_large.
+const readBufferSize = 8 << 10
 
 // NewServer builds the whole application: its domain parts, the jobs, the handlers, and the Fiber app with
 // its middleware, templates and route table. A broken template fails here. ctx bounds its start-up I/O.
@@ -297,6 +304,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		ErrorHandler:          errorHandler(d.Log, d.Now),
 		Views:                 engine,
 		DisableStartupMessage: true,
+		ReadBufferSize:        readBufferSize,
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           120 * time.Second,
@@ -355,7 +363,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		book:     &handlers.Addresses{DB: d.DB, Now: d.Now},
 		ship:     &handlers.Fulfilment{DB: d.DB, Now: d.Now},
 		refunds:  &handlers.AdminOrders{DB: d.DB, Refunds: s.Refunds, Now: d.Now},
-		images:   handlers.NewImages(d.DB, d.Now),
+		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},

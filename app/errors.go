@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/time/rate"
 
 	"seckill/errs"
 	"seckill/handlers"
@@ -43,6 +44,7 @@ var statusOf = map[string]int{
 	errs.AddressRequired:    fiber.StatusConflict,
 	errs.PaymentUnavailable: fiber.StatusServiceUnavailable,
 	errs.TooLarge:           fiber.StatusRequestEntityTooLarge,
+	errs.HeaderTooLarge:     fiber.StatusRequestHeaderFieldsTooLarge,
 	errs.UnsupportedMedia:   fiber.StatusUnsupportedMediaType,
 	errs.Timeout:            fiber.StatusRequestTimeout,
 	errs.RateLimited:        fiber.StatusTooManyRequests,
@@ -53,8 +55,14 @@ var statusOf = map[string]int{
 // errorHandler turns every error a handler returns into the contract's body. Errors that carry no code
 // are logged with the request id and answered with a generic message: no internal text reaches a client.
 func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
+	tooLarge := rate.NewLimiter(rate.Every(time.Second), 5)
 	return func(c *fiber.Ctx, err error) error {
 		e := toContractError(c, err, log)
+		if e.Code == errs.HeaderTooLarge && tooLarge.Allow() {
+			// The client's doing (a long address, big cookies), answered before any route: a few lines a
+			// second say it happens, without a flood of them filling the log.
+			log.WarnContext(c.UserContext(), "request line and headers too large", "ip", c.IP(), "limit_bytes", c.App().Config().ReadBufferSize)
+		}
 		status, ok := statusOf[e.Code]
 		if !ok {
 			status = fiber.StatusInternalServerError
@@ -79,6 +87,11 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 	}
 }
 
+var (
+	errHeaderTooLarge     = errs.Static(errs.HeaderTooLarge, i18n.For("en").T("code."+errs.HeaderTooLarge))
+	errHeaderTooLargeBoth = errs.Static(errs.HeaderTooLarge, i18n.For("en").T("code."+errs.HeaderTooLarge)+" "+i18n.For("zh").T("code."+errs.HeaderTooLarge))
+)
+
 // errorBody is the contract's error JSON.
 type errorBody struct {
 	Error   string            `json:"error"`
@@ -97,9 +110,16 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 		case fiber.StatusNotFound:
 			return errs.New(errs.NotFound, "there is nothing at this address")
 		case fiber.StatusMethodNotAllowed:
-			return errs.New(errs.MethodNotAllowed, "this address does not take "+c.Method())
+			return errs.New(errs.MethodNotAllowed, "this address does not take "+errs.Echo(c.Method()))
 		case fiber.StatusRequestEntityTooLarge:
 			return errs.New(errs.TooLarge, "the request body is too large")
+		case fiber.StatusRequestHeaderFieldsTooLarge:
+			// fasthttp could not fit the request line and headers in its read buffer (ReadBufferSize), and
+			// parsed none of the headers: the language is not known, so the answer says it in both.
+			if c.Get(fiber.HeaderAcceptLanguage) == "" && c.Cookies(handlers.LangCookie) == "" {
+				return errHeaderTooLargeBoth
+			}
+			return errHeaderTooLarge
 		case fiber.StatusBadRequest, fiber.StatusUnprocessableEntity:
 			return errs.New(errs.BadRequest, "the request is malformed")
 		case fiber.StatusTooManyRequests:

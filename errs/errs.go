@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -28,6 +29,7 @@ const (
 	QRState          = "qr_state"
 	Timeout          = "timeout"
 	UnsupportedMedia = "unsupported_media_type"
+	HeaderTooLarge   = "header_too_large" // the request line and headers do not fit the server's buffer
 
 	// The buying path.
 	BadCaptcha    = "bad_captcha"
@@ -55,7 +57,7 @@ const (
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
 	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked,
-	ActivityState, OrderState, AddressRequired, PaymentUnavailable}
+	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge}
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {
@@ -140,4 +142,20 @@ func Is(err error, code string) bool {
 // Limited is a RateLimited error that says when to try again.
 func Limited(retryAfter time.Duration) *Error {
 	return &Error{Code: RateLimited, Message: "too many requests, try again shortly", RetryAfter: retryAfter}
+}
+
+// MaxEcho is how many characters of a client's value an error quotes back (an order number it does not
+// know, say): the value may be megabytes, the answer stays small.
+const MaxEcho = 64
+
+// Echo is a client's value as an error quotes it: its first MaxEcho characters, and "…" when it had more.
+func Echo(s string) string {
+	n := 0
+	for i := range s {
+		if n == MaxEcho {
+			return strings.ToValidUTF8(s[:i], "\uFFFD") + "…"
+		}
+		n++
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }

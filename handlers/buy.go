@@ -24,7 +24,10 @@ var (
 	captchaPerUser = ratelimit.Limit{Rate: 30, Burst: 10, Period: time.Minute}
 	captchaPerIP   = ratelimit.Limit{Rate: 120, Burst: 60, Period: time.Minute}
 	pathPerUser    = ratelimit.Limit{Rate: 20, Burst: 10, Period: time.Minute}
-	pathPerIP      = ratelimit.Limit{Rate: 120, Burst: 60, Period: time.Minute}
+	// A spoken captcha is 93 KB and a few milliseconds of a core to make: a person plays one a few times.
+	audioPerUser = ratelimit.Limit{Rate: 20, Burst: 10, Period: time.Minute}
+	audioPerIP   = ratelimit.Limit{Rate: 60, Burst: 30, Period: time.Minute}
+	pathPerIP    = ratelimit.Limit{Rate: 120, Burst: 60, Period: time.Minute}
 )
 
 // Buy serves the buying path: captcha, purchase path, the buy itself and the buyer's result.
@@ -67,11 +70,22 @@ func (h *Buy) Captcha(c *fiber.Ctx) error {
 // CaptchaAudio answers a captcha's digits spoken, in the page's language (?lang=en|zh, else the
 // request's), for a person who cannot see the picture.
 func (h *Buy) CaptchaAudio(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	if h.RateLimitIP {
+		if err := h.Limits.Allow(ctx, "captcha_audio:ip:"+addressKey(c), audioPerIP); err != nil {
+			return err
+		}
+	}
+	if s, ok := SessionOf(c); ok {
+		if err := h.Limits.Allow(ctx, "captcha_audio:user:"+strconv.FormatInt(s.UserID, 10), audioPerUser); err != nil {
+			return err
+		}
+	}
 	lang := c.Query("lang")
 	if lang != "en" && lang != "zh" {
 		lang = Lang(c)
 	}
-	wav, err := h.Captchas.Audio(c.UserContext(), c.Params("id"), lang)
+	wav, err := h.Captchas.Audio(ctx, c.Params("id"), lang)
 	if err != nil {
 		return err
 	}

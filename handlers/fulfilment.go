@@ -173,7 +173,9 @@ func (h *Fulfilment) Ship(c *fiber.Ctx) error {
 // MaxShipmentRows is how many orders one CSV sent back can hold.
 const MaxShipmentRows = 20_000
 
-// maxRowErrors is how many bad rows an answer lists (it counts them all).
+// maxRowErrors is how many bad rows an answer lists (it counts them all, and says how many it left out),
+// each with its order number cut to errs.MaxEcho characters: a file of 5 MB of bad order numbers
+// answered 4 MB of JSON when every one was quoted whole.
 const maxRowErrors = 200
 
 // RowError is a row of a CSV sent back that was not applied, by its line in the file.
@@ -187,11 +189,12 @@ type RowError struct {
 
 // ShipmentsResult is what a CSV sent back did.
 type ShipmentsResult struct {
-	Shipped   int        `json:"shipped"`   // orders shipped now
-	Corrected int        `json:"corrected"` // shipped orders whose carrier or tracking number changed
-	Unchanged int        `json:"unchanged"` // shipped already, as the row says
-	Skipped   int        `json:"skipped"`   // rows with neither carrier nor tracking number: not shipped yet
-	Bad       int        `json:"bad"`       // rows not applied (the first 200 are in errors)
+	Shipped   int        `json:"shipped"`    // orders shipped now
+	Corrected int        `json:"corrected"`  // shipped orders whose carrier or tracking number changed
+	Unchanged int        `json:"unchanged"`  // shipped already, as the row says
+	Skipped   int        `json:"skipped"`    // rows with neither carrier nor tracking number: not shipped yet
+	Bad       int        `json:"bad"`        // rows not applied (the first 200 are in errors)
+	NotListed int        `json:"not_listed"` // bad rows left out of errors
 	Errors    []RowError `json:"errors"`
 }
 
@@ -255,6 +258,7 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 	// The bad rows by their lines, whichever step found them.
 	sort.Slice(res.Errors, func(a, b int) bool { return res.Errors[a].Line < res.Errors[b].Line })
 	res.Errors = res.Errors[:min(len(res.Errors), maxRowErrors)]
+	res.NotListed = res.Bad - len(res.Errors)
 	return c.JSON(res)
 }
 
@@ -265,7 +269,7 @@ func rowError(lang string, line int, orderNo string, err error) RowError {
 		e = errs.New(errs.BadRequest, err.Error())
 	}
 	e = e.Localize(lang, i18n.For(lang).T)
-	return RowError{Line: line, OrderNo: orderNo, Error: e.Code, Message: e.Message, Fields: e.Fields}
+	return RowError{Line: line, OrderNo: errs.Echo(orderNo), Error: e.Code, Message: e.Message, Fields: e.Fields}
 }
 
 type shipmentRow struct {

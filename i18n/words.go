@@ -455,6 +455,9 @@ var catalog = map[string]map[string]string{
 		"notfound.title":              "Page not found",
 		"notfound.text":               "There is nothing at this address.",
 		"notfound.back":               "Back to the flash sales",
+		// Issue 28: what refuses costly requests says why.
+		"why.image_scans":       "is a JPEG saved in too many passes (progressive scans) to be opened here: save it again as a standard (baseline) JPEG, or as a PNG",
+		"code.header_too_large": "The request's address or headers (its cookies, say) are too long: clear this site's cookies and try again.",
 	},
 	"zh": {
 		"site.name":                   "秒杀",
@@ -910,5 +913,8 @@ var catalog = map[string]map[string]string{
 		"notfound.title":              "页面不存在",
 		"notfound.text":               "这个地址没有内容。",
 		"notfound.back":               "返回秒杀首页",
+		// Issue 28: what refuses costly requests says why.
+		"why.image_scans":       "是分很多遍（渐进式扫描）保存的 JPEG，这里无法打开：请另存为标准（基线）JPEG 或 PNG",
+		"code.header_too_large": "请求的地址或请求头（例如 Cookie）太长：请清除本站的 Cookie 后重试。",
 	},
 }

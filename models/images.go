@@ -129,3 +129,14 @@ func ImageData(ctx context.Context, db *gorm.DB, name string) ([]byte, error) {
 	}
 	return img.Data, nil
 }
+
+// ImageSums answers the sums of the stored uploads (each is kept at every size under its sum), at most
+// limit of them: whether there were more, the caller tells by the count.
+func ImageSums(ctx context.Context, db *gorm.DB, limit int) ([]string, error) {
+	var sums []string
+	err := db.WithContext(ctx).Raw("SELECT DISTINCT substr(name, 1, 32) FROM images LIMIT ?", limit).Scan(&sums).Error
+	if err != nil {
+		return nil, fmt.Errorf("image sums: %w", err)
+	}
+	return sums, nil
+}

@@ -10,6 +10,9 @@ import (
 	"image/jpeg"
 	"image/png"
 	"testing"
+	"time"
+
+	"seckill/pictures/picturestest"
 )
 
 func encoded(t testing.TB, w, h int, asPNG bool) []byte {
@@ -96,7 +99,8 @@ func TestProcessRefusesHugeImages(t *testing.T) {
 	}
 }
 
-// FuzzProcess: whatever is uploaded, Process answers images that decode, or ErrNotImage, or ErrTooBig;
+// FuzzProcess: whatever is uploaded, Process answers images that decode, or ErrNotImage, ErrTooBig or
+// ErrTooCostly;
 // never a panic.
 func FuzzProcess(f *testing.F) {
 	f.Add(encoded(f, 8, 6, true))
@@ -106,7 +110,7 @@ func FuzzProcess(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		p, err := Process(raw)
 		if err != nil {
-			if !errors.Is(err, ErrNotImage) && !errors.Is(err, ErrTooBig) {
+			if !errors.Is(err, ErrNotImage) && !errors.Is(err, ErrTooBig) && !errors.Is(err, ErrTooCostly) {
 				t.Fatalf("Process answered %v", err)
 			}
 			return
@@ -131,13 +135,51 @@ func jpegClaiming(w, h uint16, sof byte) []byte {
 // A progressive JPEG costs more to open (its decoder keeps every coefficient): the same size that passes
 // as a baseline JPEG is refused as a progressive one.
 func TestProcessCountsProgressiveJPEGs(t *testing.T) {
-	if !progressive(jpegClaiming(3000, 3000, 0xc2)) || progressive(jpegClaiming(3000, 3000, 0xc0)) {
-		t.Fatal("progressive() does not tell SOF2 from SOF0")
+	if !walkJPEG(jpegClaiming(3000, 3000, 0xc2)).progressive || walkJPEG(jpegClaiming(3000, 3000, 0xc0)).progressive {
+		t.Fatal("walkJPEG does not tell SOF2 from SOF0")
 	}
 	if _, err := Process(jpegClaiming(3000, 3000, 0xc0)); !errors.Is(err, ErrNotImage) {
 		t.Errorf("a 3000 × 3000 baseline JPEG header: %v, want it let through to the decoder (ErrNotImage: no pixels)", err)
 	}
 	if _, err := Process(jpegClaiming(3000, 3000, 0xc2)); !errors.Is(err, ErrTooBig) {
 		t.Errorf("a 3000 × 3000 progressive JPEG header: %v, want ErrTooBig", err)
+	}
+}
+
+// A JPEG whose scans would keep the decoder busy is refused from its markers, before any decoding, in
+// a few milliseconds whatever its size: 2,000 repeated scans of an 8-megapixel image (283 KB, 6.4
+// core-seconds to decode), and a 5 MB file of them. Honest JPEGs pass: a baseline one, and a
+// progressive one of 10 scans.
+func TestProcessRefusesCostlyScans(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		raw  []byte
+	}{
+		{"2,000 scans, 283 KB", picturestest.ManyScans(2800, 2800, 2000, 71)},
+		{"a 5 MB file of scans", picturestest.ManyScans(2800, 2800, 84_000, 0)},
+		{"65 scans of a small image", picturestest.ManyScans(64, 64, MaxScans+1, 0)},
+		{"40 scans of 7 colour megapixels", picturestest.ManyColourScans(2800, 2600, 40)},
+	} {
+		start := time.Now()
+		_, err := Process(tt.raw)
+		if !errors.Is(err, ErrTooCostly) {
+			t.Errorf("%s (%d bytes): %v, want ErrTooCostly", tt.name, len(tt.raw), err)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("%s: refused after %v, want at once", tt.name, d)
+		}
+	}
+	for name, raw := range map[string][]byte{
+		"a baseline JPEG":           encoded(t, 600, 400, false),
+		"10 progressive scans":      picturestest.ManyScans(1024, 1024, 10, 0),
+		"64 scans of a small image": picturestest.ManyScans(64, 64, MaxScans, 0),
+	} {
+		if _, err := Process(raw); err != nil {
+			t.Errorf("%s: %v, want it opened", name, err)
+		}
+	}
+	// A 12-megapixel 4:2:0 photo in libjpeg's 10 progressive scans walks 1.3 million blocks: well within.
+	if s := walkJPEG(picturestest.ManyScans(4000, 3000, 10, 0)); s.scans != 10 || s.blocks != 10*500*375 {
+		t.Errorf("10 scans of 4000 × 3000 grey: %+v, want 10 scans of 187,500 blocks", s)
 	}
 }

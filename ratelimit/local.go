@@ -47,6 +47,9 @@ func (l *Local) Allow(key string) error {
 	s.mu.Lock()
 	e, ok := s.m[key]
 	if !ok {
+		if len(s.m) >= maxLocalKeys/len(l.shards) {
+			l.sweep(s, now)
+		}
 		e = &localEntry{lim: rate.NewLimiter(l.perSecond, l.burst)}
 		// A copy: the key may live in a request's buffer (Fiber's c.IP() behind a proxy), which the
 		// next request on the connection overwrites.
@@ -59,6 +62,25 @@ func (l *Local) Allow(key string) error {
 		return errs.Limited(time.Second)
 	}
 	return nil
+}
+
+// maxLocalKeys bounds the keys kept (a hundred bytes or so each): a flood from more addresses than that
+// within a refill (two seconds for the buy's limit) empties a shard, whose addresses then start again
+// with a full burst.
+const maxLocalKeys = 100_000
+
+// sweep makes room in a full shard (its lock held): it forgets the keys whose bucket has filled up again
+// since they were last seen, which a fresh one would equal; if none has, all of the shard's.
+func (l *Local) sweep(s *localShard, now time.Time) {
+	refill := time.Duration(float64(l.burst) / float64(l.perSecond) * float64(time.Second))
+	for k, e := range s.m {
+		if now.Sub(e.seen) > refill {
+			delete(s.m, k)
+		}
+	}
+	if len(s.m) >= maxLocalKeys/len(l.shards) {
+		clear(s.m)
+	}
 }
 
 // Run forgets keys unseen for a minute, until ctx ends, so that the map does not grow without bound.

@@ -30,7 +30,7 @@ type takeReq struct {
 func (l *Ledger) take(ctx context.Context, itemID int64, h int, userID int64, path, orderNo, loan string) ([]string, error) {
 	w := &waiting[takeReq]{req: takeReq{userID: userID, path: path, orderNo: orderNo, loan: loan}}
 	send := func(ctx context.Context, batch []*waiting[takeReq]) { l.takeBatch(ctx, itemID, h, batch) }
-	if l.single {
+	if l.single || !l.known(itemID) {
 		send(ctx, []*waiting[takeReq]{w})
 	} else {
 		if err := l.takeGroups.of(itemID, h).do(ctx, w, send); err != nil {
@@ -87,7 +87,7 @@ type pathReq struct {
 func (l *Ledger) issue(ctx context.Context, itemID int64, h int, userID int64, token string, anyStock bool) (string, error) {
 	w := &waiting[pathReq]{req: pathReq{userID: userID, token: token, anyStock: anyStock}}
 	send := func(ctx context.Context, batch []*waiting[pathReq]) { l.pathBatch(ctx, itemID, h, batch) }
-	if l.single {
+	if l.single || !l.known(itemID) {
 		send(ctx, []*waiting[pathReq]{w})
 	} else {
 		if err := l.pathGroups.of(itemID, h).do(ctx, w, send); err != nil {

@@ -50,3 +50,12 @@ func (l *Ledger) IssueBatch(ctx context.Context, itemID int64, h int, users []in
 
 // Script is a script with the message's names filled in, as the ledger's own are.
 func Script(src string) *redis.Script { return lua(src) }
+
+// Groups is how many batch groups the ledger keeps, of takes and of paths.
+func (l *Ledger) Groups() int {
+	n := 0
+	count := func(any, any) bool { n++; return true }
+	l.takeGroups.m.Range(count)
+	l.pathGroups.m.Range(count)
+	return n
+}

@@ -164,6 +164,14 @@ func (l *Ledger) ShardsKnown(ctx context.Context, itemID int64) (int, bool, erro
 	return n, true, nil
 }
 
+// known reports whether the item's shard count is known: its sale is loaded, or the catalog has it. Only
+// such an item's shards get a batch group kept for them: an id that names no sale (a buy's address is
+// anyone's to make up) is sent alone, and leaves nothing behind in memory.
+func (l *Ledger) known(itemID int64) bool {
+	_, ok := l.shards.Load(itemID)
+	return ok
+}
+
 // Remember records an item's shard count, known from the database (stock_shards).
 func (l *Ledger) Remember(itemID int64, n int) { l.shards.Store(itemID, max(n, 1)) }
 
