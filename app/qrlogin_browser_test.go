@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,11 +24,11 @@ func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.
 // TestQRLoginPhonePicksTheNumberInABrowser: a computer (behind the proxy at 203.0.113.7, in Paris by the
 // location database) opens the login page; a logged-in phone on another network (198.51.100.9), on a
 // 375 px screen, opens the address in its QR code and is shown the computer's address, city, browser
-// and time, the warning that the computer is not on its network, and three numbers, with Confirm off
-// until one is picked. The computer's page shows its number once the phone has scanned; the phone picks
-// it and confirms; the computer is logged in. Then, in Chinese, a phone that picks another number is told
-// the login was cancelled and the computer is not logged in; and a phone on the computer's own network
-// is shown no warning.
+// and time, the warning that the computer is not on its network, and a box to type the number in, with
+// Confirm off until two digits are typed. The computer's page shows its number once the phone has
+// scanned; the phone types it and confirms; the computer is logged in. In Chinese, a phone that types
+// another number is told the login was cancelled and the computer is not logged in. A phone on the
+// computer's own network is shown no warning and three numbers; it picks the computer's and confirms.
 func TestQRLoginPhonePicksTheNumberInABrowser(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "cities.mmdb")
 	err := geotest.Write(db, map[string]geotest.Place{
@@ -58,7 +60,7 @@ func TestQRLoginPhonePicksTheNumberInABrowser(t *testing.T) {
 
 	var warning, ip, city, ua string
 	var choices []string
-	var confirmOff bool
+	var confirmOff, typeShown bool
 	var width int
 	run(t, phone, "the phone, logged in on another network, opens the code's address",
 		from("198.51.100.9"),
@@ -66,7 +68,7 @@ func TestQRLoginPhonePicksTheNumberInABrowser(t *testing.T) {
 		chromedp.Navigate(s.URL+"/lang/en"),
 		network.SetCookie(handlers.SessionCookie, owner.cookie(handlers.SessionCookie)).WithDomain(u.Hostname()).WithPath("/").WithHTTPOnly(true),
 		chromedp.Navigate(phoneURL),
-		chromedp.WaitVisible(".qr-choices label", chromedp.ByQuery),
+		chromedp.WaitVisible("#qr-typed", chromedp.ByQuery),
 		chromedp.WaitVisible(".qr-elsewhere", chromedp.ByQuery),
 		chromedp.Text(".qr-elsewhere", &warning, chromedp.ByQuery),
 		chromedp.Text("dd.pc-ip", &ip, chromedp.ByQuery),
@@ -82,8 +84,8 @@ func TestQRLoginPhonePicksTheNumberInABrowser(t *testing.T) {
 	if ip != "203.0.113.7" || city != "Paris, France" || !strings.Contains(ua, "Chrome") {
 		t.Errorf("the phone shows the computer at %q in %q with %q", ip, city, ua)
 	}
-	if len(choices) != 3 || !confirmOff {
-		t.Errorf("the phone offers %q with Confirm disabled %v, want 3 numbers and Confirm off until one is picked", choices, confirmOff)
+	if len(choices) != 0 || !confirmOff {
+		t.Errorf("the phone elsewhere offers %q with Confirm disabled %v, want no numbers to tap and Confirm off until one is typed", choices, confirmOff)
 	}
 	if width > 375 {
 		t.Errorf("the phone's page is %d px wide on a 375 px screen", width)
@@ -97,14 +99,14 @@ func TestQRLoginPhonePicksTheNumberInABrowser(t *testing.T) {
 		chromedp.Text("#qr-panel .qr-number", &number, chromedp.ByQuery),
 		chromedp.Evaluate(`document.querySelector("#qr-panel img").hidden`, &imgHidden),
 	)
-	if !slices.Contains(choices, number) || !imgHidden {
-		t.Fatalf("the computer shows %q (its QR code hidden: %v); the phone offers %q", number, imgHidden, choices)
+	if !twoDigits.MatchString(number) || !imgHidden {
+		t.Fatalf("the computer shows %q (its QR code hidden: %v)", number, imgHidden)
 	}
 	shot(t, pc, "qr-computer-number")
 
 	var said string
-	run(t, phone, "pick the computer's number, confirm",
-		chromedp.Click(qrChoice(number)),
+	run(t, phone, "type the computer's number, confirm",
+		chromedp.SendKeys("#qr-typed", number, chromedp.ByQuery),
 		chromedp.Click("#qr-phone .confirm", chromedp.ByQuery),
 		chromedp.WaitVisible(`//p[contains(@class, "qr-message")][normalize-space(.) != ""]`),
 		chromedp.Text(".qr-message", &said, chromedp.ByQuery),
@@ -121,27 +123,21 @@ func TestQRLoginPhonePicksTheNumberInABrowser(t *testing.T) {
 		t.Errorf("the computer is logged in as %q, want the phone's user", me)
 	}
 
-	// In Chinese, a wrong pick: the phone says so, the computer is not logged in, the code is dead.
+	// In Chinese, a wrong number: the phone says so, the computer is not logged in, the code is dead.
 	other := behind(newBrowser(t, s.URL), "203.0.113.7")
-	id := scannedBy(t, s, other, phone, "zh")
+	id := scannedBy(t, s, other, phone, "zh", "#qr-typed")
 	right := qrNumber(t, other, id)
-	var wrong string
-	run(t, phone, "the Chinese page's choices",
-		chromedp.Evaluate(`[...document.querySelectorAll(".qr-choices label")].map(l => l.textContent.trim())`, &choices),
+	wrong := fmt.Sprintf("%02d", (atoi(t, right)+1)%100)
+	run(t, phone, "the Chinese page",
 		chromedp.Text(".qr-elsewhere", &warning, chromedp.ByQuery),
 		chromedp.Text("dd.pc-city", &city, chromedp.ByQuery),
 		chromedp.Evaluate(`document.documentElement.scrollWidth`, &width),
 	)
-	for _, c := range choices {
-		if c != right {
-			wrong = c
-		}
-	}
 	if !strings.Contains(warning, "这台电脑与您的手机不在同一网络") || city != "法国 巴黎" || width > 375 {
 		t.Errorf("the Chinese phone page warns %q, shows the city %q and is %d px wide", warning, city, width)
 	}
-	run(t, phone, "pick another number, confirm",
-		chromedp.Click(qrChoice(wrong)),
+	run(t, phone, "type another number, confirm",
+		chromedp.SendKeys("#qr-typed", wrong, chromedp.ByQuery),
 		chromedp.Click("#qr-phone .confirm", chromedp.ByQuery),
 		chromedp.WaitVisible(`//p[contains(@class, "qr-message")][normalize-space(.) != ""]`),
 		chromedp.Text(".qr-message", &said, chromedp.ByQuery),
@@ -156,27 +152,57 @@ func TestQRLoginPhonePicksTheNumberInABrowser(t *testing.T) {
 		t.Error("the computer got logged in by a wrong pick")
 	}
 
-	// A computer on the phone's own network: no warning, and no city the database does not know.
+	// A computer on the phone's own network: no warning, no city the database does not know, three
+	// numbers to tap; the phone picks the computer's and confirms.
 	near := behind(newBrowser(t, s.URL), "198.51.100.20")
-	scannedBy(t, s, near, phone, "en")
+	id = scannedBy(t, s, near, phone, "en", ".qr-choices label")
+	number = qrNumber(t, near, id)
 	var warned, cityShown bool
-	run(t, phone, "no warning on the same network",
+	run(t, phone, "no warning on the same network, three numbers",
 		chromedp.Evaluate(`!document.querySelector(".qr-elsewhere").hidden`, &warned),
 		chromedp.Evaluate(`!document.querySelector("dd.pc-city").hidden`, &cityShown),
+		chromedp.Evaluate(`!document.querySelector(".qr-type").hidden`, &typeShown),
+		chromedp.Evaluate(`[...document.querySelectorAll(".qr-choices label")].map(l => l.textContent.trim())`, &choices),
+		chromedp.Evaluate(`document.querySelector("#qr-phone .confirm").disabled`, &confirmOff),
+		chromedp.Evaluate(`document.documentElement.scrollWidth`, &width),
 	)
-	if warned || cityShown {
-		t.Errorf("a computer on the phone's network: warned %v, a city shown %v", warned, cityShown)
+	if warned || cityShown || typeShown {
+		t.Errorf("a computer on the phone's network: warned %v, a city shown %v, a box to type in %v", warned, cityShown, typeShown)
+	}
+	if len(choices) != 3 || !slices.Contains(choices, number) || !confirmOff || width > 375 {
+		t.Errorf("the phone offers %q (the computer's is %s), Confirm off %v, %d px wide", choices, number, confirmOff, width)
+	}
+	shot(t, phone, "qr-phone-same-network")
+	run(t, phone, "pick the computer's number, confirm",
+		chromedp.Click(qrChoice(number)),
+		chromedp.Click("#qr-phone .confirm", chromedp.ByQuery),
+		chromedp.WaitVisible(`//p[contains(@class, "qr-message")][normalize-space(.) != ""]`),
+		chromedp.Text(".qr-message", &said, chromedp.ByQuery),
+	)
+	near.call("GET", "/api/qr/login/"+id, nil)
+	if status, name := near.me(); status != 200 || name != "qr_browser_owner" || !strings.Contains(said, "logged in") {
+		t.Errorf("after picking the number the phone says %q and the computer's /api/me is %d %q", said, status, name)
 	}
 }
 
-// scannedBy has the computer make a code and the phone open its page in lang, scanning it.
-func scannedBy(t *testing.T, s *liveServer, pc *browser, phone context.Context, lang string) string {
+// scannedBy has the computer make a code and the phone open its page in lang, scanning it, until what
+// shows the phone's way to give the number (ready) is visible.
+func scannedBy(t *testing.T, s *liveServer, pc *browser, phone context.Context, lang, ready string) string {
 	t.Helper()
 	id := newQR(t, s, pc)
 	run(t, phone, "the phone opens another code in "+lang,
 		chromedp.Navigate(s.URL+"/lang/"+lang),
 		chromedp.Navigate(s.URL+"/m/qr/"+id),
-		chromedp.WaitVisible(".qr-choices label", chromedp.ByQuery),
+		chromedp.WaitVisible(ready, chromedp.ByQuery),
 	)
 	return id
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

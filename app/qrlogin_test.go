@@ -58,7 +58,7 @@ func scanned(t *testing.T, s *liveServer, pc, phone *browser) (string, map[strin
 }
 
 // TestQRLoginNeedsTheComputersNumber: the phone confirms a login only with the number the computer shows
-// once the phone has scanned. A confirm with no number, or another, logs nobody in and kills the code, so
+// once the phone has scanned (here both are on one network, so the phone is offered three numbers). A confirm with no number, or another, logs nobody in and kills the code, so
 // a page that relays a QR code it took from this site gets one blind try; the right number logs the
 // computer in.
 func TestQRLoginNeedsTheComputersNumber(t *testing.T) {
@@ -143,7 +143,8 @@ func TestQRLoginNeedsTheComputersNumber(t *testing.T) {
 
 // TestQRLoginShowsWhereTheComputerIs: the phone's scan answer carries the computer's address (as the
 // trusted proxy saw it), its city when GEOIP_DB names a location database (in the phone's language), and
-// whether the computer is on the phone's network: IPv4 by /24, IPv6 by /64, one of each never.
+// whether the computer is on the phone's network: IPv4 by /24, IPv6 by /64, one of each never. Only a
+// phone on the computer's network is offered numbers to tap; elsewhere it must type the number.
 func TestQRLoginShowsWhereTheComputerIs(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "cities.mmdb")
 	err := geotest.Write(db, map[string]geotest.Place{
@@ -189,6 +190,10 @@ func TestQRLoginShowsWhereTheComputerIs(t *testing.T) {
 			}
 			if scan["same_network"] != tt.sameNet || scan["phone_ip"] != tt.phoneIP {
 				t.Errorf("same_network %v (phone at %v), want %v", scan["same_network"], scan["phone_ip"], tt.sameNet)
+			}
+			// Three numbers to tap on one network; elsewhere none: the person types the number.
+			if choices, _ := scan["choices"].([]any); len(choices) != 3 && tt.sameNet || choices != nil && !tt.sameNet {
+				t.Errorf("the phone is offered the choices %v (same network: %v)", scan["choices"], tt.sameNet)
 			}
 			if tt.wantWords != "" {
 				page := phone.call("GET", "/m/qr/"+id, nil)

@@ -113,10 +113,15 @@ func (h *QRLogin) Scan(c *fiber.Ctx) error {
 		scan.PC.City = h.Places.City(scan.PC.IP, Lang(c))
 	}
 	phoneIP := c.IP()
-	return c.JSON(fiber.Map{
-		"state": auth.QRScanned, "pc": scan.PC, "choices": scan.Choices,
-		"phone_ip": phoneIP, "same_network": auth.SameNetwork(scan.PC.IP, phoneIP),
-	})
+	same := auth.SameNetwork(scan.PC.IP, phoneIP)
+	answer := fiber.Map{"state": auth.QRScanned, "pc": scan.PC, "phone_ip": phoneIP, "same_network": same}
+	// On one network the person taps the PC's number among three. Elsewhere, where a page relaying a code
+	// it took from this site would be, they type it: a victim whose screen shows no number, told by that
+	// page which to tap, would hit it one time in three; typed, one in a hundred.
+	if same {
+		answer["choices"] = scan.Choices
+	}
+	return c.JSON(answer)
 }
 
 // Confirm logs the PC in when the body carries the number the PC shows. A body without it (none, not
