@@ -38,9 +38,9 @@ var qrScript = redis.NewScript(qrLua)
 // only the browser that holds its binding cookie, once.
 //
 // Each code also has a number of two digits that only its PC is shown, once a phone has scanned it; the
-// phone offers it among decoys and confirms only with it. A QR code a phishing page took from this site
-// and showed its victim comes without that number (it is on the attacker's screen, not the victim's), and
-// a wrong pick cancels the code, so a relay gets one blind try in qrChoices.
+// phone confirms only with it (tapped among qrChoices on the PC's network, typed elsewhere: the handler
+// decides). A QR code a phishing page took from this site and showed its victim comes without that number
+// (it is on the attacker's screen, not the victim's), and a wrong one cancels the code: one blind try.
 type QRLogin struct {
 	rdb redis.UniversalClient
 	ttl time.Duration
