@@ -353,7 +353,7 @@ func TestQRLoginFlow(t *testing.T) {
 	if r := pc.call("GET", "/api/qr/login/"+id, nil); r.json(t)["state"] != "scanned" {
 		t.Errorf("PC poll after scanning: %s", r.Body)
 	}
-	if r := phone.call("POST", "/api/qr/login/"+id+"/confirm", nil); r.Status != 200 || r.json(t)["state"] != "confirmed" {
+	if r := phone.call("POST", "/api/qr/login/"+id+"/confirm", map[string]string{"code": qrNumber(t, pc, id)}); r.Status != 200 || r.json(t)["state"] != "confirmed" {
 		t.Fatalf("confirm: %d %s", r.Status, r.Body)
 	}
 
@@ -413,7 +413,7 @@ func TestQRLoginRefusals(t *testing.T) {
 	}
 	expectState(otherPhone, id, "scan")    // scanned once
 	expectState(otherPhone, id, "confirm") // confirmed only by the session that scanned
-	if r := phone.call("POST", "/api/qr/login/"+id+"/confirm", nil); r.Status != 200 {
+	if r := phone.call("POST", "/api/qr/login/"+id+"/confirm", map[string]string{"code": qrNumber(t, pc, id)}); r.Status != 200 {
 		t.Fatalf("confirm: %d", r.Status)
 	}
 	expectState(phone, id, "confirm") // a second confirm

@@ -31,6 +31,7 @@ import (
 	"seckill/catalog"
 	"seckill/handlers"
 	"seckill/internal/gate"
+	"seckill/internal/geo"
 	"seckill/jobs"
 	"seckill/models"
 	"seckill/payment"
@@ -324,6 +325,19 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	return s, nil
 }
 
+// openPlaces opens the location database GEOIP_DB names, closed with the server; nil without one.
+func (s *Server) openPlaces(cfg Config) (handlers.Places, error) {
+	if cfg.GeoIPDB == "" {
+		return nil, nil
+	}
+	cities, err := geo.Open(cfg.GeoIPDB)
+	if err != nil {
+		return nil, fmt.Errorf("GEOIP_DB: %w", err)
+	}
+	s.closers = append(s.closers, cities.Close)
+	return cities, nil
+}
+
 // buildSite makes every handler of the route table from the server's parts.
 func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Views, node *snowflake.Node) error {
 	passwords, err := auth.NewPasswords(cfg.BcryptCost, s.Hashing)
@@ -336,6 +350,10 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	s.Queue = &jobs.Queue{Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
 		Admission: stock.Admission{Overbook: cfg.QueueOverbook, Rate: cfg.QueueRate, Turn: cfg.QueueTurn}}
 	s.Captchas.Expected = expectedShoppers(shop, s.Flags.SoldOut, d.Now, cfg.PreheatWindow)
+	places, err := s.openPlaces(cfg)
+	if err != nil {
+		return err
+	}
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
 		Passwords: passwords, Captchas: s.Captchas,
@@ -349,7 +367,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		static:   &handlers.Static{Files: files},
 		pages:    &handlers.Pages{DB: d.DB, Catalog: shop, Left: left, Now: d.Now, Views: views},
 		accounts: accounts,
-		qr:       &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now},
+		qr:       &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now, Places: places},
 		catalog:  &handlers.Catalog{Catalog: shop, Left: left, Now: d.Now},
 		buy: &handlers.Buy{
 			Catalog: shop, Ledger: s.Ledger, Books: books, Flags: s.Flags, Stops: s.Stops, Captchas: accounts.Captchas,

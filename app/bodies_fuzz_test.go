@@ -234,6 +234,7 @@ func FuzzJSONBodies(f *testing.F) {
 		`{"name":"K \u0001","title":"\u0001","image_url":"/\u0001","original_price_cents":2,"seckill_price_cents":1,"stock":1}`,
 		`{"reason":"no \u0001"}`, `{"payment_id":"sbx_\u0001","order_no":"SK\u0001","amount_cents":990,"status":"paid","at":` + fzNow + `}`,
 		`{"reason":"not a real sale"}`, `{"reason":"   "}`, `{"reason":"` + strings.Repeat("r", 3000) + `"}`,
+		`{"code":"42"}`, `{"code":42}`, `{"code":"` + strings.Repeat("4", 3000) + `"}`,
 		`{"role":"merchant"}`, `{"role":"ADMIN"}`, `{"role":"shopper "}`, `{"role":""}`,
 		`{"payment_id":"sbx_1","order_no":"SK1","amount_cents":990,"status":"paid","at":` + fzNow + `}`,
 		`{"payment_id":"","order_no":"","amount_cents":-1,"status":"PAID","at":` + fzNow + `}`,
@@ -253,6 +254,7 @@ func FuzzJSONBodies(f *testing.F) {
 		{s.anon, "POST", "/api/auth/register"},
 		{s.shopper, "POST", fmt.Sprintf("/api/items/%d/path", s.item)},
 		{s.anon, "POST", "/api/qr/login"},
+		{s.shopper, "POST", "/api/qr/login/0123456789abcdef0123456789abcdef/confirm"}, // its {"code"} is read first
 		{s.merchant, "POST", "/api/merchant/activities"},
 		{s.merchant, "PUT", fmt.Sprintf("/api/merchant/activities/%d", s.draft)},
 		{s.merchant, "POST", fmt.Sprintf("/api/merchant/activities/%d/items", s.draft)},

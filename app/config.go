@@ -32,6 +32,7 @@ type Config struct {
 	PayTimeout      time.Duration // PAY_TIMEOUT: how long an order waits for payment
 	PreheatWindow   time.Duration // PREHEAT_WINDOW: how long before its start a sale is loaded into Redis
 	QRTTL           time.Duration // QR_TTL: how long a login QR code lives
+	GeoIPDB         string        // GEOIP_DB: a MaxMind-format city database (.mmdb); the phone approving a QR login is shown the computer's city; empty shows none
 	NodeID          int64         // NODE_ID: this instance's snowflake node, unique per instance; -1 (unset) leases one from Redis
 	DataDir         string        // DATA_DIR: where demo mode keeps its SQLite file
 	LogLevel        string        // LOG_LEVEL: debug, info, warn, error
@@ -142,6 +143,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		PayTimeout:      p.duration("PAY_TIMEOUT", 15*time.Minute),
 		PreheatWindow:   p.duration("PREHEAT_WINDOW", 10*time.Minute),
 		QRTTL:           p.duration("QR_TTL", 120*time.Second),
+		GeoIPDB:         p.str("GEOIP_DB", ""),
 		NodeID:          int64(p.int("NODE_ID", -1, 0, 1023)),
 		DataDir:         p.str("DATA_DIR", "./data"),
 		LogLevel:        p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),

@@ -52,8 +52,8 @@ func TestRegisteringFromAnItemReturnsToIt(t *testing.T) {
 }
 
 // TestQRLoginFromALoggedOutPhone: a phone that is not logged in scans a computer's login code: it is told
-// what it is approving (and shown no code of its own), logs in, is back at the confirmation, confirms, and
-// the computer is logged in.
+// what it is approving (and shown no code of its own), logs in, is back at the confirmation, picks the
+// number the computer shows, confirms, and the computer is logged in.
 func TestQRLoginFromALoggedOutPhone(t *testing.T) {
 	s := startLive(t, liveOpts{})
 	newBrowser(t, s.URL).register("phone_person", "phone password")
@@ -72,11 +72,14 @@ func TestQRLoginFromALoggedOutPhone(t *testing.T) {
 	if !strings.Contains(notice, "A computer asked to log in") || panels != 0 {
 		t.Errorf("the phone's login page says %q and shows %d login codes of its own", notice, panels)
 	}
-	run(t, phone, "log in, back at the confirmation, confirm",
+	run(t, phone, "log in, back at the confirmation",
 		chromedp.SendKeys("#username", "phone_person", chromedp.ByID),
 		chromedp.SendKeys("#password", "phone password", chromedp.ByID),
 		chromedp.Click(`form[data-account] button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#qr-phone .actions button.confirm", chromedp.ByQuery),
+	)
+	run(t, phone, "pick the computer's number, confirm",
+		chromedp.Click(qrChoice(qrNumber(t, pc, id))),
 		chromedp.Click("#qr-phone .actions button.confirm", chromedp.ByQuery),
 		chromedp.WaitVisible(`//p[contains(@class, "qr-message")][normalize-space(.) != ""]`),
 	)

@@ -28,6 +28,7 @@ var statusOf = map[string]int{
 	errs.Conflict:           fiber.StatusConflict,
 	errs.UsernameTaken:      fiber.StatusConflict,
 	errs.QRState:            fiber.StatusConflict,
+	errs.BadCode:            fiber.StatusBadRequest,
 	errs.BadCaptcha:         fiber.StatusBadRequest,
 	errs.InvalidPath:        fiber.StatusForbidden,
 	errs.NotStarted:         fiber.StatusForbidden,

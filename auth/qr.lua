@@ -1,9 +1,10 @@
 -- The QR login state machine, one step at a time, atomically.
 -- KEYS[1]: the code's hash. ARGV: action (scan|confirm|cancel|poll), now in ms, session id (the phone's
--- for scan/confirm/cancel, the hash of the PC's binding cookie for poll), user id (scan only).
--- Answers {'ok', state[, user id]} or {'not_found'} or {'qr_state', state}.
-local action, now, sid, uid = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-local f = redis.call('HMGET', KEYS[1], 'state', 'expires_at', 'phone_sid', 'confirmed_at', 'bind', 'uid', 'consumed')
+-- for scan/confirm/cancel, the hash of the PC's binding cookie for poll), user id (scan only), the number
+-- the person picked on the phone (confirm only).
+-- Answers {'ok', state[, user id[, number]]} or {'not_found'} or {'qr_state', state} or {'bad_code'}.
+local action, now, sid, uid, picked = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local f = redis.call('HMGET', KEYS[1], 'state', 'expires_at', 'phone_sid', 'confirmed_at', 'bind', 'uid', 'consumed', 'code')
 local state = f[1]
 if not state then
   return {'not_found'}
@@ -31,6 +32,11 @@ if action == 'confirm' or action == 'cancel' then
     return {'qr_state', 'scanned_elsewhere'}
   end
   if action == 'confirm' then
+    if not f[8] or picked ~= f[8] then
+      -- Not the PC's number: one try only, so a relay cannot guess it by asking again.
+      redis.call('HSET', KEYS[1], 'state', 'cancelled')
+      return {'bad_code'}
+    end
     redis.call('HSET', KEYS[1], 'state', 'confirmed', 'confirmed_at', now)
     return {'ok', 'confirmed'}
   end
@@ -46,6 +52,9 @@ if action == 'poll' then
     -- The first read after the phone confirmed, within 30 s, logs this browser in, once.
     redis.call('HSET', KEYS[1], 'consumed', '1')
     return {'ok', 'confirmed', f[6]}
+  end
+  if state == 'scanned' then
+    return {'ok', state, '0', f[8] or ''} -- the number the person picks on the phone
   end
   return {'ok', state}
 end

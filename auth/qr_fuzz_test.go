@@ -72,9 +72,9 @@ func FuzzQRID(f *testing.F) {
 			name string
 			run  func() error
 		}{
-			{"poll", func() error { _, _, err := q.Poll(ctx, id, bind); return err }},
+			{"poll", func() error { _, err := q.Poll(ctx, id, bind); return err }},
 			{"scan", func() error { _, err := q.Scan(ctx, id, "phone-session", 1); return err }},
-			{"confirm", func() error { return q.Confirm(ctx, id, "phone-session") }},
+			{"confirm", func() error { return q.Confirm(ctx, id, "phone-session", "00") }},
 			{"cancel", func() error { return q.Cancel(ctx, id, "phone-session") }},
 		}
 		for _, st := range steps {
@@ -91,8 +91,8 @@ func FuzzQRID(f *testing.F) {
 				t.Fatalf("%s %q (documented form: %v) sent %d Redis commands", st.name, id, form, sent)
 			}
 		}
-		if state, _, err := q.Poll(ctx, code.ID, bind); err != nil || state != auth.QRPending {
-			t.Fatalf("the real code is %q (%v) after id %q, want pending", state, err, id)
+		if p, err := q.Poll(ctx, code.ID, bind); err != nil || p.State != auth.QRPending {
+			t.Fatalf("the real code is %q (%v) after id %q, want pending", p.State, err, id)
 		}
 	})
 }

@@ -27,6 +27,7 @@ const (
 	TooLarge         = "too_large"
 	MethodNotAllowed = "method_not_allowed"
 	QRState          = "qr_state"
+	BadCode          = "bad_code" // a QR login confirmed without the number its computer shows
 	Timeout          = "timeout"
 	UnsupportedMedia = "unsupported_media_type"
 	HeaderTooLarge   = "header_too_large" // the request line and headers do not fit the server's buffer
@@ -55,7 +56,7 @@ const (
 
 // Codes lists every code above: each has its words in every language (code.<code>).
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
-	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, Timeout, UnsupportedMedia, BadCaptcha,
+	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked,
 	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge}
 

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -25,6 +26,12 @@ type QRLogin struct {
 	QR       *auth.QRLogin
 	BaseURL  string
 	Now      func() time.Time
+	Places   Places // nil: the phone is shown addresses without cities
+}
+
+// Places names the city an address is in, in a language ("en", "zh"), or "" when it cannot.
+type Places interface {
+	City(ip, lang string) string
 }
 
 // PNGDataURL encodes content as a QR code in a data: URL that an <img> shows.
@@ -73,37 +80,59 @@ func (h *QRLogin) State(c *fiber.Ctx) error {
 	if bind == "" {
 		return errs.New(errs.NotFound, "no such login code")
 	}
-	state, userID, err := h.QR.Poll(c.UserContext(), c.Params("id"), bind)
+	p, err := h.QR.Poll(c.UserContext(), c.Params("id"), bind)
 	if err != nil {
 		return err
 	}
-	if userID == 0 {
-		return c.JSON(fiber.Map{"state": state})
+	if p.State == auth.QRScanned {
+		return c.JSON(fiber.Map{"state": p.State, "code": p.Code})
 	}
-	u, err := models.UserByID(c.UserContext(), h.Accounts.DB, userID)
+	if p.UserID == 0 {
+		return c.JSON(fiber.Map{"state": p.State})
+	}
+	u, err := models.UserByID(c.UserContext(), h.Accounts.DB, p.UserID)
 	if err != nil {
 		return err
 	}
 	if err := h.Accounts.StartSession(c, u); err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"state": state, "user": userJSON(u)})
+	return c.JSON(fiber.Map{"state": p.State, "user": userJSON(u)})
 }
 
-// Scan records that this phone scanned the code and shows it the PC's details.
+// Scan records that this phone scanned the code and shows it what a person needs to judge the PC: where
+// it is (its address, a city when there is a location database, whether it is on the phone's network),
+// its browser and time, and the numbers to pick the one the PC shows from.
 func (h *QRLogin) Scan(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
-	pc, err := h.QR.Scan(c.UserContext(), c.Params("id"), s.IDString(), s.UserID)
+	scan, err := h.QR.Scan(c.UserContext(), c.Params("id"), s.IDString(), s.UserID)
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"state": auth.QRScanned, "pc": pc})
+	if h.Places != nil {
+		scan.PC.City = h.Places.City(scan.PC.IP, Lang(c))
+	}
+	phoneIP := c.IP()
+	same := auth.SameNetwork(scan.PC.IP, phoneIP)
+	answer := fiber.Map{"state": auth.QRScanned, "pc": scan.PC, "phone_ip": phoneIP, "same_network": same}
+	// On one network the person taps the PC's number among three. Elsewhere, where a page relaying a code
+	// it took from this site would be, they type it: a victim whose screen shows no number, told by that
+	// page which to tap, would hit it one time in three; typed, one in a hundred.
+	if same {
+		answer["choices"] = scan.Choices
+	}
+	return c.JSON(answer)
 }
 
-// Confirm logs the PC in.
+// Confirm logs the PC in when the body carries the number the PC shows. A body without it (none, not
+// JSON, another number) answers bad_code and cancels the code: the person makes a new one.
 func (h *QRLogin) Confirm(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
-	if err := h.QR.Confirm(c.UserContext(), c.Params("id"), s.IDString()); err != nil {
+	var body struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(c.Body(), &body) // a body that is not {"code": "..."} carries no number: a wrong one
+	if err := h.QR.Confirm(c.UserContext(), c.Params("id"), s.IDString(), body.Code); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"state": auth.QRConfirmed})

@@ -37,11 +37,12 @@
   var panel = document.getElementById("qr-panel");
   if (!panel) return;
   var img = panel.querySelector("img"), status = panel.querySelector(".qr-status"), again = panel.querySelector(".qr-again");
+  var number = panel.querySelector(".qr-number");
   var timer = null;
   function say(key) { status.textContent = panel.dataset[key]; }
   function start() {
     clearInterval(timer);
-    again.hidden = true;
+    again.hidden = true; number.hidden = true;
     say("msgPending");
     api("POST", "/api/qr/login").then(function (code) {
       img.src = code.image; img.hidden = false;
@@ -50,7 +51,10 @@
   }
   function poll(id) {
     api("GET", "/api/qr/login/" + id).then(function (r) {
-      if (r.state === "scanned") say("msgScanned");
+      // Scanned: the number to pick on the phone takes the code's place, so a person matches the two.
+      if (r.state === "scanned" && r.code) { say("msgMatch"); number.textContent = r.code; number.hidden = false; img.hidden = true; }
+      else if (r.state === "scanned") say("msgScanned");
+      if (r.state !== "scanned") number.hidden = true;
       if (r.state === "confirmed") { clearInterval(timer); say("msgConfirmed"); location.href = nextURL(); }
       if (r.state === "expired" || r.state === "cancelled") {
         clearInterval(timer); say(r.state === "expired" ? "msgExpired" : "msgCancelled");

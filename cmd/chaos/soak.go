@@ -282,10 +282,20 @@ func (w *world) qrLogins(ctx context.Context, client *loadtest.Client, n int, st
 		if err := getJSON(ctx, pc, http.MethodPost, w.frontURL+"/api/qr/login", tok.Token, &code); err != nil {
 			return err
 		}
-		for _, step := range []string{"scan", "confirm"} {
-			if err := client.JSON(ctx, http.MethodPost, "/api/qr/login/"+code.QRID+"/"+step, nil, phone, nil); err != nil {
-				return err
-			}
+		// The phone scans; the computer then shows the number the phone must pick to confirm.
+		if err := client.JSON(ctx, http.MethodPost, "/api/qr/login/"+code.QRID+"/scan", nil, phone, nil); err != nil {
+			return err
+		}
+		var shown struct{ State, Code string }
+		if err := getJSON(ctx, pc, http.MethodGet, w.frontURL+"/api/qr/login/"+code.QRID, "", &shown); err != nil {
+			return err
+		}
+		if shown.State != "scanned" || shown.Code == "" {
+			return fmt.Errorf("the computer's code is %q with number %q after the phone scanned it", shown.State, shown.Code)
+		}
+		pick := map[string]string{"code": shown.Code}
+		if err := client.JSON(ctx, http.MethodPost, "/api/qr/login/"+code.QRID+"/confirm", pick, phone, nil); err != nil {
+			return err
 		}
 		var state struct{ State string }
 		if err := getJSON(ctx, pc, http.MethodGet, w.frontURL+"/api/qr/login/"+code.QRID, "", &state); err != nil {
