@@ -566,7 +566,7 @@ func TestLocalPathMirrorInThePageScript(t *testing.T) {
 // TestLoginGuessesAtOnceAreCounted: guesses sent at once on one name pass no more than the limit's five.
 func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{"sessions"}, tune: func(c *Config) { c.RateLimitIP = false }})
-	newBrowser(t, s.URL).register("guessed", "the real password")
+	guessedID := newBrowser(t, s.URL).register("guessed", "the real password")
 	attacker := newBrowser(t, s.URL)
 	attacker.getCSRF()
 	var wrong, limited atomic.Int32
@@ -589,7 +589,7 @@ func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
 	}
 	// A success forgets the count: the owner, once through, is not slowed by the guesses before.
 	owner := newBrowser(t, s.URL)
-	if err := ratelimit.NewShared(s.Redis).Reset(context.Background(), "login:user:guessed"); err != nil {
+	if err := ratelimit.NewShared(s.Redis).Reset(context.Background(), "login:account:"+itoa(guessedID)); err != nil {
 		t.Fatal(err)
 	}
 	if r := owner.call("POST", "/api/auth/login", map[string]string{"username": "guessed", "password": "the real password"}); r.Status != 200 {

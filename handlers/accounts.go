@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -240,14 +241,6 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 	if !auth.ValidUsername(in.Username) || len(in.Password) > maxLoginLength {
 		return h.failed(ctx, ipKey)
 	}
-	// Every attempt on a name counts when its password is about to be checked (in its hashing turn), so
-	// that guesses sent at once cannot all pass a limit that only failures fill, and an attempt told that
-	// the server is busy costs its owner nothing; a success forgets them. A name already over its limit
-	// does not wait for a turn.
-	userKey := "login:user:" + strings.ToLower(in.Username)
-	if err := h.Limits.Check(ctx, userKey, loginPerUser); err != nil {
-		return err
-	}
 	u, err := models.UserByUsername(ctx, h.DB, in.Username)
 	if err != nil && !errs.Is(err, errs.NotFound) {
 		return err
@@ -255,6 +248,19 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 	hash := ""
 	if u != nil {
 		hash = u.PasswordHash
+	}
+	// Every attempt on an account counts when its password is about to be checked (in its hashing turn),
+	// so that guesses sent at once cannot all pass a limit that only failures fill, and an attempt told
+	// that the server is busy costs its owner nothing; the account's own success forgets them. The count
+	// is the account's, by its id: nothing else resets it (a login to another account whose name differs
+	// only by case once did). A name that names no account is counted by its lowercase spelling. An
+	// account already over its limit does not wait for a turn.
+	userKey := "login:name:" + strings.ToLower(in.Username)
+	if u != nil {
+		userKey = "login:account:" + strconv.FormatInt(u.ID, 10)
+	}
+	if err := h.Limits.Check(ctx, userKey, loginPerUser); err != nil {
+		return err
 	}
 	// An unknown name is checked as slowly.
 	ok, err := h.Passwords.Check(ctx, hash, in.Password, func() error { return h.Limits.Allow(ctx, userKey, loginPerUser) })
