@@ -77,8 +77,8 @@ func TestLanguageSwitchRedirectsOnlyToLocalPaths(t *testing.T) {
 func TestCrossSiteFormsAreRefused(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	victim := newBrowser(t, s.URL)
-	victim.register("victim_1", "victim password")
-	newBrowser(t, s.URL).register("attacker0", "attacker password")
+	victim.register("victim_1", passwordOf("victim"))
+	newBrowser(t, s.URL).register("attacker0", passwordOf("attacker"))
 
 	form := func(b *browser, path, contentType, body string, withToken bool) reply {
 		t.Helper()
@@ -89,7 +89,7 @@ func TestCrossSiteFormsAreRefused(t *testing.T) {
 		}
 		return b.do(req)
 	}
-	login := `{"username":"attacker0","password":"attacker password"}`
+	login := `{"username":"attacker0","password":"` + passwordOf("attacker") + `"}`
 	for _, tt := range []struct {
 		name, path, contentType, body string
 		withToken                     bool
@@ -281,7 +281,7 @@ func countQueries(t *testing.T, db *gorm.DB) *atomic.Int64 {
 func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
 	s := startLive(t, liveOpts{noBackground: true})
 	b := newBrowser(t, s.URL)
-	b.register("junk_buyer", "junk password")
+	b.register("junk_buyer", passwordOf("junk"))
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
 	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {

@@ -180,13 +180,20 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	// Every mistake of the form at once: the name, the password and the captcha's fields.
+	// Every mistake of the form at once: the name, the password (not a common one, nor holding the name:
+	// judged in a bounded turn) and the captcha's fields.
 	var why []errs.Why
-	for _, err := range []error{auth.ValidateCredentials(in.Username, in.Password), requireCaptcha(in.CaptchaID, in.CaptchaAnswer)} {
-		var e *errs.Error
-		if errors.As(err, &e) {
-			why = append(why, e.Whys...)
-		}
+	if !auth.ValidUsername(in.Username) {
+		why = append(why, errs.W("username", "username_format"))
+	}
+	pw, err := h.Passwords.Vet(ctx, "password", in.Username, in.Password)
+	if err != nil {
+		return err
+	}
+	why = append(why, pw...)
+	var e *errs.Error
+	if errors.As(requireCaptcha(in.CaptchaID, in.CaptchaAnswer), &e) {
+		why = append(why, e.Whys...)
 	}
 	if len(why) > 0 {
 		return errs.Bad(why...)

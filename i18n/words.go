@@ -42,7 +42,7 @@ var catalog = map[string]map[string]string{
 		"register.title":              "Create an account",
 		"register.box":                "Your account",
 		"register.userHelp":           "3 to 32 letters, digits or underscores.",
-		"register.passHelp":           "At least 8 characters.",
+		"register.passHelp":           "At least 8 characters; not a common password, and without your username.",
 		"register.submit":             "Create account",
 		"register.have":               "Have one?",
 		"phone.title":                 "Log in on a computer?",
@@ -455,6 +455,12 @@ var catalog = map[string]map[string]string{
 		"notfound.title":              "Page not found",
 		"notfound.text":               "There is nothing at this address.",
 		"notfound.back":               "Back to the flash sales",
+		// Issue 28: accounts, and image addresses.
+		"why.password_common":   "is too easy to guess: a common password or close to one (a word or name with a digit, a repeat such as aaaa, a run such as 1234, a keyboard row, a date): add a few words of your own",
+		"why.password_username": "must not contain the username",
+		"why.image_url_local":   "must be a path on this site, such as /images/… of an upload (this shop takes images from no other site)",
+		"why.image_url_hosts":   "must be a path on this site, such as /images/… of an upload, or an https:// address on {0}",
+		"code.last_admin":       "The shop would be left without an active admin: make another admin first.",
 	},
 	"zh": {
 		"site.name":                   "秒杀",
@@ -497,7 +503,7 @@ var catalog = map[string]map[string]string{
 		"register.title":              "注册账号",
 		"register.box":                "您的账号",
 		"register.userHelp":           "3 到 32 个字母、数字或下划线。",
-		"register.passHelp":           "至少 8 个字符。",
+		"register.passHelp":           "至少 8 个字符；不能是常用密码，也不能包含用户名。",
 		"register.submit":             "注册",
 		"register.have":               "已有账号？",
 		"phone.title":                 "在电脑上登录？",
@@ -910,5 +916,11 @@ var catalog = map[string]map[string]string{
 		"notfound.title":              "页面不存在",
 		"notfound.text":               "这个地址没有内容。",
 		"notfound.back":               "返回秒杀首页",
+		// Issue 28: accounts, and image addresses.
+		"why.password_common":   "太容易被猜到：是常用密码或与之相近（单词或名字加数字、aaaa 这样的重复、1234 这样的顺序、键盘上的一行、日期），请加几个自己的词",
+		"why.password_username": "不能包含用户名",
+		"why.image_url_local":   "须为本站路径，例如上传图片的 /images/…（本店不使用其他网站的图片）",
+		"why.image_url_hosts":   "须为本站路径（例如上传图片的 /images/…），或 {0} 上的 https:// 地址",
+		"code.last_admin":       "这样店铺将没有可用的管理员：请先任命另一位管理员。",
 	},
 }
