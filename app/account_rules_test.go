@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -122,4 +123,52 @@ func TestShippedPasswordsPassTheRules(t *testing.T) {
 			t.Errorf("the demo's %s / %s: %s", a.Username, a.Password, why[0].Key)
 		}
 	}
+}
+
+// TestTheLastAdminCannotLeave: the shop's only active admin cannot take its own admin role away (409
+// last_admin, said in the person's language); with a second admin it can, and once the other is
+// blocked the one left is the last again.
+func TestTheLastAdminCannotLeave(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"sessions"}})
+	boss := withRole(t, s, "boss", models.RoleAdmin)
+	bossID := userID(t, s, "boss")
+	demote := map[string]string{"role": "merchant"}
+
+	r := boss.call("POST", "/api/admin/users/"+itoa(bossID)+"/role", demote)
+	if r.Status != 409 || r.code(t) != "last_admin" || !strings.Contains(r.json(t)["message"].(string), "without an active admin") {
+		t.Fatalf("the only admin demoting itself: %d %s, want 409 last_admin", r.Status, r.Body)
+	}
+	raw, _ := json.Marshal(demote)
+	r = boss.send("POST", "/api/admin/users/"+itoa(bossID)+"/role", raw, map[string]string{"Accept-Language": "zh-CN"})
+	if r.Status != 409 || !strings.Contains(r.json(t)["message"].(string), "管理员") {
+		t.Errorf("in Chinese: %d %s, want the reason in Chinese", r.Status, r.Body)
+	}
+	if status, _ := boss.me(); status != 200 {
+		t.Fatalf("boss after the refusal: %d", status)
+	}
+
+	chief := withRole(t, s, "chief", models.RoleAdmin)
+	chiefID := userID(t, s, "chief")
+	if r := chief.call("POST", "/api/admin/users/"+itoa(bossID)+"/block", map[string]string{"reason": "left the company"}); r.Status != 200 {
+		t.Fatalf("chief blocking boss: %d %s", r.Status, r.Body)
+	}
+	r = chief.call("POST", "/api/admin/users/"+itoa(chiefID)+"/role", demote)
+	if r.Status != 409 || r.code(t) != "last_admin" {
+		t.Errorf("the last active admin (the other blocked) demoting itself: %d %s, want 409 last_admin", r.Status, r.Body)
+	}
+	if r := chief.call("POST", "/api/admin/users/"+itoa(bossID)+"/unblock", nil); r.Status != 200 {
+		t.Fatalf("unblocking boss: %d %s", r.Status, r.Body)
+	}
+	if r := chief.call("POST", "/api/admin/users/"+itoa(chiefID)+"/role", demote); r.Status != 200 {
+		t.Errorf("with boss active again, chief stepping down: %d %s, want 200", r.Status, r.Body)
+	}
+}
+
+func userID(t *testing.T, s *liveServer, name string) int64 {
+	t.Helper()
+	u, err := models.UserByUsername(context.Background(), s.DB, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
 }

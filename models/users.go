@@ -111,13 +111,43 @@ func BumpSessionVersion(ctx context.Context, db *gorm.DB, id int64, now time.Tim
 	return UserByID(ctx, db, id)
 }
 
-// SetRole changes a user's role, and audits it as who's action.
+// errLastAdmin refuses the change that would leave the shop with no active admin: nobody could then
+// review a sale, end one, or make another admin but from the command line.
+var errLastAdmin = errs.New(errs.LastAdmin, "the shop would be left without an active admin: make another admin first")
+
+// keepAnAdmin refuses, with errs.LastAdmin, a change that takes user id out of the active admins (its
+// role taken away, or blocked) when it is the last of them. Run first in the change's transaction: on
+// PostgreSQL it locks every active admin's row, in id order, until the transaction ends, so that two
+// admins demoting each other at once are done one after the other, and the second sees the first's
+// change (a locked row is read again once its lock is released, and one no longer an active admin
+// drops out); SQLite runs one writing transaction at a time.
+func keepAnAdmin(tx *gorm.DB, id int64) error {
+	q := "SELECT id FROM users WHERE role = ? AND blocked_at IS NULL ORDER BY id"
+	if tx.Dialector.Name() == "postgres" {
+		q += " FOR UPDATE"
+	}
+	var admins []int64
+	if err := tx.Raw(q, RoleAdmin).Scan(&admins).Error; err != nil {
+		return fmt.Errorf("active admins: %w", err)
+	}
+	if len(admins) == 1 && admins[0] == id {
+		return errLastAdmin
+	}
+	return nil
+}
+
+// SetRole changes a user's role, and audits it as who's action. The last active admin keeps its role.
 func SetRole(ctx context.Context, db *gorm.DB, who Actor, id int64, role string, now time.Time) (*User, error) {
 	if !ValidRole(role) {
 		return nil, errs.Bad(errs.W("role", "role"))
 	}
 	var u *User
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if role != RoleAdmin {
+			if err := keepAnAdmin(tx, id); err != nil {
+				return err
+			}
+		}
 		before, err := UserByID(ctx, tx, id)
 		if err != nil {
 			return err
@@ -167,7 +197,7 @@ func Usernames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string,
 }
 
 // SetBlocked blocks an account (its sessions end, it cannot log in; its orders stay) or unblocks it, as
-// who's action with a reason, audited. An admin cannot block itself.
+// who's action with a reason, audited. An admin cannot block itself, nor anyone the last active admin.
 func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked bool, reason string, now time.Time) (*User, error) {
 	reason, err := checkReason(reason, blocked)
 	if err != nil {
@@ -178,6 +208,11 @@ func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked b
 	}
 	var u *User
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if blocked {
+			if err := keepAnAdmin(tx, id); err != nil {
+				return err
+			}
+		}
 		before, err := UserByID(ctx, tx, id)
 		if err != nil {
 			return err
