@@ -55,6 +55,10 @@ type Config struct {
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
+
+	// PAY_SANDBOX_ANYONE_CAN_PAY: yes to serve the sandbox beside real PostgreSQL and Redis on purpose (a
+	// trial, a load test): anyone can then pay any order for nothing, so it is never the default.
+	PaySandboxAnyone bool
 }
 
 // ProviderURL is the payment provider's API: PAY_PROVIDER_URL, or the sandbox this server mounts.
@@ -84,6 +88,10 @@ func (c Config) CallbackSecret() string {
 // checkPayment checks what serving needs of the payment settings (seckill sandbox-pay and migrate do not).
 func (c Config) checkPayment() error {
 	var errs []error
+	if c.PaySandbox && !c.Demo && !c.PaySandboxAnyone {
+		errs = append(errs, errors.New("PAY_SANDBOX=on with real PostgreSQL and Redis lets anyone pay any order for nothing (the sandbox's Pay button moves no money): "+
+			"set PAY_SANDBOX_ANYONE_CAN_PAY=yes as well to run it so on purpose (a trial, a load test), or set a real provider's PAY_PROVIDER_URL and PAY_SECRET with PAY_SANDBOX=off"))
+	}
 	switch {
 	case c.PaySandbox && c.PaySecret != "":
 		errs = append(errs, errors.New("PAY_SECRET is a real provider's secret: the built-in sandbox (PAY_SANDBOX=on) signs with one of its own; set one or the other"))
@@ -205,6 +213,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		p.fail("PAY_SECRET", "must be at least 16 characters")
 	}
 	c.PaySandbox = p.oneOf("PAY_SANDBOX", map[bool]string{true: "on", false: "off"}[c.Demo], "on", "off") == "on"
+	c.PaySandboxAnyone = p.oneOf("PAY_SANDBOX_ANYONE_CAN_PAY", "no", "yes", "no") == "yes"
 	if c.PayNotifyURL = strings.TrimSpace(getenv("PAY_NOTIFY_URL")); c.PayNotifyURL != "" {
 		p.httpURL("PAY_NOTIFY_URL", c.PayNotifyURL)
 	}

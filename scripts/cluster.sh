@@ -185,7 +185,7 @@ app_env() { # app_env N
   APP_ENV=(PATH="$PATH" HOME="${HOME:-/}" PORT="$port" LISTEN_HOST=127.0.0.1
     BASE_URL="http://127.0.0.1:$LB_PORT" REDIS_URL="${redis%,}" DATABASE_URL="$DB_URL"
     SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 NODE_ID="$1"
-    METRICS_LISTEN="127.0.0.1:$((port + 1000))" PAY_SANDBOX=on)
+    METRICS_LISTEN="127.0.0.1:$((port + 1000))" PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes)
   for v in "${PASS_THROUGH[@]}"; do
     pass=PASS_$v
     if [ -n "${!pass:-}" ]; then APP_ENV+=("$v=${!pass}"); fi
