@@ -59,6 +59,18 @@ type Config struct {
 	// PAY_SANDBOX_ANYONE_CAN_PAY: yes to serve the sandbox beside real PostgreSQL and Redis on purpose (a
 	// trial, a load test): anyone can then pay any order for nothing, so it is never the default.
 	PaySandboxAnyone bool
+	// IMAGE_HOSTS: the hosts (host or host:port, comma-separated, lowercase) whose https:// addresses an
+	// item's image_url may name, and the pages' Content-Security-Policy loads images from; empty: uploads
+	// and this site's paths only. A string, as TrustedProxies, so that a Config compares.
+	ImageHosts string
+}
+
+// ImageHostList returns the hosts of IMAGE_HOSTS, or nil for none.
+func (c Config) ImageHostList() []string {
+	if c.ImageHosts == "" {
+		return nil
+	}
+	return strings.Split(c.ImageHosts, ",")
 }
 
 // ProviderURL is the payment provider's API: PAY_PROVIDER_URL, or the sandbox this server mounts.
@@ -214,6 +226,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.PaySandbox = p.oneOf("PAY_SANDBOX", map[bool]string{true: "on", false: "off"}[c.Demo], "on", "off") == "on"
 	c.PaySandboxAnyone = p.oneOf("PAY_SANDBOX_ANYONE_CAN_PAY", "no", "yes", "no") == "yes"
+	c.ImageHosts = p.hosts("IMAGE_HOSTS")
 	if c.PayNotifyURL = strings.TrimSpace(getenv("PAY_NOTIFY_URL")); c.PayNotifyURL != "" {
 		p.httpURL("PAY_NOTIFY_URL", c.PayNotifyURL)
 	}
@@ -322,6 +335,25 @@ func (p *parser) proxies(name string) string {
 			continue
 		}
 		p.fail(name, fmt.Sprintf("must be comma-separated IP addresses or CIDR ranges, got %q", v))
+	}
+	return strings.Join(out, ",")
+}
+
+// hosts reads a comma-separated list of host names (with a port if need be), lowercased: each must be a
+// host and nothing more (no scheme, path, user or wildcard), as a Content-Security-Policy source names it.
+func (p *parser) hosts(name string) string {
+	var out []string
+	for _, v := range strings.Split(p.getenv(name), ",") {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if v == "" {
+			continue
+		}
+		u, err := url.Parse("https://" + v)
+		if err != nil || u.Host != v || u.Hostname() == "" || strings.ContainsAny(v, "*;'\"") {
+			p.fail(name, fmt.Sprintf("must be comma-separated host names such as img.example.com (no https://, no path), got %q", v))
+			continue
+		}
+		out = append(out, v)
 	}
 	return strings.Join(out, ",")
 }

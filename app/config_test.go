@@ -134,6 +134,11 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				}
 			}
 		}},
+		{"image hosts", map[string]string{"IMAGE_HOSTS": " IMG.example.com , cdn.example.net:8443,"}, func(t *testing.T, c Config) {
+			if got := c.ImageHostList(); len(got) != 2 || got[0] != "img.example.com" || got[1] != "cdn.example.net:8443" {
+				t.Errorf("ImageHostList() = %q", got)
+			}
+		}},
 		{"metrics off", map[string]string{"METRICS_LISTEN": "off"}, func(t *testing.T, c Config) {
 			if c.MetricsListen != "" {
 				t.Errorf("MetricsListen = %q, want none", c.MetricsListen)
@@ -200,6 +205,9 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"listen host a name", map[string]string{"LISTEN_HOST": "localhost"}, "LISTEN_HOST"},
 		{"sandbox neither on nor off", map[string]string{"PAY_SANDBOX": "yes"}, "PAY_SANDBOX"},
 		{"the sandbox's second switch neither yes nor no", map[string]string{"PAY_SANDBOX_ANYONE_CAN_PAY": "on"}, "PAY_SANDBOX_ANYONE_CAN_PAY"},
+		{"an image host with a scheme", map[string]string{"IMAGE_HOSTS": "https://img.example.com"}, "IMAGE_HOSTS"},
+		{"an image host with a path", map[string]string{"IMAGE_HOSTS": "img.example.com/pics"}, "IMAGE_HOSTS"},
+		{"an image host wildcard", map[string]string{"IMAGE_HOSTS": "*.example.com"}, "IMAGE_HOSTS"},
 		{"metrics listener no port", map[string]string{"METRICS_LISTEN": "127.0.0.1"}, "METRICS_LISTEN"},
 		{"notify url relative", map[string]string{"PAY_NOTIFY_URL": "/api/payments/notify"}, "PAY_NOTIFY_URL"},
 		{"trusted proxy a name", map[string]string{"TRUSTED_PROXIES": "127.0.0.1,nginx"}, "TRUSTED_PROXIES"},
