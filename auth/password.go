@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/trustelem/zxcvbn"
 	"golang.org/x/crypto/bcrypt"
@@ -84,7 +85,8 @@ func CheckPassword(hash, password string) bool {
 type Passwords struct {
 	cost      int
 	gate      *gate.Gate
-	dummyHash string // checked against when a username is unknown, so that a miss takes as long as a hit
+	vet       *gate.Gate // turns of their own for judging new passwords (Vet), as many as the hashing's
+	dummyHash string     // checked against when a username is unknown, so that a miss takes as long as a hit
 }
 
 // NewPasswords returns a hasher at cost that hashes in the turns of costly.
@@ -93,16 +95,19 @@ func NewPasswords(cost int, costly *gate.Gate) (*Passwords, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Passwords{cost: cost, gate: costly, dummyHash: dummy}, nil
+	// Judging a new password has turns apart from hashing: a flood of logins holding every hashing turn
+	// must not stop a registration from being told its name is taken (which comes after the fields).
+	return &Passwords{cost: cost, gate: costly, vet: gate.New(costly.Turns(), time.Second), dummyHash: dummy}, nil
 }
 
-// Vet is ValidatePassword in a turn of the gate, for a password anyone can send (a registration): a
-// password whose length is wrong is refused without one.
+// Vet is ValidatePassword in a bounded turn (as many at once as hashes, apart from them; 429 after a
+// second without one), for a password anyone can send (a registration): a password whose length is
+// wrong is refused without one.
 func (p *Passwords) Vet(ctx context.Context, field, username, password string) (why []errs.Why, err error) {
 	if len(password) < 8 || len(password) > 72 {
 		return ValidatePassword(field, username, password), nil
 	}
-	if err := p.gate.Do(ctx, func() { why = ValidatePassword(field, username, password) }); err != nil {
+	if err := p.vet.Do(ctx, func() { why = ValidatePassword(field, username, password) }); err != nil {
 		return nil, err
 	}
 	return why, nil

@@ -53,11 +53,11 @@ func TestValidatePassword(t *testing.T) {
 	}
 }
 
-// TestVetIsBounded: judging a password runs in the gate's turns, so that long passwords of look-alike
-// characters (a tenth of a core-second each) sent by anyone cannot take more cores than bcrypt may.
+// TestVetIsBounded: judging a password runs in turns of its own, as many as the hashing's, so that long
+// passwords of look-alike characters (a tenth of a core-second each) sent by anyone cannot take more
+// cores than bcrypt may, nor wait for the logins' hashes.
 func TestVetIsBounded(t *testing.T) {
-	g := gate.New(1, 20*time.Millisecond)
-	p, err := NewPasswords(4, g)
+	p, err := NewPasswords(4, gate.New(1, 20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestVetIsBounded(t *testing.T) {
 	// With the only turn taken, a vet is told to come back.
 	held := make(chan struct{})
 	release := make(chan struct{})
-	go func() { _ = g.Do(ctx, func() { close(held); <-release }) }()
+	go func() { _ = p.vet.Do(ctx, func() { close(held); <-release }) }()
 	<-held
 	defer close(release)
 	if _, err := p.Vet(ctx, "password", "ming", "4@8({[<3!1|0$5+7%2~4@8({[<3!1|0$5+7%2~"); err == nil {
