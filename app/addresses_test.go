@@ -48,7 +48,7 @@ func TestPayingNeedsAnAddressAndTheOrderKeepsItsCopy(t *testing.T) {
 func TestBadAddressNamesEveryBadField(t *testing.T) {
 	s := startLive(t, liveOpts{noBackground: true})
 	b := newBrowser(t, s.URL)
-	b.register("addr_typo", "addr_typo password")
+	b.register("addr_typo", passwordOf("addr_typo"))
 	r := b.call("POST", "/api/addresses", map[string]any{"recipient": "  ", "phone": "call me", "region": "浙江省",
 		"city": strings.Repeat("杭", 51), "street": "文三路 90 号", "postcode": "!"})
 	expect(t, "a bad address", r, 400, "bad_request")
@@ -96,7 +96,7 @@ func TestAddressBookPage(t *testing.T) {
 	if r := b.call("GET", "/account/addresses", nil); r.Status != 302 || r.Header.Get("Location") != "/login?next=%2Faccount%2Faddresses" {
 		t.Fatalf("logged out: %d to %q", r.Status, r.Header.Get("Location"))
 	}
-	b.register("addr_pager", "addr_pager password")
+	b.register("addr_pager", passwordOf("addr_pager"))
 	if r := b.call("POST", "/api/addresses", homeAddress); r.Status != 201 {
 		t.Fatalf("add: %d %s", r.Status, r.Body)
 	}

@@ -297,6 +297,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	if err := s.buildSite(cfg, d, files, engine, node); err != nil {
 		return nil, err
 	}
+	warnAtStart(ctx, cfg, d)
 	reg.MustRegister(captchaMetrics(s.Captchas)...)
 
 	fcfg := fiber.Config{
@@ -383,7 +384,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		refunds:  &handlers.AdminOrders{DB: d.DB, Refunds: s.Refunds, Now: d.Now},
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
-		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, Now: d.Now},
+		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.ImageHostList(), Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 	}

@@ -391,7 +391,7 @@ func TestCaptchasComeFromThePool(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b := newBrowser(t, s.URL)
-	b.register("pooled_one", "pooled password")
+	b.register("pooled_one", passwordOf("pooled"))
 	for range 5 {
 		b.captcha()
 	}

@@ -58,7 +58,7 @@ func TestBlockedUserIsLoggedOutEverywhere(t *testing.T) {
 		return sa == 401 && sb == 401
 	})
 	login := newBrowser(t, b.URL)
-	expect(t, "logging in blocked", login.call("POST", "/api/auth/login", map[string]any{"username": "Block_Shopper", "password": "Block_Shopper password"}), 403, "blocked")
+	expect(t, "logging in blocked", login.call("POST", "/api/auth/login", map[string]any{"username": "Block_Shopper", "password": passwordOf("Block_Shopper")}), 403, "blocked")
 	expect(t, "a wrong password for a blocked account", login.call("POST", "/api/auth/login", map[string]any{"username": "Block_Shopper", "password": "not it at all"}), 401, "bad_credentials")
 	expect(t, "buying blocked", onB.call("POST", "/api/items/"+itoa(item.ID)+"/buy/"+strings.Repeat("0", 32), nil), 401, "unauthenticated")
 	if _, err := models.OrderByNo(context.Background(), db, order.OrderNo); err != nil {
@@ -75,7 +75,7 @@ func TestBlockedUserIsLoggedOutEverywhere(t *testing.T) {
 
 	// Unblocked: it logs in again.
 	expect(t, "unblock", admin.call("POST", path+"/unblock", nil), 200, "")
-	if r := login.call("POST", "/api/auth/login", map[string]any{"username": "Block_Shopper", "password": "Block_Shopper password"}); r.Status != 200 {
+	if r := login.call("POST", "/api/auth/login", map[string]any{"username": "Block_Shopper", "password": passwordOf("Block_Shopper")}); r.Status != 200 {
 		t.Errorf("logging in after the unblock: %d %s", r.Status, r.Body)
 	}
 }
@@ -93,7 +93,7 @@ func TestBlockInABrowser(t *testing.T) {
 	run(t, shopper, "the orders page", chromedp.Navigate(b.URL+"/orders"), chromedp.WaitVisible(".orders, main p", chromedp.ByQuery))
 
 	admin := chrome(t)
-	loginInBrowser(t, admin, a.URL, "block_admin", "block_admin password")
+	loginInBrowser(t, admin, a.URL, "block_admin", passwordOf("block_admin"))
 	var notice string
 	run(t, admin, "block in Chinese",
 		chromedp.Navigate(a.URL+"/lang/zh"),

@@ -90,7 +90,7 @@ func registerInBrowser(t *testing.T, ctx context.Context, base, username string)
 	}
 	run(t, ctx, "register",
 		chromedp.SendKeys("#username", username, chromedp.ByID),
-		chromedp.SendKeys("#password", "browser password", chromedp.ByID),
+		chromedp.SendKeys("#password", passwordOf("browser"), chromedp.ByID),
 		chromedp.SendKeys("#captcha-answer", answer, chromedp.ByID),
 		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`//h1[contains(., "Flash sales")]`),

@@ -228,9 +228,9 @@ func TestCaptchaPathAndBuyRefusals(t *testing.T) {
 		return l
 	}
 	alice := newBrowser(t, s.URL)
-	alice.register("alice", "alice password")
+	alice.register("alice", passwordOf("alice"))
 	bob := newBrowser(t, s.URL)
-	bob.register("bob", "bob password")
+	bob.register("bob", passwordOf("bob"))
 	itemPath := "/api/items/" + itoa(item.ID)
 
 	// Captcha: a wrong answer, then the same captcha with the right one (single use).
@@ -329,7 +329,7 @@ func TestSoldOutIsAnsweredFromMemory(t *testing.T) {
 	}
 	// A path for it is refused too, and a latecomer's result says sold out.
 	b := newBrowser(t, s.URL)
-	b.register("latecomer", "late password")
+	b.register("latecomer", passwordOf("late"))
 	expect(t, "a path for a sold-out item", getPath(t, s, b, item.ID), 409, "sold_out")
 	if st := b.call("GET", "/api/items/"+itoa(item.ID)+"/result", nil).json(t)["status"]; st != "sold_out" {
 		t.Errorf("a latecomer's result: %v, want sold_out", st)
@@ -342,7 +342,7 @@ func TestSaleWindow(t *testing.T) {
 	start, end := now.Add(time.Hour), now.Add(2*time.Hour)
 	_, item := testenv.Sale(t, s.DB, 5, start, end)
 	b := newBrowser(t, s.URL)
-	b.register("early", "early password")
+	b.register("early", passwordOf("early"))
 	itemPath := "/api/items/" + itoa(item.ID)
 
 	expect(t, "a path an hour before the start", getPath(t, s, b, item.ID), 403, "not_started")
@@ -373,7 +373,7 @@ func TestBuyingRateLimits(t *testing.T) {
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1000, now.Add(-time.Minute), now.Add(time.Hour))
 	b := newBrowser(t, s.URL)
-	b.register("eager", "eager password")
+	b.register("eager", passwordOf("eager"))
 	itemPath := "/api/items/" + itoa(item.ID)
 
 	// Paths: a burst of 10 per user, then 429 with Retry-After (wrong captchas count too).

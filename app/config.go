@@ -56,6 +56,22 @@ type Config struct {
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
+
+	// PAY_SANDBOX_ANYONE_CAN_PAY: yes to serve the sandbox beside real PostgreSQL and Redis on purpose (a
+	// trial, a load test): anyone can then pay any order for nothing, so it is never the default.
+	PaySandboxAnyone bool
+	// IMAGE_HOSTS: the hosts (host or host:port, comma-separated, lowercase) whose https:// addresses an
+	// item's image_url may name, and the pages' Content-Security-Policy loads images from; empty: uploads
+	// and this site's paths only. A string, as TrustedProxies, so that a Config compares.
+	ImageHosts string
+}
+
+// ImageHostList returns the hosts of IMAGE_HOSTS, or nil for none.
+func (c Config) ImageHostList() []string {
+	if c.ImageHosts == "" {
+		return nil
+	}
+	return strings.Split(c.ImageHosts, ",")
 }
 
 // ProviderURL is the payment provider's API: PAY_PROVIDER_URL, or the sandbox this server mounts.
@@ -85,6 +101,10 @@ func (c Config) CallbackSecret() string {
 // checkPayment checks what serving needs of the payment settings (seckill sandbox-pay and migrate do not).
 func (c Config) checkPayment() error {
 	var errs []error
+	if c.PaySandbox && !c.Demo && !c.PaySandboxAnyone {
+		errs = append(errs, errors.New("PAY_SANDBOX=on with real PostgreSQL and Redis lets anyone pay any order for nothing (the sandbox's Pay button moves no money): "+
+			"set PAY_SANDBOX_ANYONE_CAN_PAY=yes as well to run it so on purpose (a trial, a load test), or set a real provider's PAY_PROVIDER_URL and PAY_SECRET with PAY_SANDBOX=off"))
+	}
 	switch {
 	case c.PaySandbox && c.PaySecret != "":
 		errs = append(errs, errors.New("PAY_SECRET is a real provider's secret: the built-in sandbox (PAY_SANDBOX=on) signs with one of its own; set one or the other"))
@@ -207,6 +227,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		p.fail("PAY_SECRET", "must be at least 16 characters")
 	}
 	c.PaySandbox = p.oneOf("PAY_SANDBOX", map[bool]string{true: "on", false: "off"}[c.Demo], "on", "off") == "on"
+	c.PaySandboxAnyone = p.oneOf("PAY_SANDBOX_ANYONE_CAN_PAY", "no", "yes", "no") == "yes"
+	c.ImageHosts = p.hosts("IMAGE_HOSTS")
 	if c.PayNotifyURL = strings.TrimSpace(getenv("PAY_NOTIFY_URL")); c.PayNotifyURL != "" {
 		p.httpURL("PAY_NOTIFY_URL", c.PayNotifyURL)
 	}
@@ -315,6 +337,25 @@ func (p *parser) proxies(name string) string {
 			continue
 		}
 		p.fail(name, fmt.Sprintf("must be comma-separated IP addresses or CIDR ranges, got %q", v))
+	}
+	return strings.Join(out, ",")
+}
+
+// hosts reads a comma-separated list of host names (with a port if need be), lowercased: each must be a
+// host and nothing more (no scheme, path, user or wildcard), as a Content-Security-Policy source names it.
+func (p *parser) hosts(name string) string {
+	var out []string
+	for _, v := range strings.Split(p.getenv(name), ",") {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if v == "" {
+			continue
+		}
+		u, err := url.Parse("https://" + v)
+		if err != nil || u.Host != v || u.Hostname() == "" || strings.ContainsAny(v, "*;'\"") {
+			p.fail(name, fmt.Sprintf("must be comma-separated host names such as img.example.com (no https://, no path), got %q", v))
+			continue
+		}
+		out = append(out, v)
 	}
 	return strings.Join(out, ",")
 }

@@ -114,23 +114,29 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret,
 		}, func(t *testing.T, c Config) {
 			for _, tt := range []struct {
-				sandbox          bool
+				sandbox, anyone  bool
 				provider, secret string
 				want             string // "" for a good combination, else the variable the error names
 			}{
-				{true, "", "", ""},
-				{true, "http://10.0.0.5:8080/sandbox", "", ""},
-				{false, "https://pay.example/v1", "a real provider's secret", ""},
-				{true, "", "a real provider's secret", "PAY_SECRET"},
-				{true, "https://pay.example/v1", "", "PAY_PROVIDER_URL"},
-				{false, "https://pay.example/v1", "", "PAY_SECRET"},
-				{false, "", "", "PAY_PROVIDER_URL"},
+				{true, true, "", "", ""},
+				{true, true, "http://10.0.0.5:8080/sandbox", "", ""},
+				{true, false, "", "", "PAY_SANDBOX_ANYONE_CAN_PAY"}, // beside real services, only by the second switch
+				{false, false, "https://pay.example/v1", "a real provider's secret", ""},
+				{true, true, "", "a real provider's secret", "PAY_SECRET"},
+				{true, true, "https://pay.example/v1", "", "PAY_PROVIDER_URL"},
+				{false, false, "https://pay.example/v1", "", "PAY_SECRET"},
+				{false, false, "", "", "PAY_PROVIDER_URL"},
 			} {
-				c.PaySandbox, c.PayProviderURL, c.PaySecret = tt.sandbox, tt.provider, tt.secret
+				c.PaySandbox, c.PaySandboxAnyone, c.PayProviderURL, c.PaySecret = tt.sandbox, tt.anyone, tt.provider, tt.secret
 				err := c.checkPayment()
 				if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 					t.Errorf("sandbox %v, provider %q, secret %q: %v, want an error naming %q", tt.sandbox, tt.provider, tt.secret, err, tt.want)
 				}
+			}
+		}},
+		{"image hosts", map[string]string{"IMAGE_HOSTS": " IMG.example.com , cdn.example.net:8443,"}, func(t *testing.T, c Config) {
+			if got := c.ImageHostList(); len(got) != 2 || got[0] != "img.example.com" || got[1] != "cdn.example.net:8443" {
+				t.Errorf("ImageHostList() = %q", got)
 			}
 		}},
 		{"metrics off", map[string]string{"METRICS_LISTEN": "off"}, func(t *testing.T, c Config) {
@@ -198,6 +204,10 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"claim idle zero", map[string]string{"ORDER_CLAIM_IDLE": "0s"}, "ORDER_CLAIM_IDLE"},
 		{"listen host a name", map[string]string{"LISTEN_HOST": "localhost"}, "LISTEN_HOST"},
 		{"sandbox neither on nor off", map[string]string{"PAY_SANDBOX": "yes"}, "PAY_SANDBOX"},
+		{"the sandbox's second switch neither yes nor no", map[string]string{"PAY_SANDBOX_ANYONE_CAN_PAY": "on"}, "PAY_SANDBOX_ANYONE_CAN_PAY"},
+		{"an image host with a scheme", map[string]string{"IMAGE_HOSTS": "https://img.example.com"}, "IMAGE_HOSTS"},
+		{"an image host with a path", map[string]string{"IMAGE_HOSTS": "img.example.com/pics"}, "IMAGE_HOSTS"},
+		{"an image host wildcard", map[string]string{"IMAGE_HOSTS": "*.example.com"}, "IMAGE_HOSTS"},
 		{"metrics listener no port", map[string]string{"METRICS_LISTEN": "127.0.0.1"}, "METRICS_LISTEN"},
 		{"notify url relative", map[string]string{"PAY_NOTIFY_URL": "/api/payments/notify"}, "PAY_NOTIFY_URL"},
 		{"trusted proxy a name", map[string]string{"TRUSTED_PROXIES": "127.0.0.1,nginx"}, "TRUSTED_PROXIES"},

@@ -55,7 +55,7 @@ func TestMerchantAndAdminInABrowser(t *testing.T) {
 	start := s.Clock.Now().Add(3 * time.Second)
 	local := func(tm time.Time) string { return tm.Local().Format("2006-01-02T15:04") }
 
-	loginInBrowser(t, ctx, s.URL, "acme_store", "acme_store password")
+	loginInBrowser(t, ctx, s.URL, "acme_store", passwordOf("acme_store"))
 	// A first try with the end before the start: the error shows beside its field, the typing stays.
 	var endErr, typed string
 	run(t, ctx, "new activity with a bad end",
@@ -116,7 +116,7 @@ func TestMerchantAndAdminInABrowser(t *testing.T) {
 		t.Fatalf("after submitting, the activity is %q", state)
 	}
 
-	loginInBrowser(t, ctx, s.URL, "chief", "chief password")
+	loginInBrowser(t, ctx, s.URL, "chief", passwordOf("chief"))
 	run(t, ctx, "review queue", chromedp.Navigate(s.URL+"/admin"), chromedp.WaitVisible(`//article[contains(., "Porcelain Tea Set")]`))
 	shot(t, ctx, "admin-review-queue")
 	// Approve asks first, and says it was done.

@@ -13,7 +13,7 @@ import (
 func withRole(t *testing.T, s *liveServer, username, role string) *browser {
 	t.Helper()
 	b := newBrowser(t, s.URL)
-	id := b.register(username, username+" password")
+	id := b.register(username, passwordOf(username))
 	if _, err := s.Srv.Sessions.SetRole(context.Background(), models.Actor{ID: id, Username: username}, id, role); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestConsoleBoundaries(t *testing.T) {
 	owner := withRole(t, s, "owner", models.RoleMerchant)
 	rival := withRole(t, s, "rival", models.RoleMerchant)
 	shopper := newBrowser(t, s.URL)
-	shopper.register("shopper_x", "shopper password")
+	shopper.register("shopper_x", passwordOf("shopper"))
 	id := itoa(int64(owner.call("POST", "/api/merchant/activities", activityBody(now.Add(time.Hour), now.Add(2*time.Hour))).json(t)["id"].(float64)))
 
 	for _, tt := range []struct{ method, path string }{

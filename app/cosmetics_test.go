@@ -18,7 +18,7 @@ func TestFaviconAndSignedInHint(t *testing.T) {
 	if b.cookie(handlers.SignedInCookie) != "" {
 		t.Fatal("a new browser has the signed-in hint")
 	}
-	b.register("hinted", "hinted password")
+	b.register("hinted", passwordOf("hinted"))
 	if b.cookie(handlers.SignedInCookie) != "1" {
 		t.Error("registering (a session) did not set the signed-in hint")
 	}

@@ -40,7 +40,7 @@ func TestRegisteringFromAnItemReturnsToIt(t *testing.T) {
 	var url string
 	run(t, ctx, "register",
 		chromedp.SendKeys("#username", "came_for_item", chromedp.ByID),
-		chromedp.SendKeys("#password", "browser password", chromedp.ByID),
+		chromedp.SendKeys("#password", passwordOf("browser"), chromedp.ByID),
 		chromedp.SendKeys("#captcha-answer", answer, chromedp.ByID),
 		chromedp.Click(`button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#buy-form", chromedp.ByID),
@@ -56,7 +56,7 @@ func TestRegisteringFromAnItemReturnsToIt(t *testing.T) {
 // number the computer shows, confirms, and the computer is logged in.
 func TestQRLoginFromALoggedOutPhone(t *testing.T) {
 	s := startLive(t, liveOpts{})
-	newBrowser(t, s.URL).register("phone_person", "phone password")
+	newBrowser(t, s.URL).register("phone_person", passwordOf("phone"))
 	pc := newBrowser(t, s.URL)
 	id := newQR(t, s, pc)
 	phone := chrome(t)
@@ -74,7 +74,7 @@ func TestQRLoginFromALoggedOutPhone(t *testing.T) {
 	}
 	run(t, phone, "log in, back at the confirmation",
 		chromedp.SendKeys("#username", "phone_person", chromedp.ByID),
-		chromedp.SendKeys("#password", "phone password", chromedp.ByID),
+		chromedp.SendKeys("#password", passwordOf("phone"), chromedp.ByID),
 		chromedp.Click(`form[data-account] button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#qr-phone .actions button.confirm", chromedp.ByQuery),
 	)

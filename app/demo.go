@@ -25,9 +25,9 @@ import (
 // demoAccounts are the accounts demo mode makes on its first start. Demo mode runs on a developer's own
 // machine with a throwaway SQLite file; these passwords are printed at every start and protect nothing.
 var demoAccounts = []struct{ Username, Password, Role string }{
-	{"admin", "demo-admin-pass", models.RoleAdmin},
-	{"merchant", "demo-merchant-pass", models.RoleMerchant},
-	{"shopper", "demo-shopper-pass", models.RoleShopper},
+	{"admin", "demo-boss-pass", models.RoleAdmin},
+	{"merchant", "demo-seller-pass", models.RoleMerchant},
+	{"shopper", "demo-buyer-pass", models.RoleShopper},
 }
 
 // OpenSQLite opens (and creates) the demo database file at path.

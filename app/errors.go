@@ -27,6 +27,7 @@ var statusOf = map[string]int{
 	errs.MethodNotAllowed:   fiber.StatusMethodNotAllowed,
 	errs.Conflict:           fiber.StatusConflict,
 	errs.UsernameTaken:      fiber.StatusConflict,
+	errs.LastAdmin:          fiber.StatusConflict,
 	errs.QRState:            fiber.StatusConflict,
 	errs.BadCode:            fiber.StatusBadRequest,
 	errs.BadCaptcha:         fiber.StatusBadRequest,

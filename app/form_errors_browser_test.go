@@ -46,7 +46,7 @@ func TestFormErrorsAtOnceInABrowser(t *testing.T) {
 	shot(t, ctx, "form-errors-zh")
 
 	run(t, ctx, "English", chromedp.Navigate(s.URL+"/lang/en"))
-	loginInBrowser(t, ctx, s.URL, "form_shop", "form_shop password")
+	loginInBrowser(t, ctx, s.URL, "form_shop", passwordOf("form_shop"))
 	now := s.Clock.Now()
 	var errs3 [3]string
 	run(t, ctx, "an item with three mistakes",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net"
@@ -285,6 +286,12 @@ func (b *browser) captcha() (id, answer string) {
 		b.t.Fatalf("the answer of captcha %s: %v", id, err)
 	}
 	return id, answer
+}
+
+// passwordOf is the tests' password for username: one that the rules take (not common, and not holding
+// the name), and another for each name.
+func passwordOf(username string) string {
+	return fmt.Sprintf("lantern %08x harbour", crc32.ChecksumIEEE([]byte(username)))
 }
 
 // registration is a registration's body with a freshly solved captcha.

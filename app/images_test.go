@@ -132,7 +132,7 @@ func TestItemImageUpload(t *testing.T) {
 	// Room for an upload is set aside for a merchant's session only: a stranger, or a shopper, announcing
 	// 2 MB is refused at once (BODY_LIMIT is 1 MB).
 	shopper := newBrowser(t, s.URL)
-	shopper.register("image_shopper", "image_shopper password")
+	shopper.register("image_shopper", passwordOf("image_shopper"))
 	for who, cookie := range map[string]string{"a stranger": "", "a shopper": shopper.cookie(handlers.SessionCookie)} {
 		if status := announceBody(t, s.URL, path, 2<<20, cookie); status != 413 {
 			t.Errorf("%s announcing 2 MB to the upload route: %d, want 413 before it is sent", who, status)

@@ -15,8 +15,8 @@ func TestLoadToolOnASmallSale(t *testing.T) {
 	s := startLive(t, liveOpts{tune: func(c *Config) { c.RateLimitIP = false }})
 	withRole(t, s, "lt_admin", models.RoleAdmin)
 	withRole(t, s, "lt_merchant", models.RoleMerchant)
-	o := loadtest.Options{Admin: loadtest.User{Name: "lt_admin", Password: "lt_admin password"},
-		Merchant: loadtest.User{Name: "lt_merchant", Password: "lt_merchant password"}, Users: 40, Requests: 120, Conns: 20, Stock: 10}
+	o := loadtest.Options{Admin: loadtest.User{Name: "lt_admin", Password: passwordOf("lt_admin")},
+		Merchant: loadtest.User{Name: "lt_merchant", Password: passwordOf("lt_merchant")}, Users: 40, Requests: 120, Conns: 20, Stock: 10}
 	ctx := context.Background()
 	c := loadtest.NewClient(s.URL, o.Conns)
 	defer c.Close()

@@ -169,9 +169,17 @@ func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
 }
 
 // contentSecurityPolicy lets pages load scripts, styles and fonts from this site only, images from here,
-// data: URLs (captchas and QR codes) and sites a merchant's image_url names, and be framed by nobody.
-const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https: http:; " +
-	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+// data: URLs (captchas and QR codes) and the hosts the operator lets an item's image_url name
+// (IMAGE_HOSTS, over https only), and be framed by nobody. An image from anywhere else is not loaded: a
+// merchant cannot make every visitor's browser call a site of its own.
+func contentSecurityPolicy(imageHosts []string) string {
+	img := "'self' data:"
+	for _, h := range imageHosts {
+		img += " https://" + h
+	}
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src " + img + "; " +
+		"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
 
 // apiContentSecurityPolicy is a JSON answer's: it loads nothing and is framed by nobody, should a browser
 // ever open one as a document.
@@ -182,10 +190,10 @@ type header struct{ key, value []byte }
 // securityHeaderList is the security headers of pages (page) or of JSON answers: those a browser still
 // reads (the ones helmet adds for Internet Explorer and Flash are left out). Each answer costs a few
 // header writes: they are most of what a status poll or a sold-out answer sends.
-func securityHeaderList(page, hsts bool) []header {
+func securityHeaderList(page, hsts bool, imageHosts []string) []header {
 	csp := apiContentSecurityPolicy
 	if page {
-		csp = contentSecurityPolicy
+		csp = contentSecurityPolicy(imageHosts)
 	}
 	list := [][2]string{
 		{fiber.HeaderContentSecurityPolicy, csp},
@@ -213,7 +221,7 @@ func securityHeaderList(page, hsts bool) []header {
 // poll's cost (it asks each request's protocol and writes twelve headers): the profile in
 // docs/performance.md.
 func securityHeaders(cfg Config) fiber.Handler {
-	pages, api := securityHeaderList(true, cfg.SecureCookies()), securityHeaderList(false, cfg.SecureCookies())
+	pages, api := securityHeaderList(true, cfg.SecureCookies(), cfg.ImageHostList()), securityHeaderList(false, cfg.SecureCookies(), nil)
 	return func(c *fiber.Ctx) error {
 		set := pages
 		if strings.HasPrefix(c.Path(), "/api/") {

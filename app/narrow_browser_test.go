@@ -43,7 +43,7 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 			{method: "POST", headers: {"X-CSRF-Token": j.token}}))`, nil))
 		if who != "" {
 			run(t, ctx, "language en", chromedp.Navigate(s.URL+"/lang/en"))
-			loginInBrowser(t, ctx, s.URL, who, who+" password")
+			loginInBrowser(t, ctx, s.URL, who, passwordOf(who))
 		}
 		for _, lang := range []string{"en", "zh"} {
 			run(t, ctx, "language "+lang, chromedp.Navigate(s.URL+"/lang/"+lang))

@@ -52,7 +52,7 @@ func deliverTo(t *testing.T, b *browser, no string, addr map[string]any) int64 {
 func bareOrderFor(t *testing.T, s *liveServer, item models.Item, name string) (*browser, models.Order) {
 	t.Helper()
 	b := newBrowser(t, s.URL)
-	id := b.register(name, name+" password")
+	id := b.register(name, passwordOf(name))
 	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, id, issuePath(t, s, item.ID, id), "SK"+name); err != nil {
 		t.Fatalf("take: %v", err)
 	}

@@ -61,7 +61,7 @@ func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 	var seedHash string
 	for i := range shoppers {
 		b := newBrowser(t, s.URL)
-		b.register("queuer_"+itoa(int64(i)), "queuer password")
+		b.register("queuer_"+itoa(int64(i)), passwordOf("queuer"))
 		shoppers[i] = b
 		if i == 0 {
 			cid, answer := b.captcha()
@@ -172,7 +172,7 @@ func TestQueueStatusPollCostsAtMostOneRedisCommand(t *testing.T) {
 	shoppers := make([]*browser, 4)
 	for i := range shoppers {
 		shoppers[i] = newBrowser(t, s.URL)
-		shoppers[i].register("poller_"+itoa(int64(i)), "poller password")
+		shoppers[i].register("poller_"+itoa(int64(i)), passwordOf("poller"))
 		if r := shoppers[i].join(item.ID); r.Status != 200 {
 			t.Fatalf("join: %d %s", r.Status, r.Body)
 		}
@@ -230,7 +230,7 @@ func TestInstanceLostWithShoppersInLine(t *testing.T) {
 	var shoppers []shopper
 	for i := range 3 {
 		onA := newBrowser(t, a.URL)
-		onA.register("survivor_"+itoa(int64(i)), "survivor password")
+		onA.register("survivor_"+itoa(int64(i)), passwordOf("survivor"))
 		r := onA.join(item.ID)
 		if r.Status != 200 {
 			t.Fatalf("join on A: %d %s", r.Status, r.Body)

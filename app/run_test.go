@@ -108,6 +108,9 @@ func TestUserCreate(t *testing.T) {
 		{"bad role", []string{"--username", "bob", "--password", "another pass", "--role", "root"}, "role"},
 		{"short password", []string{"--username", "bob", "--password", "short", "--role", "shopper"}, "password"},
 		{"bad username", []string{"--username", "b!", "--password", "long enough", "--role", "shopper"}, "username"},
+		{"taken in another case", []string{"--username", "ALICE", "--password", "another pass", "--role", "shopper"}, "taken"},
+		{"a common password", []string{"--username", "bob", "--password", "12345678", "--role", "admin"}, "too easy to guess"},
+		{"the username in the password", []string{"--username", "bob", "--password", "Bob's very own", "--role", "admin"}, "must not contain the username"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,7 +197,7 @@ func TestDemoMode(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("round %d: serve ended with %v", round, err)
 		}
-		if !strings.Contains(logs.String(), "demo mode") || !strings.Contains(logs.String(), "demo-shopper-pass") {
+		if !strings.Contains(logs.String(), "demo mode") || !strings.Contains(logs.String(), "demo-buyer-pass") {
 			t.Errorf("round %d: the log must say demo mode and print the accounts, got:\n%s", round, logs.String())
 		}
 	}

@@ -77,8 +77,8 @@ func TestLanguageSwitchRedirectsOnlyToLocalPaths(t *testing.T) {
 func TestCrossSiteFormsAreRefused(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	victim := newBrowser(t, s.URL)
-	victim.register("victim_1", "victim password")
-	newBrowser(t, s.URL).register("attacker0", "attacker password")
+	victim.register("victim_1", passwordOf("victim"))
+	newBrowser(t, s.URL).register("attacker0", passwordOf("attacker"))
 
 	form := func(b *browser, path, contentType, body string, withToken bool) reply {
 		t.Helper()
@@ -89,7 +89,7 @@ func TestCrossSiteFormsAreRefused(t *testing.T) {
 		}
 		return b.do(req)
 	}
-	login := `{"username":"attacker0","password":"attacker password"}`
+	login := `{"username":"attacker0","password":"` + passwordOf("attacker") + `"}`
 	for _, tt := range []struct {
 		name, path, contentType, body string
 		withToken                     bool
@@ -281,7 +281,7 @@ func countQueries(t *testing.T, db *gorm.DB) *atomic.Int64 {
 func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
 	s := startLive(t, liveOpts{noBackground: true})
 	b := newBrowser(t, s.URL)
-	b.register("junk_buyer", "junk password")
+	b.register("junk_buyer", passwordOf("junk"))
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
 	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
@@ -566,7 +566,7 @@ func TestLocalPathMirrorInThePageScript(t *testing.T) {
 // TestLoginGuessesAtOnceAreCounted: guesses sent at once on one name pass no more than the limit's five.
 func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{"sessions"}, tune: func(c *Config) { c.RateLimitIP = false }})
-	newBrowser(t, s.URL).register("guessed", "the real password")
+	guessedID := newBrowser(t, s.URL).register("guessed", "the real password")
 	attacker := newBrowser(t, s.URL)
 	attacker.getCSRF()
 	var wrong, limited atomic.Int32
@@ -589,7 +589,7 @@ func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
 	}
 	// A success forgets the count: the owner, once through, is not slowed by the guesses before.
 	owner := newBrowser(t, s.URL)
-	if err := ratelimit.NewShared(s.Redis).Reset(context.Background(), "login:user:guessed"); err != nil {
+	if err := ratelimit.NewShared(s.Redis).Reset(context.Background(), "login:account:"+itoa(guessedID)); err != nil {
 		t.Fatal(err)
 	}
 	if r := owner.call("POST", "/api/auth/login", map[string]string{"username": "guessed", "password": "the real password"}); r.Status != 200 {

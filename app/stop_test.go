@@ -117,7 +117,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 	// Paths, the line and the pages say so too.
 	for _, srv := range []*liveServer{a, b} {
 		viewer := newBrowser(t, srv.URL)
-		viewer.register("viewer_"+strings.TrimPrefix(srv.URL, "http://127.0.0.1:"), "viewer password")
+		viewer.register("viewer_"+strings.TrimPrefix(srv.URL, "http://127.0.0.1:"), passwordOf("viewer"))
 		id, answer := viewer.captcha()
 		expect(t, "a purchase path while paused", viewer.call("POST", "/api/items/"+itoa(item.ID)+"/path",
 			map[string]any{"captcha_id": id, "captcha_answer": answer}), 403, "paused")
@@ -127,7 +127,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 	}
 	expect(t, "pausing the queue sale", admin.call("POST", "/api/admin/activities/"+itoa(queued.ActivityID)+"/pause", map[string]any{"reason": "bots"}), 200, "")
 	line := newBrowser(t, b.URL)
-	line.register("line_viewer", "line password")
+	line.register("line_viewer", passwordOf("line"))
 	waitFor(t, "the queue sale paused on the second instance", func() bool {
 		return line.call("GET", "/api/items/"+itoa(queued.ID)+"/queue", nil).json(t)["paused"] == true
 	})
@@ -158,7 +158,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 	}
 	for _, srv := range []*liveServer{a, b} {
 		late := newBrowser(t, srv.URL)
-		late.register("late_"+strings.TrimPrefix(srv.URL, "http://127.0.0.1:"), "late password")
+		late.register("late_"+strings.TrimPrefix(srv.URL, "http://127.0.0.1:"), passwordOf("late"))
 		id, answer := late.captcha()
 		expect(t, "a purchase path after the end", late.call("POST", "/api/items/"+itoa(item.ID)+"/path",
 			map[string]any{"captcha_id": id, "captcha_answer": answer}), 403, "ended")
@@ -208,7 +208,7 @@ func TestPauseInABrowser(t *testing.T) {
 	run(t, shopper, "the item page", chromedp.Navigate(s.URL+"/items/"+itoa(item.ID)), chromedp.WaitEnabled("#buy", chromedp.ByID))
 
 	admin := chrome(t)
-	loginInBrowser(t, admin, s.URL, "pause_chief", "pause_chief password")
+	loginInBrowser(t, admin, s.URL, "pause_chief", passwordOf("pause_chief"))
 	var notice string
 	run(t, admin, "pause from the dashboard",
 		chromedp.Navigate(s.URL+"/admin"),
@@ -275,7 +275,7 @@ func TestTurnInterruptedByAPauseKeepsItsTime(t *testing.T) {
 	}
 	admin := withRole(t, s, "turn_pauser", models.RoleAdmin)
 	shopper := newBrowser(t, s.URL)
-	shopper.register("turn_keeper", "turn password")
+	shopper.register("turn_keeper", passwordOf("turn"))
 	expect(t, "joining", shopper.join(item.ID), 200, "")
 	queue := "/api/items/" + itoa(item.ID) + "/queue"
 	s.Clock.Set(time.Now().Add(time.Minute + time.Second)) // the sale starts

@@ -44,6 +44,7 @@ const (
 	QueueNotOpen  = "queue_not_open" // the waiting room opens later
 	Paused        = "paused"         // an admin has paused the sale: buying, paths and turns wait
 	Blocked       = "blocked"        // an admin has blocked the account
+	LastAdmin     = "last_admin"     // the change would leave the shop with no active admin
 
 	// The merchant console.
 	ActivityState = "activity_state"
@@ -57,7 +58,7 @@ const (
 // Codes lists every code above: each has its words in every language (code.<code>).
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
 	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
-	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked,
+	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked, LastAdmin,
 	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge}
 
 // Error is an error with a contract code and a message safe to show to a client.

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -179,13 +180,20 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	// Every mistake of the form at once: the name, the password and the captcha's fields.
+	// Every mistake of the form at once: the name, the password (not a common one, nor holding the name:
+	// judged in a bounded turn) and the captcha's fields.
 	var why []errs.Why
-	for _, err := range []error{auth.ValidateCredentials(in.Username, in.Password), requireCaptcha(in.CaptchaID, in.CaptchaAnswer)} {
-		var e *errs.Error
-		if errors.As(err, &e) {
-			why = append(why, e.Whys...)
-		}
+	if !auth.ValidUsername(in.Username) {
+		why = append(why, errs.W("username", "username_format"))
+	}
+	pw, err := h.Passwords.Vet(ctx, "password", in.Username, in.Password)
+	if err != nil {
+		return err
+	}
+	why = append(why, pw...)
+	var e *errs.Error
+	if errors.As(requireCaptcha(in.CaptchaID, in.CaptchaAnswer), &e) {
+		why = append(why, e.Whys...)
 	}
 	if len(why) > 0 {
 		return errs.Bad(why...)
@@ -240,14 +248,6 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 	if !auth.ValidUsername(in.Username) || len(in.Password) > maxLoginLength {
 		return h.failed(ctx, ipKey)
 	}
-	// Every attempt on a name counts when its password is about to be checked (in its hashing turn), so
-	// that guesses sent at once cannot all pass a limit that only failures fill, and an attempt told that
-	// the server is busy costs its owner nothing; a success forgets them. A name already over its limit
-	// does not wait for a turn.
-	userKey := "login:user:" + strings.ToLower(in.Username)
-	if err := h.Limits.Check(ctx, userKey, loginPerUser); err != nil {
-		return err
-	}
 	u, err := models.UserByUsername(ctx, h.DB, in.Username)
 	if err != nil && !errs.Is(err, errs.NotFound) {
 		return err
@@ -255,6 +255,19 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 	hash := ""
 	if u != nil {
 		hash = u.PasswordHash
+	}
+	// Every attempt on an account counts when its password is about to be checked (in its hashing turn),
+	// so that guesses sent at once cannot all pass a limit that only failures fill, and an attempt told
+	// that the server is busy costs its owner nothing; the account's own success forgets them. The count
+	// is the account's, by its id: nothing else resets it (a login to another account whose name differs
+	// only by case once did). A name that names no account is counted by its lowercase spelling. An
+	// account already over its limit does not wait for a turn.
+	userKey := "login:name:" + strings.ToLower(in.Username)
+	if u != nil {
+		userKey = "login:account:" + strconv.FormatInt(u.ID, 10)
+	}
+	if err := h.Limits.Check(ctx, userKey, loginPerUser); err != nil {
+		return err
 	}
 	// An unknown name is checked as slowly.
 	ok, err := h.Passwords.Check(ctx, hash, in.Password, func() error { return h.Limits.Allow(ctx, userKey, loginPerUser) })

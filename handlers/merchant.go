@@ -11,9 +11,10 @@ import (
 
 // Merchant serves the merchant console's API: a merchant's own activities and their items.
 type Merchant struct {
-	DB    *gorm.DB
-	Stats *Stats
-	Now   func() time.Time
+	DB         *gorm.DB
+	Stats      *Stats
+	ImageHosts []string // IMAGE_HOSTS: the hosts whose https:// addresses an item's image_url may name
+	Now        func() time.Time
 }
 
 // ManagedActivityJSON is an activity as its merchant and the admins see it.
@@ -138,7 +139,7 @@ func (h *Merchant) AddItem(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var in models.ItemInput
+	in := models.ItemInput{ImageHosts: h.ImageHosts}
 	who, err := h.change(c, &in)
 	if err != nil {
 		return err
@@ -156,7 +157,7 @@ func (h *Merchant) UpdateItem(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var in models.ItemInput
+	in := models.ItemInput{ImageHosts: h.ImageHosts}
 	who, err := h.change(c, &in)
 	if err != nil {
 		return err

@@ -136,8 +136,8 @@ func served(t *testing.T, app string) int {
 // shoppers, requests/1000 buys each, for stock units.
 func (c *cluster) rush(t *testing.T, requests int, stock int64, shards int, mid func()) *loadtest.Report {
 	t.Helper()
-	o := loadtest.Options{Admin: loadtest.User{Name: "admin", Password: "cluster-admin-pass"},
-		Merchant: loadtest.User{Name: "merchant", Password: "cluster-merchant-pass"},
+	o := loadtest.Options{Admin: loadtest.User{Name: "admin", Password: "cluster-boss-pass"},
+		Merchant: loadtest.User{Name: "merchant", Password: "cluster-seller-pass"},
 		Users:    1000, Requests: requests, Conns: 200, Stock: stock, Shards: shards, MidRush: mid}
 	client := loadtest.NewClient(clusterNginx, o.Conns)
 	client.Sources(50)

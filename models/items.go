@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ type ItemInput struct {
 	SeckillPriceCents  int64  `json:"seckill_price_cents"`
 	Stock              int64  `json:"stock"`
 	StockShards        int    `json:"stock_shards"` // optional: 1 (the default) to MaxStockShards
+	// ImageHosts are the hosts whose https:// addresses ImageURL may name (IMAGE_HOSTS): set by the
+	// handler from the configuration, never read from the request.
+	ImageHosts []string `json:"-"`
 }
 
 // MaxStockShards is the most stock shards an item can be split over.
@@ -142,9 +146,12 @@ func (in *ItemInput) Validate(time.Time) error {
 	why = append(why, text("name", in.Name, true, 200, false)...)
 	why = append(why, text("title", in.Title, false, 200, false)...)
 	why = append(why, text("description", in.Description, false, 5000, true)...)
-	if badText(in.ImageURL, false) || len(in.ImageURL) > 500 || in.ImageURL != "" && !strings.HasPrefix(in.ImageURL, "https://") &&
-		!strings.HasPrefix(in.ImageURL, "http://") && !strings.HasPrefix(in.ImageURL, "/") {
-		why = append(why, errs.W("image_url", "image_url"))
+	if len(in.ImageURL) > 500 || !ValidImageURL(in.ImageURL, in.ImageHosts) {
+		if len(in.ImageHosts) == 0 {
+			why = append(why, errs.W("image_url", "image_url_local"))
+		} else {
+			why = append(why, errs.W("image_url", "image_url_hosts", strings.Join(in.ImageHosts, ", ")))
+		}
 	}
 	if in.OriginalPriceCents <= 0 {
 		why = append(why, errs.W("original_price_cents", "positive"))
@@ -171,4 +178,42 @@ func (in *ItemInput) Validate(time.Time) error {
 		in.StockShards = 1
 	}
 	return nil
+}
+
+// ValidImageURL reports whether an item may show the image at u ("" is none): a path on this site (an
+// upload's /images/…, the demo's /assets/…), or an https:// address on one of hosts (IMAGE_HOSTS, which
+// the pages' Content-Security-Policy names too). Whatever a browser could read as another site is not a
+// path: //host/x (a scheme-relative address), a backslash (/\host/x is //host/x to a browser), a
+// scheme. Nor is an address on any other host taken: a picture from a site of the merchant's choosing is
+// a tracking pixel on every visitor's page.
+func ValidImageURL(u string, hosts []string) bool {
+	if u == "" {
+		return true
+	}
+	if badText(u, false) || strings.ContainsAny(u, "\\ ") {
+		return false
+	}
+	if strings.HasPrefix(u, "/") {
+		p, err := url.Parse(u)
+		return !strings.HasPrefix(u, "//") && err == nil && p.Scheme == "" && p.Host == "" && p.User == nil
+	}
+	p, err := url.Parse(u)
+	if err != nil || !strings.HasPrefix(u, "https://") || p.User != nil || p.Host == "" || p.Opaque != "" {
+		return false
+	}
+	for _, h := range hosts {
+		if strings.EqualFold(p.Host, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// ItemsWithImageURLs answers the id and image_url of every item that has one, for a check at start.
+func ItemsWithImageURLs(ctx context.Context, db *gorm.DB) ([]Item, error) {
+	var items []Item
+	if err := db.WithContext(ctx).Select("id", "image_url").Where("image_url <> ''").Order("id").Find(&items).Error; err != nil {
+		return nil, fmt.Errorf("items with image addresses: %w", err)
+	}
+	return items, nil
 }

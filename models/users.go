@@ -8,30 +8,59 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"seckill/errs"
 )
 
-// CreateUser inserts a user whose password is already hashed. A taken name answers errs.UsernameTaken.
+// CreateUser inserts a user whose password is already hashed. A name taken in any case (ADA beside ada)
+// answers errs.UsernameTaken: the check and the insert run in one transaction under a lock of the name,
+// so that the rule holds even where the unique index on lower(username) is left out (Migrate says why).
 func CreateUser(ctx context.Context, db *gorm.DB, username, passwordHash, role string) (*User, error) {
 	if !ValidRole(role) {
 		return nil, errs.Bad(errs.W("role", "role"))
 	}
 	u := &User{Username: username, PasswordHash: passwordHash, Role: role, SessionVersion: 1}
-	err := db.WithContext(ctx).Create(u).Error
+	taken := errs.Newf(errs.UsernameTaken, "the username %q is taken", username)
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if tx.Dialector.Name() == "postgres" {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", userNameLockSpace, strings.ToLower(username)).Error; err != nil {
+				return err
+			}
+		}
+		var same int64
+		if err := tx.Model(&User{}).Where("lower(username) = ?", strings.ToLower(username)).Count(&same).Error; err != nil {
+			return err
+		}
+		if same > 0 {
+			return taken
+		}
+		return tx.Create(u).Error
+	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		return nil, errs.Newf(errs.UsernameTaken, "the username %q is taken", username)
+		return nil, taken
 	}
 	if err != nil {
+		if errs.Is(err, errs.UsernameTaken) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("create user: %w", err)
 	}
 	return u, nil
 }
 
-// UserByUsername finds a user by name; a missing one answers errs.NotFound.
+// userNameLockSpace is the first key of the advisory locks that make a new name's check and insert one
+// step, apart from the migration's and the uploads'.
+const userNameLockSpace = 0x05e4
+
+// UserByUsername finds a user by name in any case; a missing one answers errs.NotFound. Names are unique
+// ignoring case, but for accounts made before that rule whose names differ only by case (Migrate lists
+// them): each of those is found by its own spelling first.
 func UserByUsername(ctx context.Context, db *gorm.DB, username string) (*User, error) {
 	var u User
-	err := db.WithContext(ctx).Where("username = ?", username).Take(&u).Error
+	err := db.WithContext(ctx).Where("lower(username) = ?", strings.ToLower(username)).
+		Order(clause.OrderBy{Expression: clause.Expr{SQL: "CASE WHEN username = ? THEN 0 ELSE 1 END, id", Vars: []any{username}}}).
+		Take(&u).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, errs.New(errs.NotFound, "no such user")
 	}
@@ -39,6 +68,20 @@ func UserByUsername(ctx context.Context, db *gorm.DB, username string) (*User, e
 		return nil, fmt.Errorf("user by name: %w", err)
 	}
 	return &u, nil
+}
+
+// UsernameClashes lists the accounts whose names are the same but for case (made before names were
+// unique ignoring case), by name and id: an operator resolves them (renames or merges them by hand);
+// until then the unique index on lower(username) is left out.
+func UsernameClashes(ctx context.Context, db *gorm.DB) ([]User, error) {
+	var users []User
+	err := db.WithContext(ctx).Select("id", "username", "role", "created_at").
+		Where("lower(username) IN (?)", db.Model(&User{}).Select("lower(username)").Group("lower(username)").Having("count(*) > 1")).
+		Order("lower(username), id").Find(&users).Error
+	if err != nil {
+		return nil, fmt.Errorf("usernames that differ only by case: %w", err)
+	}
+	return users, nil
 }
 
 // UserByID finds a user by id; a missing one answers errs.NotFound.
@@ -68,13 +111,43 @@ func BumpSessionVersion(ctx context.Context, db *gorm.DB, id int64, now time.Tim
 	return UserByID(ctx, db, id)
 }
 
-// SetRole changes a user's role, and audits it as who's action.
+// errLastAdmin refuses the change that would leave the shop with no active admin: nobody could then
+// review a sale, end one, or make another admin but from the command line.
+var errLastAdmin = errs.New(errs.LastAdmin, "the shop would be left without an active admin: make another admin first")
+
+// keepAnAdmin refuses, with errs.LastAdmin, a change that takes user id out of the active admins (its
+// role taken away, or blocked) when it is the last of them. Run first in the change's transaction: on
+// PostgreSQL it locks every active admin's row, in id order, until the transaction ends, so that two
+// admins demoting each other at once are done one after the other, and the second sees the first's
+// change (a locked row is read again once its lock is released, and one no longer an active admin
+// drops out); SQLite runs one writing transaction at a time.
+func keepAnAdmin(tx *gorm.DB, id int64) error {
+	q := "SELECT id FROM users WHERE role = ? AND blocked_at IS NULL ORDER BY id"
+	if tx.Dialector.Name() == "postgres" {
+		q += " FOR UPDATE"
+	}
+	var admins []int64
+	if err := tx.Raw(q, RoleAdmin).Scan(&admins).Error; err != nil {
+		return fmt.Errorf("active admins: %w", err)
+	}
+	if len(admins) == 1 && admins[0] == id {
+		return errLastAdmin
+	}
+	return nil
+}
+
+// SetRole changes a user's role, and audits it as who's action. The last active admin keeps its role.
 func SetRole(ctx context.Context, db *gorm.DB, who Actor, id int64, role string, now time.Time) (*User, error) {
 	if !ValidRole(role) {
 		return nil, errs.Bad(errs.W("role", "role"))
 	}
 	var u *User
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if role != RoleAdmin {
+			if err := keepAnAdmin(tx, id); err != nil {
+				return err
+			}
+		}
 		before, err := UserByID(ctx, tx, id)
 		if err != nil {
 			return err
@@ -124,7 +197,7 @@ func Usernames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string,
 }
 
 // SetBlocked blocks an account (its sessions end, it cannot log in; its orders stay) or unblocks it, as
-// who's action with a reason, audited. An admin cannot block itself.
+// who's action with a reason, audited. An admin cannot block itself, nor anyone the last active admin.
 func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked bool, reason string, now time.Time) (*User, error) {
 	reason, err := checkReason(reason, blocked)
 	if err != nil {
@@ -135,6 +208,11 @@ func SetBlocked(ctx context.Context, db *gorm.DB, who Actor, id int64, blocked b
 	}
 	var u *User
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if blocked {
+			if err := keepAnAdmin(tx, id); err != nil {
+				return err
+			}
+		}
 		before, err := UserByID(ctx, tx, id)
 		if err != nil {
 			return err

@@ -50,7 +50,7 @@ if [ -z "$run" ]; then
     shift
     echo "bench-cluster: $label" >&2
     bin/loadtest -base "http://127.0.0.1:$CLUSTER_PORT" -redis "127.0.0.1:${REDIS_PORTS[0]},127.0.0.1:${REDIS_PORTS[1]},127.0.0.1:${REDIS_PORTS[2]}" \
-      -admin admin:cluster-admin-pass -merchant merchant:cluster-merchant-pass -scenario "$SCENARIOS" -scale "$SCALE" \
+      -admin admin:cluster-boss-pass -merchant merchant:cluster-seller-pass -scenario "$SCENARIOS" -scale "$SCALE" \
       -sources 64 -baseline=false -cpu "$(cpu "$@")" -json "$run/$label.json" >/dev/null
   }
   for round in $(seq "$ROUNDS"); do

@@ -23,7 +23,7 @@ redis-cli -n "$REDIS_DB" flushdb >/dev/null
 export DATABASE_URL="$PG/seckill_bench?sslmode=disable" REDIS_URL="redis://127.0.0.1:6379/$REDIS_DB"
 # The access log is on, as LOG_LEVEL's default (info) has it: the figures are those of a server as it runs.
 export SESSION_SECRET=bench-only-secret-bench-only-secret BCRYPT_COST=4 RATE_LIMIT_IP=off LOG_LEVEL=${BENCH_LOG_LEVEL:-info}
-export PORT BASE_URL="http://127.0.0.1:$PORT" METRICS_LISTEN="127.0.0.1:$((PORT + 1000))" PAY_SANDBOX=on
+export PORT BASE_URL="http://127.0.0.1:$PORT" METRICS_LISTEN="127.0.0.1:$((PORT + 1000))" PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes
 bin/seckill migrate >/dev/null
 bin/seckill user create --username bench_admin --password bench-admin-pass --role admin >/dev/null
 bin/seckill user create --username bench_merchant --password bench-merchant-pass --role merchant >/dev/null

@@ -18,7 +18,7 @@
 #                                           created when missing; CLUSTER_FRESH=1 drops and recreates it
 #   CLUSTER_RATE, CLUSTER_BURST  20, 40     nginx's per-address limit on /api/ (requests/s, burst)
 #   CLUSTER_APPENDFSYNC  everysec           the Redis nodes' appendfsync (always, everysec, no)
-#   CLUSTER_ADMIN_PASSWORD, CLUSTER_MERCHANT_PASSWORD   cluster-admin-pass, cluster-merchant-pass
+#   CLUSTER_ADMIN_PASSWORD, CLUSTER_MERCHANT_PASSWORD   cluster-boss-pass, cluster-seller-pass
 #   SECKILL_BIN          (built)            the seckill binary; default: go build -o bin/seckill .
 #   SESSION_SECRET       (generated once)   else kept in CLUSTER_DIR/session_secret (mode 600)
 #   BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE
@@ -185,7 +185,7 @@ app_env() { # app_env N
   APP_ENV=(PATH="$PATH" HOME="${HOME:-/}" PORT="$port" LISTEN_HOST=127.0.0.1
     BASE_URL="http://127.0.0.1:$LB_PORT" REDIS_URL="${redis%,}" DATABASE_URL="$DB_URL"
     SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 NODE_ID="$1"
-    METRICS_LISTEN="127.0.0.1:$((port + 1000))" PAY_SANDBOX=on)
+    METRICS_LISTEN="127.0.0.1:$((port + 1000))" PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes)
   for v in "${PASS_THROUGH[@]}"; do
     pass=PASS_$v
     if [ -n "${!pass:-}" ]; then APP_ENV+=("$v=${!pass}"); fi
@@ -415,8 +415,8 @@ cmd_start() {
   LB_PORT=${CLUSTER_PORT:-8090}
   DB_URL=${CLUSTER_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/seckill_cluster?sslmode=disable}
   RATE=${CLUSTER_RATE:-20} BURST=${CLUSTER_BURST:-40} APPENDFSYNC=${CLUSTER_APPENDFSYNC:-everysec}
-  ADMIN_PASSWORD=${CLUSTER_ADMIN_PASSWORD:-cluster-admin-pass}
-  MERCHANT_PASSWORD=${CLUSTER_MERCHANT_PASSWORD:-cluster-merchant-pass}
+  ADMIN_PASSWORD=${CLUSTER_ADMIN_PASSWORD:-cluster-boss-pass}
+  MERCHANT_PASSWORD=${CLUSTER_MERCHANT_PASSWORD:-cluster-seller-pass}
   local v running
   for v in "${PASS_THROUGH[@]}"; do
     if [ -n "${!v:-}" ]; then printf -v "PASS_$v" '%s' "${!v}"; fi

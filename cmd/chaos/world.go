@@ -98,7 +98,7 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 		return append(out, "DATABASE_URL=postgres://postgres@"+w.pgLink.Addr()+"/postgres?sslmode=disable",
 			"REDIS_URL=redis://"+w.redisLink.Addr()+"/0", fmt.Sprintf("PORT=%d", port), "LISTEN_HOST=127.0.0.1",
 			"BASE_URL="+w.frontURL, fmt.Sprintf("METRICS_LISTEN=127.0.0.1:%d", metrics), "SESSION_SECRET=chaos-only-secret-chaos-only-secret",
-			"BCRYPT_COST=4", "RATE_LIMIT_IP=off", "PAY_SANDBOX=on", "ORDER_CLAIM_IDLE=3s", "LOG_LEVEL=warn", "CAPTCHA_POOL=200",
+			"BCRYPT_COST=4", "RATE_LIMIT_IP=off", "PAY_SANDBOX=on", "PAY_SANDBOX_ANYONE_CAN_PAY=yes", "ORDER_CLAIM_IDLE=3s", "LOG_LEVEL=warn", "CAPTCHA_POOL=200",
 			"PAY_TIMEOUT="+c.payTimeout.String(), "SALE_KEEP="+c.saleKeep.String())
 	}
 	for i := range 2 {
