@@ -101,20 +101,28 @@ func (l *Limiter) Active(c net.Conn) {
 // Key is the address a connection counts against: the IPv4 address, or the /64 network of an IPv6 one
 // (a subscriber is usually given a whole /64). ok is false for an address that is not IP.
 func Key(a net.Addr) (netip.Addr, bool) {
+	ip, ok := addrOf(a)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	return keyOf(ip), true
+}
+
+func addrOf(a net.Addr) (netip.Addr, bool) {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
 		return netip.Addr{}, false
 	}
 	ip, ok := netip.AddrFromSlice(ta.IP)
-	if !ok {
-		return netip.Addr{}, false
-	}
-	ip = ip.Unmap()
+	return ip.Unmap(), ok
+}
+
+func keyOf(ip netip.Addr) netip.Addr {
 	if ip.Is6() {
 		p, _ := ip.Prefix(64)
-		ip = p.Addr()
+		return p.Addr()
 	}
-	return ip, true
+	return ip
 }
 
 // refusal is why a connection is turned away.
@@ -129,15 +137,16 @@ const (
 // admit counts a new connection from addr, shedding the longest idle one when the total is reached; it
 // refuses when none is idle or when addr has its share.
 func (l *Limiter) admit(c *Conn) refusal {
-	key, keyed := Key(c.RemoteAddr())
+	ip, keyed := addrOf(c.RemoteAddr())
 	if keyed && l.opts.PerAddr > 0 {
 		for _, p := range l.opts.Exempt {
-			if p.Contains(key) {
+			if p.Contains(ip) {
 				keyed = false
 				break
 			}
 		}
 	}
+	key := keyOf(ip)
 	for {
 		l.mu.Lock()
 		if keyed && l.opts.PerAddr > 0 && l.byAddr[key] >= l.opts.PerAddr {
