@@ -21,8 +21,9 @@ import (
 type Options struct {
 	Total   int            // the most connections open at once
 	PerAddr int            // the most from one client address: an IPv4 address, or an IPv6 /64
-	Exempt  []netip.Prefix // addresses the per-address cap does not apply to (trusted proxies)
-	Log     *slog.Logger   // where refusals and accept errors are said, at most once in LogEvery
+	Exempt  []netip.Prefix // trusted proxies: the per-address cap does not apply to them, and an eighth of
+	// the total is kept for them (a connection of theirs carries many clients' requests in turn)
+	Log *slog.Logger // where refusals and accept errors are said, at most once in LogEvery
 }
 
 // LogEvery is how often at most the limiter says that it refuses connections or that accept fails.
@@ -47,7 +48,8 @@ type Limiter struct {
 	mu     sync.Mutex
 	open   int
 	byAddr map[netip.Addr]int
-	idle   list.List // *Conn, the longest idle first
+	idle   [2]list.List // *Conn, the longest idle first: [0] others', [1] the exempt addresses'
+	room   int          // of the total, kept for the exempt addresses
 
 	shed, refusedTotal, refusedAddr, acceptRetries atomic.Uint64
 	lastLog                                        atomic.Int64 // unix nanoseconds of the last log line
@@ -55,13 +57,17 @@ type Limiter struct {
 
 // New returns a Limiter with the caps of opts.
 func New(opts Options) *Limiter {
-	return &Limiter{opts: opts, byAddr: make(map[netip.Addr]int)}
+	l := &Limiter{opts: opts, byAddr: make(map[netip.Addr]int)}
+	if len(opts.Exempt) > 0 {
+		l.room = opts.Total / 8
+	}
+	return l
 }
 
 // Stats reports the counts now.
 func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
-	open, idle := l.open, l.idle.Len()
+	open, idle := l.open, l.idle[0].Len()+l.idle[1].Len()
 	l.mu.Unlock()
 	return Stats{Open: open, Idle: idle, Shed: l.shed.Load(), RefusedTotal: l.refusedTotal.Load(),
 		RefusedAddr: l.refusedAddr.Load(), AcceptRetries: l.acceptRetries.Load()}
@@ -77,9 +83,9 @@ func (l *Limiter) Idle(c net.Conn) {
 	l.mu.Lock()
 	if !lc.closed {
 		if lc.idleAt != nil {
-			l.idle.Remove(lc.idleAt)
+			l.idle[lc.exemptIdx()].Remove(lc.idleAt)
 		}
-		lc.idleAt = l.idle.PushBack(lc)
+		lc.idleAt = l.idle[lc.exemptIdx()].PushBack(lc)
 	}
 	l.mu.Unlock()
 }
@@ -92,7 +98,7 @@ func (l *Limiter) Active(c net.Conn) {
 	}
 	l.mu.Lock()
 	if lc.idleAt != nil {
-		l.idle.Remove(lc.idleAt)
+		l.idle[lc.exemptIdx()].Remove(lc.idleAt)
 		lc.idleAt = nil
 	}
 	l.mu.Unlock()
@@ -134,19 +140,23 @@ const (
 	fullAddr
 )
 
-// admit counts a new connection from addr, shedding the longest idle one when the total is reached; it
-// refuses when none is idle or when addr has its share.
+// admit counts a new connection, shedding the longest idle one when the total is reached (another
+// client's before a trusted proxy's); it refuses when none is idle or when the address has its share.
 func (l *Limiter) admit(c *Conn) refusal {
 	ip, keyed := addrOf(c.RemoteAddr())
-	if keyed && l.opts.PerAddr > 0 {
+	if keyed {
 		for _, p := range l.opts.Exempt {
 			if p.Contains(ip) {
-				keyed = false
+				keyed, c.exempt = false, true
 				break
 			}
 		}
 	}
 	key := keyOf(ip)
+	total := l.opts.Total
+	if !c.exempt {
+		total -= l.room
+	}
 	for {
 		l.mu.Lock()
 		if keyed && l.opts.PerAddr > 0 && l.byAddr[key] >= l.opts.PerAddr {
@@ -154,7 +164,7 @@ func (l *Limiter) admit(c *Conn) refusal {
 			l.refusedAddr.Add(1)
 			return fullAddr
 		}
-		if l.opts.Total <= 0 || l.open < l.opts.Total {
+		if l.opts.Total <= 0 || l.open < total {
 			l.open++
 			c.counted = true
 			if keyed {
@@ -164,14 +174,19 @@ func (l *Limiter) admit(c *Conn) refusal {
 			l.mu.Unlock()
 			return admitted
 		}
-		front := l.idle.Front()
+		// A trusted proxy's idle connection goes only for another of a trusted proxy's.
+		from := &l.idle[0]
+		if from.Len() == 0 && c.exempt {
+			from = &l.idle[1]
+		}
+		front := from.Front()
 		if front == nil {
 			l.mu.Unlock()
 			l.refusedTotal.Add(1)
 			return fullTotal
 		}
 		victim := front.Value.(*Conn)
-		l.idle.Remove(front)
+		from.Remove(front)
 		victim.idleAt = nil
 		l.mu.Unlock()
 		// Closing counts it out; the server's read of its next request ends with an error and the server
@@ -190,7 +205,7 @@ func (l *Limiter) release(c *Conn) {
 	}
 	c.closed = true
 	if c.idleAt != nil {
-		l.idle.Remove(c.idleAt)
+		l.idle[c.exemptIdx()].Remove(c.idleAt)
 		c.idleAt = nil
 	}
 	if !c.counted {
@@ -227,9 +242,17 @@ type Conn struct {
 	// guarded by l.mu
 	key     netip.Addr
 	keyed   bool
+	exempt  bool // from a trusted proxy (set before the connection is shared, then only read)
 	counted bool
 	closed  bool
 	idleAt  *list.Element
+}
+
+func (c *Conn) exemptIdx() int {
+	if c.exempt {
+		return 1
+	}
+	return 0
 }
 
 // Close closes the connection and counts it out; closing again is harmless.

@@ -201,3 +201,27 @@ func TestKey(t *testing.T) {
 		})
 	}
 }
+
+func TestTrustedProxiesKeepAShareOfTheTotalAndTheirIdleConnections(t *testing.T) {
+	// Total 16: others get 14, the proxy (127.0.0.9) the last 2; a flood cannot shed the proxy's idle ones.
+	l, addr, admitted := serve(t, Options{Total: 16, Exempt: []netip.Prefix{netip.MustParsePrefix("127.0.0.9/32")}})
+	dialFrom(t, "127.0.0.9", addr)
+	proxyIdle := admittedWithin(t, admitted)
+	l.Idle(proxyIdle)
+	for range 13 {
+		dialFrom(t, "127.0.0.5", addr)
+		admittedWithin(t, admitted)
+	}
+	if got := refusedWith(t, dialFrom(t, "127.0.0.5", addr)); got != http.StatusServiceUnavailable {
+		t.Errorf("a flood's connection beyond its share got %d, want 503 (the proxy's idle one kept)", got)
+	}
+	for range 2 { // the proxy's room
+		dialFrom(t, "127.0.0.9", addr)
+		admittedWithin(t, admitted)
+	}
+	dialFrom(t, "127.0.0.9", addr) // beyond the total: the proxy's own idle connection makes way
+	admittedWithin(t, admitted)
+	if s := l.Stats(); s.Open != 16 || s.Shed != 1 || s.RefusedTotal != 1 {
+		t.Errorf("stats %+v, want 16 open, 1 shed, 1 refused", s)
+	}
+}
