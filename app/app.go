@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
 	"gorm.io/gorm"
 
 	"seckill/assets"
@@ -30,6 +32,7 @@ import (
 	"seckill/captcha"
 	"seckill/catalog"
 	"seckill/handlers"
+	"seckill/internal/connlimit"
 	"seckill/internal/gate"
 	"seckill/internal/geo"
 	"seckill/jobs"
@@ -61,8 +64,10 @@ type Server struct {
 	Hashing  *gate.Gate // the turns of password hashing (a quarter of the cores)
 	Drawing  *gate.Gate // the turns of captcha drawing (half of the cores)
 	Captchas *captcha.Captchas
-	Stops    *catalog.Stops // the sales an admin has paused, in memory
-	Metrics  http.Handler   // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
+	Stops    *catalog.Stops     // the sales an admin has paused, in memory
+	Metrics  http.Handler       // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
+	Conns    *connlimit.Limiter // the public port's connections: the caps, which are idle, the counts
+	NoFile   uint64             // the open-file limit the caps were derived from
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
 	// its lock.
@@ -307,13 +312,17 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		Views:                 engine,
 		DisableStartupMessage: true,
 		ReadBufferSize:        readBufferSize,
-		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           120 * time.Second,
 	}
+	connTimeouts(&fcfg, cfg)
 	trustProxies(&fcfg, cfg.Proxies())
 	s.Fiber = fiber.New(fcfg)
-	s.Fiber.Server().HeaderReceived = uploadLimit(cfg.BodyLimit, s.Sessions)
+	s.Fiber.Server().HeaderReceived = bodyTimeout(cfg.BodyTimeout, uploadLimit(cfg.BodyLimit, s.Sessions))
+	s.NoFile = openFileLimit()
+	s.Conns = connlimit.New(connlimit.Options{Total: cfg.ConnCap(s.NoFile), PerAddr: cfg.MaxConnsPerAddr,
+		Exempt: cfg.ProxyPrefixes(), Log: d.Log})
+	s.Fiber.Server().ConnState = connStates(s.Conns)
+	reg.MustRegister(connMetrics(s.Conns)...)
 	s.Fiber.Use(requestid.New(requestid.Config{Generator: requestIDs()}))
 	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
 	s.Fiber.Use(recover.New())
@@ -392,6 +401,65 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		s.site.sandbox = newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now)
 	}
 	return nil
+}
+
+// connTimeouts bounds how long a connection may hold its descriptor without sending: fasthttp sets
+// ReadTimeout as the read deadline before each request's headers (HEADER_TIMEOUT: a client trickling a
+// header a few seconds apart is closed), bodyTimeout gives the body its own once the headers are in, and
+// IdleTimeout bounds a keep-alive connection waiting for its next request.
+func connTimeouts(fc *fiber.Config, cfg Config) {
+	fc.ReadTimeout = cfg.HeaderTimeout
+	fc.IdleTimeout = cfg.IdleTimeout
+}
+
+// bodyTimeout gives a request's body d to arrive from the moment its headers have (an image upload
+// from a phone may need it), keeping what next decides for the request.
+func bodyTimeout(d time.Duration, next func(*fasthttp.RequestHeader) fasthttp.RequestConfig) func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	return func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		var rc fasthttp.RequestConfig
+		if next != nil {
+			rc = next(h)
+		}
+		if rc.ReadTimeout == 0 {
+			rc.ReadTimeout = d
+		}
+		return rc
+	}
+}
+
+// connStates tells the connection limiter which connections wait idle between requests: those are
+// the first closed when the total cap is reached.
+func connStates(l *connlimit.Limiter) func(net.Conn, fasthttp.ConnState) {
+	return func(c net.Conn, st fasthttp.ConnState) {
+		switch st {
+		case fasthttp.StateIdle:
+			l.Idle(c)
+		case fasthttp.StateActive:
+			l.Active(c)
+		}
+	}
+}
+
+// connMetrics show the public port's connections: open, idle, shed and refused, and accepts retried.
+func connMetrics(l *connlimit.Limiter) []prometheus.Collector {
+	gauge := func(name, help string, f func(connlimit.Stats) int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return float64(f(l.Stats())) })
+	}
+	counter := func(name, help string, labels prometheus.Labels, f func(connlimit.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(f(l.Stats())) })
+	}
+	const refused = "Connections turned away at once: beyond the total cap with none idle (503), or beyond an address's share (429)."
+	return []prometheus.Collector{
+		gauge("seckill_connections_open", "Connections open on the public port.", func(s connlimit.Stats) int { return s.Open }),
+		gauge("seckill_connections_idle", "Keep-alive connections waiting for their next request.", func(s connlimit.Stats) int { return s.Idle }),
+		counter("seckill_connections_shed_total", "Idle keep-alive connections closed to admit a new one beyond the total cap.", nil,
+			func(s connlimit.Stats) uint64 { return s.Shed }),
+		counter("seckill_connections_refused_total", refused, prometheus.Labels{"cap": "total"}, func(s connlimit.Stats) uint64 { return s.RefusedTotal }),
+		counter("seckill_connections_refused_total", refused, prometheus.Labels{"cap": "address"}, func(s connlimit.Stats) uint64 { return s.RefusedAddr }),
+		counter("seckill_accept_retries_total", "Accepts that failed for a passing reason (no descriptor left, a connection aborted) and were tried again.", nil,
+			func(s connlimit.Stats) uint64 { return s.AcceptRetries }),
+	}
 }
 
 // trustProxies makes c.IP() (the per-address limits, the access log) the client's address that a trusted
@@ -548,10 +616,11 @@ func NewSandboxApp(cfg Config, rdb redis.UniversalClient, log *slog.Logger, now 
 		return nil, err
 	}
 	fcfg := fiber.Config{AppName: "seckill-sandbox-pay", BodyLimit: cfg.BodyLimit, ErrorHandler: errorHandler(log, now),
-		Views: engine, DisableStartupMessage: true,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+		Views: engine, DisableStartupMessage: true, WriteTimeout: 30 * time.Second}
+	connTimeouts(&fcfg, cfg)
 	trustProxies(&fcfg, cfg.Proxies()) // behind a proxy, the payer's limit counts the payer's address
 	f := fiber.New(fcfg)
+	f.Server().HeaderReceived = bodyTimeout(cfg.BodyTimeout, nil)
 	f.Use(recover.New())
 	f.Use(securityHeaders(cfg))
 	static := &handlers.Static{Files: files}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -53,6 +54,11 @@ type Config struct {
 	QueueOverbook   float64       // QUEUE_OVERBOOK: shoppers let in at a time, per unit of stock left
 	QueueRate       int           // QUEUE_RATE: the most shoppers let in per second per item
 	QueueTurn       time.Duration // QUEUE_TURN: how long a shopper let in has to buy
+	MaxConns        int           // MAX_CONNS: the most connections open at once; 0 (unset) derives it from the open-file limit
+	MaxConnsPerAddr int           // MAX_CONNS_PER_ADDR: the most from one client address (IPv6: one /64); trusted proxies exempt
+	HeaderTimeout   time.Duration // HEADER_TIMEOUT: how long a request's line and headers may take to arrive
+	BodyTimeout     time.Duration // BODY_TIMEOUT: how long a request's body may take to arrive once its headers have
+	IdleTimeout     time.Duration // IDLE_TIMEOUT: how long a keep-alive connection may wait for its next request
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -147,6 +153,37 @@ func (c Config) Proxies() []string {
 	return strings.Split(c.TrustedProxies, ",")
 }
 
+// ConnReserve is how many of the open-file limit's descriptors are left to everything but the
+// public port's connections when MAX_CONNS is unset: PostgreSQL's pool (20), Redis's (256, or 64 a
+// node of a cluster), the operators' listener, files, and a margin. A tenth of the limit, at least
+// 512, at most half of it.
+func ConnReserve(nofile uint64) int {
+	n := int(min(nofile, 100_000_000))
+	return min(max(n/10, 512), n/2)
+}
+
+// ConnCap is the most connections the public port holds at once: MAX_CONNS, or the open-file limit
+// nofile less ConnReserve.
+func (c Config) ConnCap(nofile uint64) int {
+	if c.MaxConns > 0 {
+		return c.MaxConns
+	}
+	return max(int(min(nofile, 100_000_000))-ConnReserve(nofile), 1)
+}
+
+// ProxyPrefixes are the trusted proxies as address ranges (a single address is a range of one).
+func (c Config) ProxyPrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, v := range c.Proxies() {
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(v); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		}
+	}
+	return out
+}
+
 // LoadConfig reads the configuration through getenv (os.Getenv in production) and validates it. The error
 // names every bad variable.
 func LoadConfig(getenv func(string) string) (Config, error) {
@@ -181,6 +218,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		QueueOverbook:   p.float("QUEUE_OVERBOOK", 1.5, 1, 100),
 		QueueRate:       p.int("QUEUE_RATE", 500, 1, 1_000_000),
 		QueueTurn:       p.duration("QUEUE_TURN", 30*time.Second),
+		MaxConns:        p.int("MAX_CONNS", 0, 0, 10_000_000),
+		MaxConnsPerAddr: p.int("MAX_CONNS_PER_ADDR", 512, 0, 10_000_000),
+		HeaderTimeout:   p.duration("HEADER_TIMEOUT", 5*time.Second),
+		BodyTimeout:     p.duration("BODY_TIMEOUT", 30*time.Second),
+		IdleTimeout:     p.duration("IDLE_TIMEOUT", 60*time.Second),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
@@ -245,6 +287,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.QRTTL < 10*time.Second {
 		p.fail("QR_TTL", "must be at least 10s")
+	}
+	if c.HeaderTimeout > c.BodyTimeout {
+		p.fail("HEADER_TIMEOUT", "must not be longer than BODY_TIMEOUT")
 	}
 	if c.ShutdownTimeout <= 0 {
 		p.fail("SHUTDOWN_TIMEOUT", "must be positive")

@@ -11,12 +11,14 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
 	"seckill/auth"
+	"seckill/internal/connlimit"
 	"seckill/models"
 )
 
@@ -227,10 +229,12 @@ func runServe(ctx context.Context, env Env) error {
 	if cfg.PaySandbox && !cfg.Demo {
 		log.Warn("the payment sandbox is mounted (PAY_SANDBOX=on): anyone can pay any order by pressing Pay; for trying the product only")
 	}
-	ln, err := net.Listen("tcp", cfg.ListenAddr())
+	raw, err := net.Listen("tcp", cfg.ListenAddr())
 	if err != nil {
 		return fmt.Errorf("LISTEN_HOST and PORT %s: %w", cfg.ListenAddr(), err)
 	}
+	ln := srv.Conns.Listen(raw)
+	logConnCaps(log, cfg, srv.NoFile)
 	if cfg.Demo && cfg.ListenHost == "127.0.0.1" {
 		log.Info("listening on this machine only (demo mode; LISTEN_HOST=0.0.0.0 to answer the network)", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
 		if ip := lanAddress(); ip != "" {
@@ -254,6 +258,8 @@ func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
+	// Liveness apart from the public port: it answers while a flood holds every public connection.
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
@@ -265,9 +271,43 @@ func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr
 	return ln.Addr(), func() { _ = hs.Close() }, nil
 }
 
+// logConnCaps says at start how many descriptors the process may hold and how many connections it
+// takes, warning when the limit leaves less than the caps need.
+func logConnCaps(log *slog.Logger, cfg Config, nofile uint64) {
+	total := cfg.ConnCap(nofile)
+	args := []any{"open_file_limit", nofile, "max_conns", total, "max_conns_per_addr", cfg.MaxConnsPerAddr,
+		"header_timeout", cfg.HeaderTimeout, "idle_timeout", cfg.IdleTimeout}
+	if len(cfg.Proxies()) > 0 {
+		args = append(args, "per_addr_exempt", cfg.TrustedProxies)
+	}
+	switch need := uint64(total) + uint64(ConnReserve(nofile)); {
+	case need > nofile:
+		log.Warn("the open-file limit is below what the connection caps need: accepts will fail and be waited out, and PostgreSQL or Redis may find no descriptor (raise ulimit -n / LimitNOFILE, or lower MAX_CONNS)",
+			append(args, "needs", need)...)
+	case nofile < 4096:
+		log.Warn("the open-file limit is low for a sale's crowd: raise ulimit -n / LimitNOFILE (docs/reliability.md)", args...)
+	default:
+		log.Info("connections", args...)
+	}
+}
+
+// openFileLimit is the process's limit of open descriptors (Go raises the soft limit to the hard one at
+// start), or a common default when it cannot be read.
+func openFileLimit() uint64 {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil || r.Cur == 0 {
+		return 1024
+	}
+	return r.Cur
+}
+
 // Serve answers on ln until ctx ends, then stops taking connections and gives the requests in flight up
-// to timeout to finish.
+// to timeout to finish. A listener that is not a connlimit one is wrapped in one without caps, so that
+// a full descriptor table is waited out (fasthttp's own accept loop would return, ending the server).
 func Serve(ctx context.Context, f *fiber.App, ln net.Listener, timeout time.Duration) error {
+	if _, ok := ln.(*connlimit.Listener); !ok {
+		ln = connlimit.New(connlimit.Options{}).Listen(ln)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- f.Listener(ln) }()
 	select {

@@ -16,7 +16,8 @@
 #   CLUSTER_PORT         8090               nginx, the address to use
 #   CLUSTER_DATABASE_URL postgres://postgres:postgres@127.0.0.1:5432/seckill_cluster?sslmode=disable
 #                                           created when missing; CLUSTER_FRESH=1 drops and recreates it
-#   CLUSTER_RATE, CLUSTER_BURST  20, 40     nginx's per-address limit on /api/ (requests/s, burst)
+#   CLUSTER_RATE, CLUSTER_BURST  20, 40     nginx's per-address limit on /api/ and pages (requests/s, burst)
+#   CLUSTER_CONNS        512                nginx's cap on connections per address (an IPv6 /64 as one)
 #   CLUSTER_APPENDFSYNC  everysec           the Redis nodes' appendfsync (always, everysec, no)
 #   CLUSTER_ADMIN_PASSWORD, CLUSTER_MERCHANT_PASSWORD   cluster-boss-pass, cluster-seller-pass
 #   SECKILL_BIN          (built)            the seckill binary; default: go build -o bin/seckill .
@@ -244,18 +245,20 @@ write_nginx_conf() {
   local nofile conns p servers=""
   # Each proxied client holds two connections (its own and one to an instance), per worker.
   nofile=$(ulimit -n)
-  conns=4096
-  if [ "$nofile" != unlimited ] && [ $((nofile / 2 - 32)) -lt "$conns" ]; then conns=$((nofile / 2 - 32)); fi
+  [ "$nofile" != unlimited ] || nofile=65536
+  conns=16384
+  if [ $((nofile / 2 - 32)) -lt "$conns" ]; then conns=$((nofile / 2 - 32)); fi
   [ "$conns" -ge 1024 ] || say "warning: open files limited to $nofile: nginx gets $conns connections per worker"
   for p in "${APP_PORTS[@]}"; do servers+="server 127.0.0.1:$p max_fails=1 fail_timeout=2s; "; done
   mkdir -p "$CLUSTER_DIR/nginx-temp"
   # shellcheck disable=SC2016 # envsubst's list of the variables it may replace, literally
-  NGINX_LISTEN="127.0.0.1:$LB_PORT" SECKILL_UPSTREAMS=$servers CLUSTER_RATE=$RATE CLUSTER_BURST=$BURST \
-    envsubst '${NGINX_LISTEN} ${SECKILL_UPSTREAMS} ${CLUSTER_RATE} ${CLUSTER_BURST}' \
+  NGINX_LISTEN="127.0.0.1:$LB_PORT" SECKILL_UPSTREAMS=$servers CLUSTER_RATE=$RATE CLUSTER_BURST=$BURST CLUSTER_CONNS=$CONNS \
+    envsubst '${NGINX_LISTEN} ${SECKILL_UPSTREAMS} ${CLUSTER_RATE} ${CLUSTER_BURST} ${CLUSTER_CONNS}' \
     <"$ROOT/deploy/nginx/seckill.conf.template" >"$CLUSTER_DIR/seckill.conf"
   cat >"$CLUSTER_DIR/nginx.conf" <<CONF
 # Written by scripts/cluster.sh; the server itself is seckill.conf, from deploy/nginx/seckill.conf.template.
 worker_processes auto;
+worker_rlimit_nofile $nofile;
 pid $CLUSTER_DIR/nginx.pid;
 error_log $CLUSTER_DIR/nginx-error.log warn;
 events { worker_connections $conns; }
@@ -397,6 +400,7 @@ check_settings() {
   done
   [[ $RATE =~ ^[1-9][0-9]*$ ]] || die "CLUSTER_RATE must be a whole number of requests per second, got '$RATE'"
   [[ $BURST =~ ^[0-9]+$ ]] || die "CLUSTER_BURST must be a whole number, got '$BURST'"
+  [[ $CONNS =~ ^[1-9][0-9]*$ ]] || die "CLUSTER_CONNS must be a whole number of connections, got '$CONNS'"
   case $APPENDFSYNC in always | everysec | no) ;; *) die "CLUSTER_APPENDFSYNC must be always, everysec or no, got '$APPENDFSYNC'" ;; esac
 }
 
@@ -414,7 +418,7 @@ cmd_start() {
   read -r -a APP_PORTS <<<"${CLUSTER_APP_PORTS:-8081 8082}"
   LB_PORT=${CLUSTER_PORT:-8090}
   DB_URL=${CLUSTER_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/seckill_cluster?sslmode=disable}
-  RATE=${CLUSTER_RATE:-20} BURST=${CLUSTER_BURST:-40} APPENDFSYNC=${CLUSTER_APPENDFSYNC:-everysec}
+  RATE=${CLUSTER_RATE:-20} BURST=${CLUSTER_BURST:-40} CONNS=${CLUSTER_CONNS:-512} APPENDFSYNC=${CLUSTER_APPENDFSYNC:-everysec}
   ADMIN_PASSWORD=${CLUSTER_ADMIN_PASSWORD:-cluster-boss-pass}
   MERCHANT_PASSWORD=${CLUSTER_MERCHANT_PASSWORD:-cluster-seller-pass}
   local v running

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+
+	"seckill/loadtest"
 	"time"
 )
 
@@ -17,7 +19,7 @@ type fault struct {
 	lossy  bool // a loss the product is not built to survive: the round reports what it did, and fails only if PostgreSQL sold beyond the stock
 }
 
-var faultOrder = []string{"instance-kill", "redis-kill", "postgres-stop", "postgres-cut", "redis-cut", "both-kill"}
+var faultOrder = []string{"instance-kill", "redis-kill", "postgres-stop", "postgres-cut", "redis-cut", "both-kill", "conn-flood"}
 
 // lossyFaults run only when named.
 var lossyFaults = []string{"redis-lose-second"}
@@ -85,6 +87,24 @@ var faultsByName = map[string]fault{
 			w.over, err = w.overPromised(ctx)
 			return healed, err
 		}},
+	"conn-flood": {what: fmt.Sprintf("%d connections from %d loopback addresses straight to one instance (open-file limit %d), each half a request "+
+		"trickling a header line every %v and opened again when closed", floodConns, floodSources, instanceNoFile, floodTrickle),
+		strike: func(ctx context.Context, w *world, c *config, rng *rand.Rand) (time.Time, error) {
+			in := w.instances[rng.IntN(len(w.instances))]
+			w.flood = loadtest.Flood(ctx, loadtest.FloodOptions{Target: fmt.Sprintf("127.0.0.1:%d", in.port), Conns: floodConns,
+				Sources: floodSources, Trickle: floodTrickle, For: max(c.cut, 8*time.Second),
+				Health: []string{"http://" + in.metrics + "/healthz", in.base() + "/healthz"}})
+			healed := time.Now()
+			select {
+			case <-in.done:
+				return healed, fmt.Errorf("%s exited under the flood (%s)", in.name, w.flood)
+			default:
+			}
+			if ops := w.flood.Health[0]; ops.OK < ops.Asked {
+				return healed, fmt.Errorf("the operators' /healthz of %s answered %d of %d asks during the flood", in.name, ops.OK, ops.Asked)
+			}
+			return healed, nil
+		}},
 	"redis-cut": {what: "the network to Redis cut (silent: bytes and new connections wait)", strike: func(ctx context.Context, w *world, c *config, _ *rand.Rand) (time.Time, error) {
 		w.redisLink.Cut(false)
 		sleep(ctx, c.cut)
@@ -92,6 +112,14 @@ var faultsByName = map[string]fault{
 		return time.Now(), nil
 	}},
 }
+
+// The conn-flood: past the instance's open-file limit (instanceNoFile), from more addresses than its cap
+// per address (512) would stop alone, trickling as issue 28's attacker did.
+const (
+	floodConns   = 6000
+	floodSources = 30
+	floodTrickle = 2 * time.Second
+)
 
 func faultNames() []string { return faultOrder }
 

@@ -26,9 +26,10 @@ type round struct {
 	queued                    int64  // orders queued and not yet written when the fault struck
 	books                     string // the sale's books read straight from Redis and PostgreSQL
 	booksOK                   bool
-	lost                      int64 // a lossy fault's bytes cut from Redis's append-only file
-	flagged                   int   // a lossy fault's: the reconciliation's warnings after it
-	over                      int64 // a lossy fault's: units Redis would sell that PostgreSQL cannot back, just after it
+	lost                      int64                 // a lossy fault's bytes cut from Redis's append-only file
+	flagged                   int                   // a lossy fault's: the reconciliation's warnings after it
+	over                      int64                 // a lossy fault's: units Redis would sell that PostgreSQL cannot back, just after it
+	flood                     *loadtest.FloodReport // conn-flood's: what the flood saw
 }
 
 func (rd *round) lossy() bool { return faultsByName[rd.fault].lossy }
@@ -92,8 +93,12 @@ func (rd *round) summary() string {
 		return fmt.Sprintf("%d bytes of Redis's writes lost; Redis would then sell %d units PostgreSQL cannot back; the audit says: %s; the reconciliation warned %d times",
 			rd.lost, rd.over, strings.Join(rd.rep.Audit.Failures, "; "), rd.flagged)
 	}
+	flood := ""
+	if rd.flood != nil {
+		flood = "; " + rd.flood.String()
+	}
 	return fmt.Sprintf("ok: %d orders queued at the strike; down %v (%v after the fault healed); clients: %s; answers: %s; %s", rd.queued,
-		rd.down().Round(time.Millisecond), rd.afterHeal().Round(time.Millisecond), rd.felt(), rd.answers(), rd.books)
+		rd.down().Round(time.Millisecond), rd.afterHeal().Round(time.Millisecond), rd.felt(), rd.answers(), rd.books) + flood
 }
 
 // play runs the round's sale through the world with its fault, and audits it.
@@ -114,7 +119,9 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 	o.MidRush = func() {
 		rd.queued, _ = w.backlog(ctx)
 		rd.struck = time.Now()
+		w.flood = nil
 		rd.healed, strikeErr = faultsByName[rd.fault].strike(ctx, w, c, rd.rng)
+		rd.flood = w.flood
 		if strikeErr == nil {
 			strikeErr = waitFor(ctx, 2*time.Minute, "every instance ready after the fault", w.allReady)
 		}
@@ -205,6 +212,11 @@ func report(c *config, w *world, rounds []*round) string {
 		}
 		fmt.Fprintf(&b, "| %d | `%s` | %s | %.0f%% of the buys | %d | %s | %s | %s | %v | %s |\n", rd.n, rd.fault, rd.scenario, rd.at*100,
 			rd.queued, rd.answers(), rd.felt(), orders, rd.down().Round(time.Millisecond), verdict)
+	}
+	for _, rd := range rounds {
+		if rd.flood != nil {
+			fmt.Fprintf(&b, "\nRound %d, `%s` during %s: %s\n", rd.n, rd.fault, rd.scenario, strings.ReplaceAll(rd.flood.String(), "\n  ", "; "))
+		}
 	}
 	for _, rd := range rounds {
 		if !rd.lossy() || rd.rep == nil || rd.rep.Audit == nil {

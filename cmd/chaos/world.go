@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/faultnet"
+	"seckill/loadtest"
 	"seckill/stock"
 )
 
@@ -36,8 +37,9 @@ type world struct {
 	rdb       *redis.Client // the load tool's own, straight to Redis (captcha answers)
 	adminPass string
 	merchPass string
-	lost      int64 // bytes of the append-only file cut by the last redis-lose-second
-	over      int64 // units Redis would sell that PostgreSQL cannot back, just after it
+	flood     *loadtest.FloodReport // what the last conn-flood saw
+	lost      int64                 // bytes of the append-only file cut by the last redis-lose-second
+	over      int64                 // units Redis would sell that PostgreSQL cannot back, just after it
 
 	stopWatching context.CancelFunc
 }
@@ -98,7 +100,7 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 		return append(out, "DATABASE_URL=postgres://postgres@"+w.pgLink.Addr()+"/postgres?sslmode=disable",
 			"REDIS_URL=redis://"+w.redisLink.Addr()+"/0", fmt.Sprintf("PORT=%d", port), "LISTEN_HOST=127.0.0.1",
 			"BASE_URL="+w.frontURL, fmt.Sprintf("METRICS_LISTEN=127.0.0.1:%d", metrics), "SESSION_SECRET=chaos-only-secret-chaos-only-secret",
-			"BCRYPT_COST=4", "RATE_LIMIT_IP=off", "PAY_SANDBOX=on", "PAY_SANDBOX_ANYONE_CAN_PAY=yes", "ORDER_CLAIM_IDLE=3s", "LOG_LEVEL=warn", "CAPTCHA_POOL=200",
+			"BCRYPT_COST=4", "RATE_LIMIT_IP=off", "TRUSTED_PROXIES=127.0.0.1", "PAY_SANDBOX=on", "PAY_SANDBOX_ANYONE_CAN_PAY=yes", "ORDER_CLAIM_IDLE=3s", "LOG_LEVEL=warn", "CAPTCHA_POOL=200",
 			"PAY_TIMEOUT="+c.payTimeout.String(), "SALE_KEEP="+c.saleKeep.String())
 	}
 	for i := range 2 {

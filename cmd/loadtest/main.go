@@ -54,6 +54,9 @@ var sizes = map[string]struct {
 }
 
 func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "flood" {
+		return flood(ctx, args[1:])
+	}
 	if len(args) > 0 && args[0] == "compare" {
 		return compare(args[1:])
 	}
@@ -292,4 +295,28 @@ func baseline(ctx context.Context, kind string, rdb redis.UniversalClient, n, co
 	res := client.Fire(ctx, reqs, conns, nil)
 	defer rdb.Del(context.WithoutCancel(ctx), "loadtest:{baseline}")
 	return map[string]string{"bare": "a bare Fiber handler", "evalsha": "a Fiber handler with one EVALSHA", "bare-page": "a bare Fiber page handler"}[kind], res.Throughput(), nil
+}
+
+// flood holds a connection flood against a server on this machine: loadtest flood -target
+// 127.0.0.1:8080 -conns 6000 -sources 30 -trickle 5s -for 20s -health http://127.0.0.1:9090/healthz
+func flood(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("loadtest flood", flag.ContinueOnError)
+	target := fs.String("target", "127.0.0.1:8080", "the server's host:port, on loopback")
+	conns := fs.Int("conns", 6000, "connections held at once, at most (this process's open-file limit bounds it)")
+	sources := fs.Int("sources", 30, "source addresses, 127.0.2.1 and on")
+	trickleEvery := fs.Duration("trickle", 5*time.Second, "a header line this often on each connection")
+	dur := fs.Duration("for", 20*time.Second, "how long the flood lasts")
+	health := fs.String("health", "", "comma-separated /healthz URLs to ask every 100 ms during the flood")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if host, _, err := net.SplitHostPort(*target); err != nil || !net.ParseIP(host).IsLoopback() {
+		return fmt.Errorf("-target must be a loopback host:port, got %q", *target)
+	}
+	o := loadtest.FloodOptions{Target: *target, Conns: *conns, Sources: *sources, Trickle: *trickleEvery, For: *dur}
+	if *health != "" {
+		o.Health = strings.Split(*health, ",")
+	}
+	fmt.Println(loadtest.Flood(ctx, o))
+	return nil
 }
