@@ -30,6 +30,26 @@ var demoAccounts = []struct{ Username, Password, Role string }{
 	{"shopper", "demo-buyer-pass", models.RoleShopper},
 }
 
+// refreshDemoPasswords gives each demo account that no longer takes its published password that password
+// again: the passwords changed when weak ones were refused (issue 28), and demo data from before would
+// otherwise refuse the ones the log prints.
+func refreshDemoPasswords(ctx context.Context, db *gorm.DB, bcryptCost int) error {
+	for _, a := range demoAccounts {
+		u, err := models.UserByUsername(ctx, db, a.Username)
+		if err != nil || auth.CheckPassword(u.PasswordHash, a.Password) {
+			continue // gone or renamed: nothing to give back; or it already works
+		}
+		hash, err := auth.HashPassword(a.Password, bcryptCost)
+		if err != nil {
+			return err
+		}
+		if err := db.WithContext(ctx).Model(&models.User{}).Where("id = ?", u.ID).Update("password_hash", hash).Error; err != nil {
+			return fmt.Errorf("seed: demo password of %s: %w", a.Username, err)
+		}
+	}
+	return nil
+}
+
 // OpenSQLite opens (and creates) the demo database file at path.
 func OpenSQLite(path string) (*gorm.DB, error) {
 	// WAL lets pages read while the order consumer writes; immediate transactions take the write lock at
@@ -130,7 +150,8 @@ func SeedDemo(ctx context.Context, db *gorm.DB, now time.Time, bcryptCost int) (
 		return false, fmt.Errorf("seed: %w", err)
 	}
 	if n > 0 {
-		return false, nil
+		// A demo database from before the published passwords changed still logs in with them.
+		return false, refreshDemoPasswords(ctx, db, bcryptCost)
 	}
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var ids = map[string]int64{}

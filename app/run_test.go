@@ -16,6 +16,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"seckill/auth"
 	"seckill/internal/testenv"
 	"seckill/models"
 )
@@ -200,5 +201,32 @@ func TestDemoMode(t *testing.T) {
 		if !strings.Contains(logs.String(), "demo mode") || !strings.Contains(logs.String(), "demo-buyer-pass") {
 			t.Errorf("round %d: the log must say demo mode and print the accounts, got:\n%s", round, logs.String())
 		}
+	}
+}
+
+// TestDemoDataFromBeforeTakesThePublishedPasswords: a demo database made when the demo's passwords were
+// weaker (they changed when weak passwords were refused) still logs in with the passwords the log prints.
+func TestDemoDataFromBeforeTakesThePublishedPasswords(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.SQLite(t)
+	if err := models.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	old, err := auth.HashPassword("demo-shopper-pass", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := models.CreateUser(ctx, db, "shopper", old, models.RoleShopper); err != nil {
+		t.Fatal(err)
+	}
+	if seeded, err := SeedDemo(ctx, db, time.Now(), 4); err != nil || seeded {
+		t.Fatalf("SeedDemo on old demo data = %v, %v; want false, nil (nothing new made)", seeded, err)
+	}
+	u, err := models.UserByUsername(ctx, db, "shopper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !auth.CheckPassword(u.PasswordHash, "demo-buyer-pass") {
+		t.Error("the old demo shopper does not log in with the published password demo-buyer-pass")
 	}
 }
