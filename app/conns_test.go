@@ -34,15 +34,16 @@ func serveWith(t *testing.T, extra map[string]string) *served {
 	rdb := testenv.Redis(t)
 	port, mport := freePort(t), freePort(t)
 	env := map[string]string{
-		"DATABASE_URL":   testenv.PostgresSchema(t),
-		"REDIS_URL":      testenv.RedisURLFor(rdb),
-		"SESSION_SECRET": goodSecret,
-		"PAY_SANDBOX":    "on",
-		"BCRYPT_COST":    "4",
-		"CAPTCHA_POOL":   "0",
-		"LISTEN_HOST":    "127.0.0.1",
-		"PORT":           port,
-		"METRICS_LISTEN": "127.0.0.1:" + mport,
+		"DATABASE_URL":               testenv.PostgresSchema(t),
+		"REDIS_URL":                  testenv.RedisURLFor(rdb),
+		"SESSION_SECRET":             goodSecret,
+		"PAY_SANDBOX":                "on",
+		"PAY_SANDBOX_ANYONE_CAN_PAY": "yes",
+		"BCRYPT_COST":                "4",
+		"CAPTCHA_POOL":               "0",
+		"LISTEN_HOST":                "127.0.0.1",
+		"PORT":                       port,
+		"METRICS_LISTEN":             "127.0.0.1:" + mport,
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -52,14 +53,15 @@ func serveWith(t *testing.T, extra map[string]string) *served {
 	}
 	s := &served{addr: "127.0.0.1:" + port, metrics: "127.0.0.1:" + mport, logs: &safeWriter{w: &bytes.Buffer{}}}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done, finished := make(chan error, 1), make(chan struct{})
 	go func() {
 		done <- Run(ctx, []string{"serve"}, Env{Getenv: envOf(env), Stdout: io.Discard, Stderr: s.logs})
+		close(finished) // a serve that ended at start has had its error read below: the cleanup waits on this
 	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case <-finished:
 		case <-time.After(15 * time.Second):
 			t.Error("the server did not stop")
 		}
