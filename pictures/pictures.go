@@ -145,8 +145,8 @@ type jpegScans struct {
 	blocks      int64
 }
 
-// walkJPEG reads a JPEG's markers, as the decoder would meet them, up to its end (EOI) or the first thing
-// that is not a marker (where the decoder stops too), skipping each scan's entropy-coded data. The blocks
+// walkJPEG reads a JPEG's markers, as the decoder would meet them, up to its end (EOI), skipping each
+// scan's entropy-coded data and, as the decoder does, any bytes between segments that are no marker. The blocks
 // of a scan are counted as the decoder walks them: every MCU of the frame times the blocks each named
 // component has in one.
 func walkJPEG(raw []byte) jpegScans {
@@ -156,7 +156,14 @@ func walkJPEG(raw []byte) jpegScans {
 	var mcus int64 // MCUs of the frame (0 until its header is read)
 	for i := 2; i+1 < len(raw); {
 		if raw[i] != 0xff {
-			return out
+			// Bytes that are no marker: Go's decoder (like libjpeg) skips them and reads on, so the walk
+			// does too. Stopping here let one junk byte hide every scan after it from the count.
+			j := bytes.IndexByte(raw[i:], 0xff)
+			if j < 0 {
+				break
+			}
+			i += j
+			continue
 		}
 		m := raw[i+1]
 		switch {
@@ -200,6 +207,17 @@ func walkJPEG(raw []byte) jpegScans {
 			}
 			i = scanEnd(raw, i)
 		}
+	}
+	// The walk is the decoder's reading, and a reading can be wrong. Every SOS marker in the file is
+	// counted too (inside a scan's data 0xff is always stuffed, so one can stand only in a segment, such as
+	// an Exif thumbnail's): one the walk did not meet is taken as a scan over the whole frame.
+	if raw := bytes.Count(raw, []byte{0xff, 0xda}); raw > out.scans {
+		var perMCU int64
+		for _, k := range comps {
+			perMCU += int64(k.h) * int64(k.v)
+		}
+		out.blocks += int64(raw-out.scans) * mcus * perMCU
+		out.scans = raw
 	}
 	return out
 }

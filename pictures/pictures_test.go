@@ -159,6 +159,9 @@ func TestProcessRefusesCostlyScans(t *testing.T) {
 		{"a 5 MB file of scans", picturestest.ManyScans(2800, 2800, 84_000, 0)},
 		{"65 scans of a small image", picturestest.ManyScans(64, 64, MaxScans+1, 0)},
 		{"40 scans of 7 colour megapixels", picturestest.ManyColourScans(2800, 2600, 40)},
+		// Found by the review: the decoder skips bytes that are no marker, and the walk stopped at them.
+		{"2,000 scans behind one junk byte", junkBefore(picturestest.ManyScans(2700, 2700, 2000, 0), 2, []byte{0})},
+		{"2,000 scans behind junk before each", junkBefore(picturestest.ManyScans(2700, 2700, 2000, 0), 0, []byte{0x00, 0x12, 0xfe})},
 	} {
 		start := time.Now()
 		_, err := Process(tt.raw)
@@ -170,9 +173,10 @@ func TestProcessRefusesCostlyScans(t *testing.T) {
 		}
 	}
 	for name, raw := range map[string][]byte{
-		"a baseline JPEG":           encoded(t, 600, 400, false),
-		"10 progressive scans":      picturestest.ManyScans(1024, 1024, 10, 0),
-		"64 scans of a small image": picturestest.ManyScans(64, 64, MaxScans, 0),
+		"a baseline JPEG":                      encoded(t, 600, 400, false),
+		"10 progressive scans":                 picturestest.ManyScans(1024, 1024, 10, 0),
+		"64 scans of a small image":            picturestest.ManyScans(64, 64, MaxScans, 0),
+		"10 scans with junk before the second": junkBefore(picturestest.ManyScans(1024, 1024, 10, 0), 2, []byte{0}),
 	} {
 		if _, err := Process(raw); err != nil {
 			t.Errorf("%s: %v, want it opened", name, err)
@@ -182,4 +186,20 @@ func TestProcessRefusesCostlyScans(t *testing.T) {
 	if s := walkJPEG(picturestest.ManyScans(4000, 3000, 10, 0)); s.scans != 10 || s.blocks != 10*500*375 {
 		t.Errorf("10 scans of 4000 × 3000 grey: %+v, want 10 scans of 187,500 blocks", s)
 	}
+}
+
+// junkBefore puts junk before the nth SOS marker of raw (every one when n is 0): bytes that are no marker,
+// which Go's decoder skips, reading on.
+func junkBefore(raw []byte, n int, junk []byte) []byte {
+	var out []byte
+	seen := 0
+	for i := 0; i < len(raw); i++ {
+		if i+1 < len(raw) && raw[i] == 0xff && raw[i+1] == 0xda {
+			if seen++; n == 0 || seen == n {
+				out = append(out, junk...)
+			}
+		}
+		out = append(out, raw[i])
+	}
+	return out
 }
