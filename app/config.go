@@ -205,7 +205,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		DataDir:         p.str("DATA_DIR", "./data"),
 		LogLevel:        p.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:       p.oneOf("LOG_FORMAT", "text", "text", "json"),
-		BodyLimit:       p.int("BODY_LIMIT", 1<<20, 1024, 64<<20),
+		BodyLimit:       p.int("BODY_LIMIT", 64<<10, 1024, 64<<20),
 		ShutdownTimeout: p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		PayProviderURL:  strings.TrimRight(strings.TrimSpace(getenv("PAY_PROVIDER_URL")), "/"),
 		PaySecret:       getenv("PAY_SECRET"),

@@ -130,7 +130,7 @@ func TestItemImageUpload(t *testing.T) {
 		t.Errorf("a body of 7 MB announced: %d, want 413 before it is sent", status)
 	}
 	// Room for an upload is set aside for a merchant's session only: a stranger, or a shopper, announcing
-	// 2 MB is refused at once (BODY_LIMIT is 1 MB).
+	// 2 MB is refused at once (BODY_LIMIT is 64 KB).
 	shopper := newBrowser(t, s.URL)
 	shopper.register("image_shopper", passwordOf("image_shopper"))
 	for who, cookie := range map[string]string{"a stranger": "", "a shopper": shopper.cookie(handlers.SessionCookie)} {
