@@ -14,8 +14,8 @@ services: ## start (or install) the local PostgreSQL and Redis the tests use
 	./scripts/services.sh
 
 test: services ## every test, with the race detector, against the real services
-	$(GO) test -race -count=1 ./...
-	GROUP_COMMIT=off $(GO) test -race -count=1 -run 'Buy|Take|Batch|Crowd|Shard|Rush|Queue|Order' ./stock ./jobs ./app
+	$(GO) test -race -count=1 -timeout 30m ./...
+	GROUP_COMMIT=off $(GO) test -race -count=1 -timeout 20m -run 'Buy|Take|Batch|Crowd|Shard|Rush|Queue|Order' ./stock ./jobs ./app
 	FUZZTIME=3s ./scripts/fuzz.sh
 	$(GO) run ./cmd/chaos -short
 
