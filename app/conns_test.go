@@ -373,3 +373,30 @@ func TestConnCapLeavesDescriptorsForTheServices(t *testing.T) {
 		t.Errorf("a header timeout past the body's was taken: %v", err)
 	}
 }
+
+func TestTheOperatorsListenerIsCapped(t *testing.T) {
+	s := serveWith(t, nil)
+	// Half-sent requests, more than the cap: those beyond it are answered and closed at once, instead of
+	// each holding a descriptor until the header timeout.
+	const extra = 20
+	var conns []net.Conn
+	for range MetricsMaxConns + extra {
+		c := dialFrom(t, "127.0.0.1", s.metrics)
+		_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\n")
+		conns = append(conns, c)
+	}
+	time.Sleep(300 * time.Millisecond)
+	closed := 0
+	for _, c := range conns {
+		if closedWithin(c, 20*time.Millisecond) {
+			closed++
+		}
+	}
+	if closed < extra {
+		t.Errorf("%d of %d half-sent connections to the operators' listener were closed at once; want at least the %d beyond its cap of %d",
+			closed, len(conns), extra, MetricsMaxConns)
+	}
+	if code, _ := healthz(s.addr, "127.0.0.99", 2*time.Second); code != http.StatusOK {
+		t.Errorf("the public /healthz during the operators' flood: %d; want 200", code)
+	}
+}
