@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -371,5 +372,68 @@ func TestConnCapLeavesDescriptorsForTheServices(t *testing.T) {
 	}
 	if _, err := LoadConfig(envOf(map[string]string{"HEADER_TIMEOUT": "40s"})); err == nil || !strings.Contains(err.Error(), "HEADER_TIMEOUT") {
 		t.Errorf("a header timeout past the body's was taken: %v", err)
+	}
+}
+
+func TestTheOperatorsListenerIsCapped(t *testing.T) {
+	s := serveWith(t, nil)
+	// Half-sent requests, more than the cap: those beyond it are answered and closed at once, instead of
+	// each holding a descriptor until the header timeout.
+	const extra = 20
+	var conns []net.Conn
+	for range MetricsMaxConns + extra {
+		c := dialFrom(t, "127.0.0.1", s.metrics)
+		_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\n")
+		conns = append(conns, c)
+	}
+	time.Sleep(300 * time.Millisecond)
+	closed := 0
+	for _, c := range conns {
+		if closedWithin(c, 20*time.Millisecond) {
+			closed++
+		}
+	}
+	if closed < extra {
+		t.Errorf("%d of %d half-sent connections to the operators' listener were closed at once; want at least the %d beyond its cap of %d",
+			closed, len(conns), extra, MetricsMaxConns)
+	}
+	if code, _ := healthz(s.addr, "127.0.0.99", 2*time.Second); code != http.StatusOK {
+		t.Errorf("the public /healthz during the operators' flood: %d; want 200", code)
+	}
+}
+
+func TestATimedOutRequestIsAnsweredWithTheContractsJSON(t *testing.T) {
+	s := serveWith(t, map[string]string{"HEADER_TIMEOUT": "1s", "BODY_TIMEOUT": "2s"})
+	tests := []struct {
+		name, sent string
+		want       []string // what the message says
+	}{
+		{"headers not all in: both languages", "GET /healthz HTTP/1.1\r\nHost: shop\r\nAccept-Language: zh\r\n",
+			[]string{"The request did not arrive in time.", "请求未能及时到达。"}},
+		// fasthttp forgets the headers of a request whose body is late: its language is not known either.
+		{"the body late", "POST /api/auth/login HTTP/1.1\r\nHost: shop\r\nAccept-Language: zh-CN\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{",
+			[]string{"The request did not arrive in time.", "请求未能及时到达。"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialFrom(t, "127.0.0.1", s.addr)
+			_, _ = io.WriteString(c, tt.sent)
+			_ = c.SetReadDeadline(time.Now().Add(6 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			var body struct{ Error, Message string }
+			if err := json.Unmarshal(raw, &body); err != nil || resp.StatusCode != http.StatusRequestTimeout || body.Error != "timeout" {
+				t.Fatalf("got %d %q (%v); want 408 with the contract's JSON, error timeout", resp.StatusCode, raw, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body.Message, w) {
+					t.Errorf("message %q does not say %q", body.Message, w)
+				}
+			}
+		})
 	}
 }

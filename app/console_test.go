@@ -282,3 +282,30 @@ func TestReviewQueueAndAuditInWords(t *testing.T) {
 		t.Error("the audit log shows raw JSON or field names")
 	}
 }
+
+func TestAdminSearchRefusesTextPostgreSQLCannotTake(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	admin := withRole(t, s, "search_chief", models.RoleAdmin)
+	admin.setCookie("lang", "zh")
+	for _, tt := range []struct{ name, path string }{
+		{"a NUL", "/api/admin/users?q=a%00b"},
+		{"invalid UTF-8", "/api/admin/users?q=%ff%fe"},
+		{"a control character", "/api/admin/users?q=a%01"},
+		{"a NUL on the console's page", "/admin/users?q=%00"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := admin.call("GET", tt.path, nil)
+			if r.Status != 400 {
+				t.Fatalf("%s: %d %s; want 400 bad_request", tt.path, r.Status, r.Body)
+			}
+			if !strings.HasPrefix(tt.path, "/api/") {
+				return
+			}
+			body := r.json(t)
+			fields, _ := body["fields"].(map[string]any)
+			if body["error"] != "bad_request" || fields["q"] == nil || !strings.Contains(fields["q"].(string), "控制字符") {
+				t.Errorf("%s: %s; want bad_request naming fields.q in Chinese", tt.path, r.Body)
+			}
+		})
+	}
+}

@@ -86,11 +86,19 @@ func openDemo(ctx context.Context, cfg *Config, log *slog.Logger) (*demoRuntime,
 	if err != nil {
 		return nil, err
 	}
+	// The in-process Redis listens on loopback, where any user of the machine could otherwise read the
+	// captcha answers or change the stock: it takes a password of its own, made at each start.
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		return nil, fmt.Errorf("in-process redis password: %w", err)
+	}
+	password := hex.EncodeToString(pw)
 	mr := miniredis.NewMiniRedis()
+	mr.RequireAuth(password)
 	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("in-process redis: %w", err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), Password: password})
 
 	// miniredis expires keys only when told to: advance its clock with the real one, or captchas,
 	// purchase paths and QR codes would never expire.

@@ -94,6 +94,11 @@ var (
 	errHeaderTooLargeBoth = errs.Static(errs.HeaderTooLarge, i18n.For("en").T("code."+errs.HeaderTooLarge)+" "+i18n.For("zh").T("code."+errs.HeaderTooLarge))
 )
 
+var (
+	errTimeout     = errs.Static(errs.Timeout, i18n.For("en").T("code."+errs.Timeout))
+	errTimeoutBoth = errs.Static(errs.Timeout, i18n.For("en").T("code."+errs.Timeout)+" "+i18n.For("zh").T("code."+errs.Timeout))
+)
+
 // errorBody is the contract's error JSON.
 type errorBody struct {
 	Error   string            `json:"error"`
@@ -128,8 +133,13 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 			return errs.New(errs.RateLimited, "too many requests, try again shortly")
 		case fiber.StatusRequestTimeout:
 			// A connection that sent nothing in time (an idle keep-alive one, usually): not our failure.
+			// fasthttp forgets a request's headers when its body is late, and has none of a request
+			// whose headers are late: without them the language is not known, so the answer says it in both.
 			c.Set(fiber.HeaderConnection, "close")
-			return errs.New(errs.Timeout, "the request did not arrive in time")
+			if c.Get(fiber.HeaderAcceptLanguage) == "" && c.Cookies(handlers.LangCookie) == "" {
+				return errTimeoutBoth
+			}
+			return errTimeout
 		}
 	}
 	log.ErrorContext(c.UserContext(), "request failed",

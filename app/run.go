@@ -250,20 +250,36 @@ func runServe(ctx context.Context, env Env) error {
 	return err
 }
 
+// MetricsMaxConns caps the operators' listener's connections: a Prometheus and a probe or two need few.
+const MetricsMaxConns = 64
+
 // serveMetrics serves /metrics on the operators' listener, apart from the public port; stop closes it.
 func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("METRICS_LISTEN %s: %w", addr, err)
 	}
+	// Capped and waiting out a full descriptor table: a flood of half-sent requests here must not take
+	// the descriptors the public port and the services need (5,000 of them once did). Beyond the cap a
+	// connection is answered at once and closed; an idle keep-alive one goes first.
+	conns := connlimit.New(connlimit.Options{Total: MetricsMaxConns, Log: log})
+	cln := conns.Listen(ln)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	// Liveness apart from the public port: it answers while a flood holds every public connection.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnState: func(c net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateIdle:
+				conns.Idle(c)
+			case http.StateActive:
+				conns.Active(c)
+			}
+		}}
 	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.Serve(cln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics listener stopped", "err", err)
 		}
 	}()

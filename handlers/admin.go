@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
@@ -208,9 +207,9 @@ const UsersPerPage = 100
 // SearchUsers reads ?q= (part of a name, any case; 100 characters at most) and ?page= (from 1) and
 // answers that page of the users found, how many there are, and the page.
 func SearchUsers(c *fiber.Ctx, db *gorm.DB) ([]models.User, int64, int, error) {
-	q := c.Query("q")
-	if len(q) > 100 || !utf8.ValidString(q) {
-		return nil, 0, 0, errs.Bad(errs.W("q", "max_bytes", 100))
+	q, err := queryText(c, "q", 100)
+	if err != nil {
+		return nil, 0, 0, err
 	}
 	page := 1
 	if p := c.Query("page"); p != "" {

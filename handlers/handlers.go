@@ -70,6 +70,20 @@ func pathOrderNo(c *fiber.Ctx) (string, error) {
 }
 
 // validOrderNo reports whether no can be an order number.
+// queryText reads the query parameter field as text a search may hand to the database: at most most
+// bytes of UTF-8 without control characters. PostgreSQL refuses a NUL or invalid UTF-8 with an error that
+// would answer 500; a person's search holds neither.
+func queryText(c *fiber.Ctx, field string, most int) (string, error) {
+	v := c.Query(field)
+	switch {
+	case len(v) > most:
+		return "", errs.Bad(errs.W(field, "max_bytes", most))
+	case models.BadText(v, false):
+		return "", errs.Bad(errs.W(field, "control_chars"))
+	}
+	return v, nil
+}
+
 func validOrderNo(no string) bool {
 	if len(no) == 0 || len(no) > 32 {
 		return false

@@ -108,9 +108,9 @@ type ActivityInput struct {
 	SaleMode    string    `json:"sale_mode"` // first_come when left out, so that clients written before the waiting room keep their meaning
 }
 
-// badText reports whether s cannot be stored and shown as text: not UTF-8, or holding control characters
+// BadText reports whether s cannot be stored and shown as text: not UTF-8, or holding control characters
 // (PostgreSQL refuses NUL outright); a multiline text may hold line breaks and tabs.
-func badText(s string, multiline bool) bool {
+func BadText(s string, multiline bool) bool {
 	if !utf8.ValidString(s) {
 		return true
 	}
@@ -239,7 +239,7 @@ func text(field, v string, required bool, most int, multiline bool) []errs.Why {
 		return []errs.Why{errs.W(field, "empty")}
 	case len(v) > most:
 		return []errs.Why{errs.W(field, "max_bytes", most)}
-	case badText(v, multiline):
+	case BadText(v, multiline):
 		return []errs.Why{errs.W(field, "control_chars")}
 	}
 	return nil

@@ -190,7 +190,7 @@ func ValidImageURL(u string, hosts []string) bool {
 	if u == "" {
 		return true
 	}
-	if badText(u, false) || strings.ContainsAny(u, "\\ ") {
+	if BadText(u, false) || strings.ContainsAny(u, "\\ ") {
 		return false
 	}
 	if strings.HasPrefix(u, "/") {

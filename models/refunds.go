@@ -201,7 +201,7 @@ func RefundOrder(ctx context.Context, db *gorm.DB, who Actor, orderNo, reason st
 		return nil, errs.Bad(errs.W("reason", "reason_required"))
 	case utf8.RuneCountInString(reason) > maxRefundReason:
 		return nil, errs.Bad(errs.W("reason", "max_chars", maxRefundReason))
-	case badText(reason, true):
+	case BadText(reason, true):
 		return nil, errs.Bad(errs.W("reason", "control_chars"))
 	}
 	var o Order

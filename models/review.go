@@ -175,7 +175,7 @@ func checkReason(reason string, required bool) (string, error) {
 		return "", errs.Bad(errs.W("reason", "reason_required"))
 	case len(reason) > 2000:
 		return "", errs.Bad(errs.W("reason", "max_bytes", 2000))
-	case badText(reason, true):
+	case BadText(reason, true):
 		return "", errs.Bad(errs.W("reason", "control_chars"))
 	}
 	return reason, nil

@@ -5,6 +5,7 @@ package connlimit
 
 import (
 	"container/list"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -291,7 +292,7 @@ const (
 )
 
 // Accept returns the next connection within the caps. Connections beyond them are answered at once
-// (503 beyond the total, 429 beyond an address's share, each with Retry-After: 1) and closed, so that a
+// (503 not_ready beyond the total, 429 rate_limited beyond an address's share, each with Retry-After: 1) and closed, so that a
 // browser retries and a flood costs the accept loop a write each.
 func (ln *Listener) Accept() (net.Conn, error) {
 	var backoff time.Duration
@@ -358,15 +359,23 @@ func passing(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// The answers to connections turned away: complete, small, and closing.
+// The answers to connections turned away: complete, small, and closing. They are the API's error
+// contract ({"error":"<code>","message":"..."}); written before any request is read, they cannot know its
+// language, so each message is said in English and in Chinese together.
 var (
-	tooBusy = answer("503 Service Unavailable", "busy: please retry in a second.\n")
-	tooMany = answer("429 Too Many Requests", "too many connections from your address: please retry in a second.\n")
+	tooBusy = answer("503 Service Unavailable", "not_ready",
+		"The server is busy: please retry in a second. 服务器繁忙，请一秒后重试。")
+	tooMany = answer("429 Too Many Requests", "rate_limited",
+		"Too many connections from your address: please retry in a second. 来自您地址的连接过多，请一秒后重试。")
 )
 
-func answer(status, body string) []byte {
+func answer(status, code, message string) []byte {
+	body, _ := json.Marshal(struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}{code, message})
 	return []byte("HTTP/1.1 " + status + "\r\nRetry-After: 1\r\nConnection: close\r\n" +
-		"Content-Type: text/plain; charset=utf-8\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+		"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + string(body))
 }
 
 // refuseWrite bounds how long a refusal may take to write: the accept loop never waits on a slow client.

@@ -2,12 +2,15 @@ package connlimit
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -223,5 +226,47 @@ func TestTrustedProxiesKeepAShareOfTheTotalAndTheirIdleConnections(t *testing.T)
 	admittedWithin(t, admitted)
 	if s := l.Stats(); s.Open != 16 || s.Shed != 1 || s.RefusedTotal != 1 {
 		t.Errorf("stats %+v, want 16 open, 1 shed, 1 refused", s)
+	}
+}
+
+func TestRefusalsAreTheContractsJSON(t *testing.T) {
+	_, addr, admitted := serve(t, Options{Total: 2, PerAddr: 1})
+	dialFrom(t, "127.0.0.2", addr)
+	admittedWithin(t, admitted)
+	dialFrom(t, "127.0.0.3", addr)
+	admittedWithin(t, admitted)
+	tests := []struct {
+		name   string
+		from   string
+		status int
+		code   string
+	}{
+		{"an address beyond its share", "127.0.0.2", http.StatusTooManyRequests, "rate_limited"},
+		{"beyond the total", "127.0.0.4", http.StatusServiceUnavailable, "not_ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialFrom(t, tt.from, addr)
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			raw, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatalf("reading the refusal: %v", err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+			if err != nil {
+				t.Fatalf("the refusal is not HTTP: %v\n%q", err, raw)
+			}
+			defer resp.Body.Close()
+			var body struct{ Error, Message string }
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatalf("the refusal's body is not JSON: %v\n%q", err, raw)
+			}
+			if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != "application/json" ||
+				resp.Header.Get("Retry-After") != "1" || body.Error != tt.code ||
+				!strings.Contains(body.Message, "retry") || !strings.Contains(body.Message, "重试") {
+				t.Errorf("got %q; want %d application/json with Retry-After: 1, error %q and a message in English and Chinese",
+					raw, tt.status, tt.code)
+			}
+		})
 	}
 }
