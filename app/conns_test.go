@@ -181,21 +181,7 @@ func TestASlowHeaderIsClosedAfterHeaderTimeout(t *testing.T) {
 	c := dialFrom(t, "127.0.0.8", s.addr)
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() { // slowloris: half a request, then a header line every 300 ms
-		_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: shop\r\n")
-		tick := time.NewTicker(300 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if _, err := io.WriteString(c, "X-Trickle: 1\r\n"); err != nil {
-					return
-				}
-			}
-		}
-	}()
+	go trickle(c, "GET /healthz HTTP/1.1\r\nHost: shop\r\n", stop)
 	start := time.Now()
 	if !closedWithin(c, 4*time.Second) {
 		t.Fatalf("a connection trickling its header was still open after %v; want it closed after HEADER_TIMEOUT=1s", time.Since(start))
@@ -267,19 +253,7 @@ func TestHealthzAnswersDuringAConnectionFlood(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\n")
-			tick := time.NewTicker(300 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-					if _, err := io.WriteString(c, "X-Trickle: 1\r\n"); err != nil {
-						return
-					}
-				}
-			}
+			trickle(c, "GET /healthz HTTP/1.1\r\n", stop)
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
@@ -435,5 +409,23 @@ func TestATimedOutRequestIsAnsweredWithTheContractsJSON(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// trickle is a slowloris: it sends first (half a request), then a header line every 300 ms until stop
+// closes or the server closes the connection.
+func trickle(c net.Conn, first string, stop <-chan struct{}) {
+	_, _ = io.WriteString(c, first)
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(c, "X-Trickle: 1\r\n"); err != nil {
+				return
+			}
+		}
 	}
 }
