@@ -108,3 +108,28 @@ func TestOwnConnections(t *testing.T) {
 		})
 	}
 }
+
+// A crowd spread over processes: each shops for its shard, shopper i in process i mod n, and sends back
+// an outcome for every one of them, by their index in the plan.
+func TestShopShards(t *testing.T) {
+	plan := &loadtest.CrowdPlan{Mode: "queue", Until: time.Now().Add(-time.Second)} // over: nobody shops
+	for i := range 10 {
+		plan.Shoppers = append(plan.Shoppers, loadtest.PlannedShopper{ID: int64(100 + i), Name: "s", Arrive: time.Now()})
+	}
+	seen := map[int]int{}
+	for shard := range 3 {
+		c := loadtest.NewClient("http://127.0.0.1:1", 1)
+		outs, _ := c.Shop(context.Background(), nil, plan, shard, 3)
+		for _, o := range outs {
+			if o.Who%3 != shard {
+				t.Errorf("shard %d/3 shopped for shopper %d", shard, o.Who)
+			}
+			seen[o.Who]++
+		}
+	}
+	for i := range plan.Shoppers {
+		if seen[i] != 1 {
+			t.Errorf("shopper %d has %d outcomes, want 1", i, seen[i])
+		}
+	}
+}
