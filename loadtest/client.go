@@ -8,11 +8,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +29,40 @@ type Client struct {
 	tr   *http.Transport
 	http *http.Client
 	csrf string // one CSRF token for everyone: it is bound to no session
+
+	// With OwnConnections, each user's requests go over a keep-alive connection of the user's own and a
+	// connection turned away is tried again, as a browser does.
+	own     bool
+	conns   sync.Map // *User → *http.Client
+	reloads struct{ refused, lost atomic.Int64 }
+}
+
+// OwnConnections makes each logged-in user's requests go over one keep-alive connection of their own,
+// as a page in a browser holds one, rather than the client's shared pool; and a request whose
+// connection was turned away (the server's 503 or 429 written at accept, with Retry-After and
+// Connection: close) or lost before an answer (a GET; or any request whose connection failed to open)
+// is sent again after Retry-After or a short backoff, as a page reloads. A POST lost after it was sent
+// comes back as the error: it may have been done, and the caller decides, as a page's script does.
+func (c *Client) OwnConnections() { c.own = true }
+
+// Reloads counts the requests sent again by OwnConnections' pages: turned away by the server at
+// accept (Refused), or their connection lost before an answer (Lost).
+type Reloads struct{ Refused, Lost int64 }
+
+// Reloads answers how many requests the client's pages have sent again.
+func (c *Client) Reloads() Reloads {
+	return Reloads{Refused: c.reloads.refused.Load(), Lost: c.reloads.lost.Load()}
+}
+
+// connOf answers u's own connection: a transport that keeps one, dialling as the shared one does.
+func (c *Client) connOf(u *User) *http.Client {
+	if v, ok := c.conns.Load(u); ok {
+		return v.(*http.Client)
+	}
+	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, MaxIdleConns: 1, IdleConnTimeout: 2 * time.Minute,
+		DialContext: c.tr.DialContext}
+	v, _ := c.conns.LoadOrStore(u, &http.Client{Transport: tr, Timeout: c.http.Timeout})
+	return v.(*http.Client)
 }
 
 // NewClient returns a client that keeps up to conns connections open to base.
@@ -73,6 +111,52 @@ func (a Answer) Kind() string {
 
 // Do sends a request as u (nil: anonymous) and reads the answer.
 func (c *Client) Do(ctx context.Context, method, path string, body any, u *User) (Answer, error) {
+	if !c.own || u == nil {
+		a, _, err := c.send(ctx, c.http, method, path, body, u)
+		return a, err
+	}
+	hc := c.connOf(u)
+	for try := 0; ; try++ {
+		a, retryAfter, err := c.send(ctx, hc, method, path, body, u)
+		var wait time.Duration
+		switch {
+		case err == nil && retryAfter > 0:
+			c.reloads.refused.Add(1)
+			wait = retryAfter
+		case err != nil && ctx.Err() == nil && answeredFirst(err):
+			c.reloads.refused.Add(1)
+			wait = time.Second
+		case err != nil && ctx.Err() == nil && (method == http.MethodGet || unsent(err)):
+			c.reloads.lost.Add(1)
+			wait = min(500*time.Millisecond<<min(try, 3), 4*time.Second)
+		default:
+			return a, err
+		}
+		// Spread as people's reloads are, from half to one and a half times the wait.
+		if !sleep(ctx, wait/2+rand.N(wait)) {
+			return Answer{}, ctx.Err()
+		}
+	}
+}
+
+// unsent reports whether err says the request was not read: its connection could not be opened, or
+// the server closed it while idle (the server's limiter sheds only idle connections, and a connection
+// with a request arriving stays idle until the server reads it).
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" || strings.Contains(err.Error(), "server closed idle connection")
+}
+
+// answeredFirst reports whether err is Go's transport closing a new connection the server answered
+// before the request was sent: the limiter's 503 or 429 at accept, which a browser, having sent its
+// request at once, would read as the answer. Go says so only in the error's text.
+func answeredFirst(err error) bool {
+	return strings.Contains(err.Error(), "readLoopPeekFailLocked")
+}
+
+// send sends one request over hc; retryAfter is set when the server turned the connection away at
+// accept (connlimit's plain-text 503 or 429, closing): the request was never read.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body any, u *User) (a Answer, retryAfter time.Duration, err error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -80,7 +164,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, u *User)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, 0, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -98,16 +182,22 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, u *User)
 	if cookie != "" {
 		req.Header.Set("Cookie", cookie)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, 0, err
 	}
-	a := Answer{Status: resp.StatusCode, Body: b}
+	a = Answer{Status: resp.StatusCode, Body: b}
+	if (a.Status == http.StatusServiceUnavailable || a.Status == http.StatusTooManyRequests) && resp.Close &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			retryAfter = time.Duration(s) * time.Second
+		}
+	}
 	if resp.StatusCode >= 400 {
 		var e struct{ Error string }
 		_ = json.Unmarshal(b, &e)
@@ -120,7 +210,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, u *User)
 			}
 		}
 	}
-	return a, nil
+	return a, retryAfter, nil
 }
 
 // Patient sends a request as Do does, and again while a rate limit (the app's, or a proxy's in front of
@@ -212,4 +302,7 @@ func (c *Client) Register(ctx context.Context, rdb redis.UniversalClient, u *Use
 }
 
 // Close closes the idle connections, so that a finished run leaves none for the server to time out.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.http.CloseIdleConnections()
+	c.conns.Range(func(_, v any) bool { v.(*http.Client).CloseIdleConnections(); return true })
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,6 +42,8 @@ type CrowdReport struct {
 	Unanswered  int           // shoppers without a final answer when the crowd's five minutes ran out
 	Missed      int64         // queue: turns that ran out, as the room counts them
 	SoldOutNews time.Duration // from the last unit taken (its 202) to the last shopper waiting then being told sold out
+	Reloads     Reloads       // requests the pages sent again after a connection turned away or lost (OwnConnections)
+	Procs       int           // processes the shoppers shopped from (0: this one)
 }
 
 // PGMax is the most PostgreSQL transactions in a second of the crowd.
@@ -53,19 +56,26 @@ func (r *CrowdReport) PGMax() float64 {
 }
 
 type crowdShopper struct {
-	u       *User
-	who     int
-	arrive  time.Time
-	final   string
-	waited  time.Duration
-	queued  int       // 202 answers
-	took    time.Time // when the last 202 came
-	done    time.Time // when the final answer came
-	mu      sync.Mutex
-	limited map[string]int
-	errors  int
-	reqs    int
-	lost    int // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
+	u      *User
+	arrive time.Time
+	mu     sync.Mutex
+	Outcome
+}
+
+// Outcome is what one shopper of a crowd saw: in a crowd spread over processes, each sends its
+// shoppers' outcomes back to the one that set the sale up and audits it.
+type Outcome struct {
+	Who     int
+	Final   string
+	Waited  time.Duration
+	Queued  int       // 202 answers
+	Took    time.Time // when the last 202 came
+	Done    time.Time // when the final answer came
+	Limited map[string]int
+	Errors  int
+	Reqs    int
+	Lost    int    // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
+	Session string // the session cookie as the shopper last had it, for the audit to read their result
 }
 
 // lostAnswer reports whether a buy's answer was lost: the order may stand all the same, and the audit
@@ -81,16 +91,16 @@ func ctxEnded(err error) bool {
 func (s *crowdShopper) count(a Answer, err error, step string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reqs++
+	s.Reqs++
 	switch {
 	case err != nil && ctxEnded(err): // the crowd's cap, not the server
 	case err != nil:
-		s.errors++
+		s.Errors++
 	case a.Status == http.StatusTooManyRequests:
-		s.limited[step]++
+		s.Limited[step]++
 	}
 	if step == "buy" && lostAnswer(a, err) {
-		s.lost++
+		s.Lost++
 	}
 }
 
@@ -137,7 +147,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			at = sale.StartsAt.Add(time.Duration(rand.Int64N(int64(5 * time.Second))))
 			late++
 		}
-		shoppers[i] = &crowdShopper{u: u, who: i, arrive: at, limited: map[string]int{}}
+		shoppers[i] = &crowdShopper{u: u, arrive: at, Outcome: Outcome{Who: i, Limited: map[string]int{}}}
 	}
 	rep := &Report{Scenario: map[string]string{"first_come": "crowd", "queue": "queue"}[mode], Options: o, Setup: time.Since(setup)}
 	cr := &CrowdReport{Mode: mode, Shoppers: len(users), Late: late, Final: map[string]int{}, Limited: map[string]int{}}
@@ -171,20 +181,30 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	}
 	started := time.Now()
 	cpuBefore := sampleCPU(o.CPU)
-	var wg sync.WaitGroup
-	progress := bar(o.Log, "answered", len(shoppers))
-	var finished int
-	var fmu sync.Mutex
-	for _, s := range shoppers {
-		wg.Go(func() {
-			c.shop(crowdCtx, rdb, sale, s, mode)
-			fmu.Lock()
-			finished++
-			progress(finished)
-			fmu.Unlock()
-		})
+	if o.Shop != nil { // the shoppers shop from other processes, and send back what they saw
+		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(5 * time.Minute)}
+		for _, s := range shoppers {
+			plan.Shoppers = append(plan.Shoppers, PlannedShopper{ID: s.u.ID, Name: s.u.Name, Session: s.u.session, Arrive: s.arrive})
+		}
+		outs, reloads, err := o.Shop(ctx, plan) // each process ends its shoppers at plan.Until, then reports
+		if err != nil {
+			return nil, fmt.Errorf("the shoppers' processes: %w", err)
+		}
+		for _, out := range outs {
+			if out.Who >= 0 && out.Who < len(shoppers) {
+				shoppers[out.Who].Outcome = out
+			}
+		}
+		cr.Reloads, cr.Procs = reloads, o.Procs
+	} else {
+		c.runShoppers(crowdCtx, rdb, sale, shoppers, mode, bar(o.Log, "answered", len(shoppers)))
+		cr.Reloads = c.Reloads()
 	}
-	wg.Wait()
+	for _, s := range shoppers {
+		if s.Session != "" {
+			s.u.session = s.Session
+		}
+	}
 	cpuAfter := sampleCPU(o.CPU)
 	stop()
 	if pgDone != nil {
@@ -192,25 +212,26 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	}
 	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
 	rep.CPU = cpuUsed(o.CPU, cpuBefore, cpuAfter)
-	lat := newHist()
+	// Up to an hour: a crowd's waits run past the requests' histogram's minute, which drops what it cannot hold.
+	lat := hdrhistogram.New(1, time.Hour.Microseconds(), 3)
 	for _, s := range shoppers {
-		cr.Final[s.final]++
-		rep.Result.Requests += s.reqs
-		cr.Errors += s.errors
-		for k, v := range s.limited {
+		cr.Final[s.Final]++
+		rep.Result.Requests += s.Reqs
+		cr.Errors += s.Errors
+		for k, v := range s.Limited {
 			cr.Limited[k] += v
 		}
-		if s.queued > 0 {
-			rep.Result.Queued[s.who] = s.queued
+		if s.Queued > 0 {
+			rep.Result.Queued[s.Who] = s.Queued
 		}
-		if s.lost > 0 {
-			rep.Result.Lost[s.who] = s.lost
+		if s.Lost > 0 {
+			rep.Result.Lost[s.Who] = s.Lost
 		}
-		rep.Result.Kinds[s.final]++
+		rep.Result.Kinds[s.Final]++
 		switch {
-		case s.final == "bought" || s.final == "sold out":
-			_ = lat.RecordValue(max(s.waited.Microseconds(), 1))
-		case s.final == "":
+		case s.Final == "bought" || s.Final == "sold out":
+			_ = lat.RecordValue(max(s.Waited.Microseconds(), 1))
+		case s.Final == "":
 			cr.Unanswered++ // at the crowd's cap: counted as waiting that long, so the percentiles do not flatter
 			_ = lat.RecordValue(max(rep.Result.Elapsed.Microseconds(), 1))
 		}
@@ -218,13 +239,13 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	cr.Wait, cr.Requests, cr.PGPerSecond = summarize(lat), rep.Result.Requests, pg
 	var lastTaken time.Time
 	for _, s := range shoppers {
-		if s.took.After(lastTaken) {
-			lastTaken = s.took
+		if s.Took.After(lastTaken) {
+			lastTaken = s.Took
 		}
 	}
 	for _, s := range shoppers {
-		if s.final == "sold out" && s.arrive.Before(lastTaken) && s.done.Sub(lastTaken) > cr.SoldOutNews {
-			cr.SoldOutNews = s.done.Sub(lastTaken)
+		if s.Final == "sold out" && s.arrive.Before(lastTaken) && s.Done.Sub(lastTaken) > cr.SoldOutNews {
+			cr.SoldOutNews = s.Done.Sub(lastTaken)
 		}
 	}
 	rep.Crowd = cr
@@ -259,6 +280,62 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	return rep, nil
 }
 
+// runShoppers has each shopper shop, and answers once every one has a final answer or ctx ends.
+func (c *Client) runShoppers(ctx context.Context, rdb redis.UniversalClient, sale *Sale, shoppers []*crowdShopper, mode string, progress func(int)) {
+	var wg sync.WaitGroup
+	var finished int
+	var fmu sync.Mutex
+	for _, s := range shoppers {
+		wg.Go(func() {
+			c.shop(ctx, rdb, sale, s, mode)
+			s.Session = s.u.session
+			fmu.Lock()
+			finished++
+			progress(finished)
+			fmu.Unlock()
+		})
+	}
+	wg.Wait()
+}
+
+// CrowdPlan is what a crowd's shoppers need to shop from another process: the sale, who they are and
+// when they come, and when the crowd's time runs out.
+type CrowdPlan struct {
+	Mode     string
+	Sale     Sale
+	CSRF     string
+	Until    time.Time
+	Shoppers []PlannedShopper // shopper i is Shoppers[i]; a process shops for a slice of them
+}
+
+// PlannedShopper is one registered, logged-in shopper of a plan.
+type PlannedShopper struct {
+	ID            int64
+	Name, Session string
+	Arrive        time.Time
+}
+
+// Shop runs the plan's shoppers i of every n (shard i of n: i, i+n, i+2n, ...) and answers what each
+// saw, and the pages' reloads.
+func (c *Client) Shop(ctx context.Context, rdb redis.UniversalClient, plan *CrowdPlan, shard, n int) ([]Outcome, Reloads) {
+	ctx, cancel := context.WithDeadline(ctx, plan.Until)
+	defer cancel()
+	c.csrf = plan.CSRF
+	var shoppers []*crowdShopper
+	for i := shard; i < len(plan.Shoppers); i += max(n, 1) {
+		p := plan.Shoppers[i]
+		shoppers = append(shoppers, &crowdShopper{u: &User{ID: p.ID, Name: p.Name, session: p.Session}, arrive: p.Arrive,
+			Outcome: Outcome{Who: i, Limited: map[string]int{}}})
+	}
+	sale := plan.Sale
+	c.runShoppers(ctx, rdb, &sale, shoppers, plan.Mode, func(int) {})
+	outs := make([]Outcome, len(shoppers))
+	for i, s := range shoppers {
+		outs[i] = s.Outcome
+	}
+	return outs, c.Reloads()
+}
+
 // shop is one shopper, from arrival to a final answer (or the crowd's end).
 func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale, s *crowdShopper, mode string) {
 	if err := WaitUntil(ctx, s.arrive); err != nil {
@@ -269,7 +346,7 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 		from = sale.StartsAt
 	}
 	end := func(final string) {
-		s.final, s.waited, s.done = final, time.Since(from), time.Now()
+		s.Final, s.Waited, s.Done = final, time.Since(from), time.Now()
 	}
 	// The item page polls the item every 2 s while it is open.
 	pageCtx, closePage := context.WithCancel(ctx)
@@ -278,7 +355,11 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 	go func() {
 		defer close(pageDone)
 		for {
-			a, err := c.Do(pageCtx, http.MethodGet, fmt.Sprintf("/api/items/%d", sale.ItemID), nil, nil)
+			var page *User // the shared pool; a page of its own sends its cookie on its own connection
+			if c.own {
+				page = s.u
+			}
+			a, err := c.Do(pageCtx, http.MethodGet, fmt.Sprintf("/api/items/%d", sale.ItemID), nil, page)
 			if pageCtx.Err() != nil {
 				return
 			}
@@ -334,8 +415,8 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 			s.count(b, err, "buy")
 			switch {
 			case err == nil && b.Status == http.StatusAccepted:
-				s.queued++
-				s.took = time.Now()
+				s.Queued++
+				s.Took = time.Now()
 				end(c.followResult(ctx, sale, s, wait))
 				return
 			case err == nil && b.Code == "sold_out":
@@ -411,8 +492,8 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 				b, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/buy/%s", sale.ItemID, q.Path), nil, s.u)
 				s.count(b, err, "buy")
 				if err == nil && b.Status == http.StatusAccepted {
-					s.queued++
-					s.took = time.Now()
+					s.Queued++
+					s.Took = time.Now()
 					end(c.followResult(ctx, sale, s, wait))
 					return
 				}
@@ -527,6 +608,13 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 	}
 	if cr.Errors > 0 {
 		fmt.Fprintf(b, "\nTransport errors: %d.\n", cr.Errors)
+	}
+	if cr.Procs > 1 {
+		fmt.Fprintf(b, "\nThe shoppers shopped from %d processes of the load tool.\n", cr.Procs)
+	}
+	if rl := cr.Reloads; rl.Refused+rl.Lost > 0 {
+		fmt.Fprintf(b, "\nRequests the pages sent again: %d turned away at accept (503 or 429, Retry-After), %d after a connection lost before an answer.\n",
+			rl.Refused, rl.Lost)
 	}
 	b.WriteString("\n")
 }

@@ -25,6 +25,11 @@ type Options struct {
 	MidRush         func()    // if set, called once when half the buys are answered (a test stops a server there)
 	MidRushAt       float64   // the share of the buys answered when MidRush is called (0: a half)
 	CPU             []Process // processes whose CPU time is measured while the requests are fired
+	// Shop, when set, runs a crowd's shoppers elsewhere (the load tool's child processes: one process
+	// holds at most its open-file limit of connections) and answers what they saw.
+	Shop func(ctx context.Context, plan *CrowdPlan) ([]Outcome, Reloads, error)
+	// Procs is how many processes Shop spreads the shoppers over (for the report).
+	Procs int
 }
 
 // Report is one scenario's figures.

@@ -6,13 +6,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -29,6 +33,9 @@ import (
 )
 
 func main() {
+	// Go's HTTP client logs each connection the server answered before the request was sent (the
+	// server's 503 at accept): the load tool counts those as the pages' reloads instead.
+	log.SetOutput(quiet{os.Stderr})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()
@@ -36,6 +43,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
+}
+
+// quiet drops the standard logger's lines about unsolicited responses.
+type quiet struct{ w io.Writer }
+
+func (q quiet) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("Unsolicited response received on idle HTTP channel")) {
+		return len(p), nil
+	}
+	return q.w.Write(p)
 }
 
 type scale struct{ users, requests, conns int }
@@ -60,6 +77,9 @@ func run(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "compare" {
 		return compare(args[1:])
 	}
+	if len(args) > 0 && args[0] == "shoppers" {
+		return shoppers(ctx, args[1:])
+	}
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	base := fs.String("base", "http://127.0.0.1:8080", "the server's address")
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline): redis://host:port/db, or host:port,host:port,... of a cluster")
@@ -76,6 +96,8 @@ func run(ctx context.Context, args []string) error {
 	report := fs.String("report", "", "write the Markdown report here (charts beside it)")
 	jsonOut := fs.String("json", "", "write the scenarios' headline figures here, for `loadtest compare`")
 	withBaseline := fs.Bool("baseline", true, "measure each scenario's baseline handler in the same run")
+	ownConns := fs.Bool("own-conns", false, "crowd and queue: each shopper's page keeps a keep-alive connection of its own and sends a request again after its connection was turned away or lost, as a browser does (-conns is then the setup's pool)")
+	nprocs := fs.Int("procs", 1, "crowd and queue: the shoppers shop from this many child processes of the load tool (one process holds at most its open-file limit of connections); this one sets the sale up and audits it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,6 +175,13 @@ func run(ctx context.Context, args []string) error {
 		}
 		client := loadtest.NewClient(*base, o.Conns)
 		client.Sources(*sources)
+		if name == "crowd" || name == "queue" {
+			if *nprocs > 1 {
+				o.Shop, o.Procs = spawnShoppers(*nprocs, *base, *redisURL, *sources, *ownConns), *nprocs
+			} else if *ownConns {
+				client.OwnConnections()
+			}
+		}
 		var rep *loadtest.Report
 		switch name {
 		case "rush", "big":
@@ -319,4 +348,120 @@ func flood(ctx context.Context, args []string) error {
 	}
 	fmt.Println(loadtest.Flood(ctx, o))
 	return nil
+}
+
+// spawnShoppers answers a loadtest.Options.Shop that runs a crowd's shoppers from n child processes of
+// this program (`loadtest shoppers`), each given the plan in a file and a shard of it, and merges what
+// they send back.
+func spawnShoppers(n int, base, redisURL string, sources int, own bool) func(context.Context, *loadtest.CrowdPlan) ([]loadtest.Outcome, loadtest.Reloads, error) {
+	return func(ctx context.Context, plan *loadtest.CrowdPlan) ([]loadtest.Outcome, loadtest.Reloads, error) {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, loadtest.Reloads{}, err
+		}
+		f, err := os.CreateTemp("", "loadtest-plan-*.json")
+		if err != nil {
+			return nil, loadtest.Reloads{}, err
+		}
+		defer os.Remove(f.Name())
+		err = json.NewEncoder(f).Encode(plan)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, loadtest.Reloads{}, err
+		}
+		type answer struct {
+			out shard
+			err error
+		}
+		answers := make(chan answer, n)
+		for i := range n {
+			go func() {
+				cmd := exec.CommandContext(ctx, self, "shoppers", "-plan", f.Name(), "-shard", fmt.Sprintf("%d/%d", i, n),
+					"-base", base, "-redis", redisURL, "-sources", strconv.Itoa(sources), "-own-conns="+strconv.FormatBool(own))
+				cmd.Stderr = os.Stderr
+				b, err := cmd.Output()
+				var out shard
+				if err == nil {
+					err = json.Unmarshal(b, &out)
+				}
+				if err != nil {
+					err = fmt.Errorf("shard %d/%d: %w", i, n, err)
+				}
+				answers <- answer{out, err}
+			}()
+		}
+		var outs []loadtest.Outcome
+		var reloads loadtest.Reloads
+		var errs []error
+		for range n {
+			a := <-answers
+			errs = append(errs, a.err)
+			outs = append(outs, a.out.Outcomes...)
+			reloads.Refused += a.out.Reloads.Refused
+			reloads.Lost += a.out.Reloads.Lost
+		}
+		return outs, reloads, errors.Join(errs...)
+	}
+}
+
+// shard is what one `loadtest shoppers` process writes on its standard output.
+type shard struct {
+	Outcomes []loadtest.Outcome
+	Reloads  loadtest.Reloads
+}
+
+// shoppers runs a shard of a crowd's shoppers from a plan another loadtest process wrote, and writes
+// what they saw as JSON on its standard output: loadtest shoppers -plan f -shard 1/3 -base ... -redis ...
+func shoppers(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("loadtest shoppers", flag.ContinueOnError)
+	planFile := fs.String("plan", "", "the crowd's plan, as the coordinating process wrote it")
+	shardOf := fs.String("shard", "0/1", "i/n: shop for shoppers i, i+n, i+2n, ...")
+	base := fs.String("base", "http://127.0.0.1:8080", "the server's address")
+	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers)")
+	sources := fs.Int("sources", 1, "loopback addresses to connect from")
+	own := fs.Bool("own-conns", true, "each shopper's page keeps a connection of its own (see loadtest -help)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var i, n int
+	if _, err := fmt.Sscanf(*shardOf, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
+		return fmt.Errorf("-shard must be i/n with 0 <= i < n, got %q", *shardOf)
+	}
+	b, err := os.ReadFile(*planFile)
+	if err != nil {
+		return err
+	}
+	var plan loadtest.CrowdPlan
+	if err := json.Unmarshal(b, &plan); err != nil {
+		return fmt.Errorf("%s: %w", *planFile, err)
+	}
+	var rdb redis.UniversalClient
+	if strings.Contains(*redisURL, ",") {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*redisURL, ",")})
+	} else {
+		opt, err := redis.ParseURL(*redisURL)
+		if err != nil {
+			return fmt.Errorf("-redis: %w", err)
+		}
+		rdb = redis.NewClient(opt)
+	}
+	defer rdb.Close()
+	client := loadtest.NewClient(*base, 64)
+	client.Sources(*sources)
+	if *own {
+		client.OwnConnections()
+	}
+	defer client.Close()
+	outs, reloads := client.Shop(ctx, rdb, &plan, i, n)
+	answered := 0
+	for _, o := range outs {
+		if o.Final != "" {
+			answered++
+		}
+	}
+	fmt.Fprintf(os.Stderr, "shoppers %d/%d: %d of %d with a final answer; pages reloaded %d (turned away) + %d (lost)\n",
+		i, n, answered, len(outs), reloads.Refused, reloads.Lost)
+	return json.NewEncoder(os.Stdout).Encode(shard{outs, reloads})
 }

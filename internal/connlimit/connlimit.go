@@ -262,6 +262,28 @@ func (c *Conn) Close() error {
 	return c.Conn.Close()
 }
 
+// The deadlines of a closed connection are set without an error. The limiter sheds a connection it
+// holds idle from the accept loop, and fasthttp marks a keep-alive connection active only after the
+// first byte of its next request has arrived: one shed in between is closed under the request, and
+// fasthttp panics, ending the process, when setting a deadline fails ("BUG: error in
+// SetWriteDeadline"). Its next read or write reports the closed connection instead, which it handles.
+
+// SetDeadline sets both deadlines; on a closed connection it does nothing.
+func (c *Conn) SetDeadline(t time.Time) error { return closedIsNil(c.Conn.SetDeadline(t)) }
+
+// SetReadDeadline sets the read deadline; on a closed connection it does nothing.
+func (c *Conn) SetReadDeadline(t time.Time) error { return closedIsNil(c.Conn.SetReadDeadline(t)) }
+
+// SetWriteDeadline sets the write deadline; on a closed connection it does nothing.
+func (c *Conn) SetWriteDeadline(t time.Time) error { return closedIsNil(c.Conn.SetWriteDeadline(t)) }
+
+func closedIsNil(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
 // Listener accepts connections within a Limiter's caps. An accept that fails for want of a descriptor
 // (EMFILE, ENFILE) or for a connection that went away before it was taken is waited out and tried
 // again, as net/http does, instead of ending the server.
