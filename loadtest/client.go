@@ -192,8 +192,8 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		return Answer{}, 0, err
 	}
 	a = Answer{Status: resp.StatusCode, Body: b}
-	if (a.Status == http.StatusServiceUnavailable || a.Status == http.StatusTooManyRequests) && resp.Close &&
-		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+	// Turned away at accept: the limiter's 503 or 429, the only ones that close the connection.
+	if (a.Status == http.StatusServiceUnavailable || a.Status == http.StatusTooManyRequests) && resp.Close {
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 			retryAfter = time.Duration(s) * time.Second
 		}

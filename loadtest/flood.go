@@ -86,7 +86,7 @@ func Flood(ctx context.Context, o FloodOptions) *FloodReport {
 			defer wg.Done()
 			src := &net.TCPAddr{IP: net.IPv4(127, 0, 2, byte(1+i%max(min(o.Sources, 250), 1)))}
 			// Spread the first dials over the first second, as a real flood ramps.
-			if !sleepCtx(ctx, time.Duration(i)*time.Second/time.Duration(o.Conns)) {
+			if !sleep(ctx, time.Duration(i)*time.Second/time.Duration(o.Conns)) {
 				return
 			}
 			for ctx.Err() == nil {
@@ -94,7 +94,7 @@ func Flood(ctx context.Context, o FloodOptions) *FloodReport {
 				c, err := d.DialContext(ctx, "tcp", o.Target)
 				if err != nil {
 					dialErrs.Add(1)
-					sleepCtx(ctx, 100*time.Millisecond)
+					sleep(ctx, 100*time.Millisecond)
 					continue
 				}
 				opened.Add(1)
@@ -109,7 +109,7 @@ func Flood(ctx context.Context, o FloodOptions) *FloodReport {
 					mu.Lock()
 					rep.Refused[code]++
 					mu.Unlock()
-					sleepCtx(ctx, 50*time.Millisecond)
+					sleep(ctx, 50*time.Millisecond)
 				case ctx.Err() == nil:
 					closed.Add(1)
 				}
@@ -200,13 +200,3 @@ func trickle(ctx context.Context, c net.Conn, interval time.Duration) int {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
