@@ -199,4 +199,3 @@ func trickle(ctx context.Context, c net.Conn, interval time.Duration) int {
 		}
 	}
 }
-
