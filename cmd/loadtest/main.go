@@ -120,15 +120,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var rdb redis.UniversalClient
-	if strings.Contains(*redisURL, ",") {
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*redisURL, ",")})
-	} else {
-		opt, err := redis.ParseURL(*redisURL)
-		if err != nil {
-			return fmt.Errorf("-redis: %w", err)
-		}
-		rdb = redis.NewClient(opt)
+	rdb, err := openRedis(*redisURL)
+	if err != nil {
+		return err
 	}
 	defer rdb.Close()
 
@@ -437,15 +431,9 @@ func shoppers(ctx context.Context, args []string) error {
 	if err := json.Unmarshal(b, &plan); err != nil {
 		return fmt.Errorf("%s: %w", *planFile, err)
 	}
-	var rdb redis.UniversalClient
-	if strings.Contains(*redisURL, ",") {
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*redisURL, ",")})
-	} else {
-		opt, err := redis.ParseURL(*redisURL)
-		if err != nil {
-			return fmt.Errorf("-redis: %w", err)
-		}
-		rdb = redis.NewClient(opt)
+	rdb, err := openRedis(*redisURL)
+	if err != nil {
+		return err
 	}
 	defer rdb.Close()
 	client := loadtest.NewClient(*base, 64)
@@ -464,4 +452,16 @@ func shoppers(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "shoppers %d/%d: %d of %d with a final answer; pages reloaded %d (turned away) + %d (lost)\n",
 		i, n, answered, len(outs), reloads.Refused, reloads.Lost)
 	return json.NewEncoder(os.Stdout).Encode(shard{outs, reloads})
+}
+
+// openRedis opens the shop's Redis: a URL, or comma-separated addresses of a Redis Cluster.
+func openRedis(url string) (redis.UniversalClient, error) {
+	if strings.Contains(url, ",") {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(url, ",")}), nil
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("-redis: %w", err)
+	}
+	return redis.NewClient(opt), nil
 }
