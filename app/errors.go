@@ -89,15 +89,28 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 	}
 }
 
+// A request fasthttp could not read (its line and headers too large, or late) reaches the error handler
+// with none of its headers parsed: its language is not known, so these answers say it in both.
 var (
-	errHeaderTooLarge     = errs.Static(errs.HeaderTooLarge, i18n.For("en").T("code."+errs.HeaderTooLarge))
-	errHeaderTooLargeBoth = errs.Static(errs.HeaderTooLarge, i18n.For("en").T("code."+errs.HeaderTooLarge)+" "+i18n.For("zh").T("code."+errs.HeaderTooLarge))
+	errHeaderTooLarge = wordsOf(errs.HeaderTooLarge)
+	errTimeout        = wordsOf(errs.Timeout)
 )
 
-var (
-	errTimeout     = errs.Static(errs.Timeout, i18n.For("en").T("code."+errs.Timeout))
-	errTimeoutBoth = errs.Static(errs.Timeout, i18n.For("en").T("code."+errs.Timeout)+" "+i18n.For("zh").T("code."+errs.Timeout))
-)
+// unreadWords is a code's answer in English (which the handler translates for a request that names its
+// language) and in both languages at once (for one that names none).
+type unreadWords struct{ one, both *errs.Error }
+
+func wordsOf(code string) unreadWords {
+	en, zh := i18n.For("en").T("code."+code), i18n.For("zh").T("code."+code)
+	return unreadWords{errs.Static(code, en), errs.Static(code, en+" "+zh)}
+}
+
+func (w unreadWords) pick(c *fiber.Ctx) *errs.Error {
+	if c.Get(fiber.HeaderAcceptLanguage) == "" && c.Cookies(handlers.LangCookie) == "" {
+		return w.both
+	}
+	return w.one
+}
 
 // errorBody is the contract's error JSON.
 type errorBody struct {
@@ -121,12 +134,8 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 		case fiber.StatusRequestEntityTooLarge:
 			return errs.New(errs.TooLarge, "the request body is too large")
 		case fiber.StatusRequestHeaderFieldsTooLarge:
-			// fasthttp could not fit the request line and headers in its read buffer (ReadBufferSize), and
-			// parsed none of the headers: the language is not known, so the answer says it in both.
-			if c.Get(fiber.HeaderAcceptLanguage) == "" && c.Cookies(handlers.LangCookie) == "" {
-				return errHeaderTooLargeBoth
-			}
-			return errHeaderTooLarge
+			// fasthttp could not fit the request line and headers in its read buffer (ReadBufferSize).
+			return errHeaderTooLarge.pick(c)
 		case fiber.StatusBadRequest, fiber.StatusUnprocessableEntity:
 			return errs.New(errs.BadRequest, "the request is malformed")
 		case fiber.StatusTooManyRequests:
@@ -134,12 +143,9 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 		case fiber.StatusRequestTimeout:
 			// A connection that sent nothing in time (an idle keep-alive one, usually): not our failure.
 			// fasthttp forgets a request's headers when its body is late, and has none of a request
-			// whose headers are late: without them the language is not known, so the answer says it in both.
+			// whose headers are late.
 			c.Set(fiber.HeaderConnection, "close")
-			if c.Get(fiber.HeaderAcceptLanguage) == "" && c.Cookies(handlers.LangCookie) == "" {
-				return errTimeoutBoth
-			}
-			return errTimeout
+			return errTimeout.pick(c)
 		}
 	}
 	log.ErrorContext(c.UserContext(), "request failed",
