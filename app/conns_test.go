@@ -142,8 +142,22 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 
 func TestServeLogsItsDescriptorLimitAndConnectionCaps(t *testing.T) {
 	s := serveWith(t, map[string]string{"MAX_CONNS_PER_ADDR": "300"})
+	// The log is buffered and flushed every 100 ms: the line may reach it a little after /healthz answers.
+	wants := []string{"open_file_limit=", "max_conns=", "max_conns_per_addr=300"}
+	says := func(logs string) bool {
+		for _, want := range wants {
+			if !strings.Contains(logs, want) {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !says(s.logs.String()) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	logs := s.logs.String()
-	for _, want := range []string{"open_file_limit=", "max_conns=", "max_conns_per_addr=300"} {
+	for _, want := range wants {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the start's log does not say %q:\n%s", want, logs)
 		}
