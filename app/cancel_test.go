@@ -13,6 +13,7 @@ import (
 
 	"seckill/auth"
 	"seckill/errs"
+	"seckill/internal/testenv"
 	"seckill/models"
 	"seckill/payment"
 )
@@ -115,14 +116,10 @@ func TestCancelInABrowser(t *testing.T) {
 	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, u.ID, issuePath(t, s, item.ID, u.ID), "SKclicker"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := models.OrderByNo(context.Background(), s.DB, "SKclicker"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("order SKclicker was not written in 20 s")
-		}
-	}
+	testenv.Eventually(t, 20*time.Second, "order SKclicker to be written", func() bool {
+		_, err := models.OrderByNo(context.Background(), s.DB, "SKclicker")
+		return err == nil
+	})
 	var confirmed atomic.Bool
 	chromedp.ListenTarget(ctx, func(ev any) {
 		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {

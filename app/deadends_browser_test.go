@@ -83,7 +83,7 @@ func TestQRLoginFromALoggedOutPhone(t *testing.T) {
 		chromedp.Click("#qr-phone .actions button.confirm", chromedp.ByQuery),
 		chromedp.WaitVisible(`//p[contains(@class, "qr-message")][normalize-space(.) != ""]`),
 	)
-	waitFor(t, "the computer logged in", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the computer logged in", func() bool {
 		pc.call("GET", "/api/qr/login/"+id, nil)
 		status, name := pc.me()
 		return status == 200 && name == "phone_person"

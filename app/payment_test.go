@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -56,17 +57,13 @@ func bareOrderFor(t *testing.T, s *liveServer, item models.Item, name string) (*
 	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, id, issuePath(t, s, item.ID, id), "SK"+name); err != nil {
 		t.Fatalf("take: %v", err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		o, err := models.OrderByNo(context.Background(), s.DB, "SK"+name)
-		if err == nil {
-			return b, *o
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order SK%s was not written: %v", name, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var o *models.Order
+	testenv.EventuallySaw(t, 20*time.Second, "order SK"+name+" to be written", func() (bool, string) {
+		var err error
+		o, err = models.OrderByNo(context.Background(), s.DB, "SK"+name)
+		return err == nil, fmt.Sprint(err)
+	})
+	return b, *o
 }
 
 func newPaySale(t *testing.T, s *liveServer, stockTotal int64) (models.Item, func(string) (*browser, models.Order)) {
@@ -90,17 +87,10 @@ func orderStatus(t *testing.T, s *liveServer, no string) string {
 
 func waitStatus(t *testing.T, s *liveServer, no, want string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testenv.EventuallySaw(t, within, "order "+no+" to be "+want, func() (bool, string) {
 		got := orderStatus(t, s, no)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order %s is %s after %v, want %s", no, got, within, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got == want, "it is " + got
+	})
 }
 
 func pay(t *testing.T, b *browser, no string) map[string]any {
