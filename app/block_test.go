@@ -84,6 +84,7 @@ func TestBlockedUserIsLoggedOutEverywhere(t *testing.T) {
 // TestBlockInABrowser: an admin, in Chinese, finds a shopper and blocks it on one instance; the shopper,
 // on another, is logged out at its next page.
 func TestBlockInABrowser(t *testing.T) {
+	testenv.Long(t)
 	db := testenv.Postgres(t)
 	rdb := testenv.Redis(t)
 	a := startLive(t, liveOpts{db: db, rdb: rdb})

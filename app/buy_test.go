@@ -89,6 +89,7 @@ func waitDrained(t *testing.T, s *liveServer, itemID int64) {
 
 // TestRush: 5,000 buyers at once for 100 units, 1,000 of them trying twice, some with a wrong path.
 func TestRush(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{tune: func(c *Config) { c.RateLimitIP = false }})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 100, now.Add(-time.Minute), now.Add(time.Hour))

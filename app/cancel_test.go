@@ -80,6 +80,7 @@ func (p *payDuringClose) Close(ctx context.Context, id string) (string, error) {
 // A payment made in another tab while the order is being cancelled is closed at the provider too: no
 // payment of a cancelled order stays payable.
 func TestPaymentMadeDuringTheCancelIsClosed(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 2)
 	b, o := buy("cancel_racer")
@@ -105,6 +106,7 @@ func TestPaymentMadeDuringTheCancelIsClosed(t *testing.T) {
 // TestCancelInABrowser: on the order page, in Chinese, the shopper presses 取消订单, confirms, and the page
 // shows the order cancelled; the unit is back on sale.
 func TestCancelInABrowser(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	item, _ := newPaySale(t, s, 1)
 	ctx := chrome(t)

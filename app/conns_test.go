@@ -138,6 +138,7 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 }
 
 func TestServeLogsItsDescriptorLimitAndConnectionCaps(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"MAX_CONNS_PER_ADDR": "300"})
 	// The log is buffered and flushed every 100 ms: the line may reach it a little after /healthz answers.
 	wants := []string{"open_file_limit=", "max_conns=", "max_conns_per_addr=300"}
@@ -180,6 +181,7 @@ func TestTrustedProxiesAreNotCappedPerAddress(t *testing.T) {
 }
 
 func TestASlowHeaderIsClosedAfterHeaderTimeout(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"HEADER_TIMEOUT": "1s", "BODY_TIMEOUT": "5s"})
 	c := dialFrom(t, "127.0.0.8", s.addr)
 	stop := make(chan struct{})
@@ -206,6 +208,7 @@ func TestASlowHeaderIsClosedAfterHeaderTimeout(t *testing.T) {
 }
 
 func TestBeyondTheTotalIdleConnectionsAreShedAndNewOnesRefusedQuickly(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"MAX_CONNS": "2"})
 	idle := dialFrom(t, "127.0.0.2", s.addr)
 	if code, err := ask(idle, "/healthz"); code != http.StatusOK {
@@ -242,6 +245,7 @@ func TestBeyondTheTotalIdleConnectionsAreShedAndNewOnesRefusedQuickly(t *testing
 }
 
 func TestHealthzAnswersDuringAConnectionFlood(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"MAX_CONNS": "200", "MAX_CONNS_PER_ADDR": "50", "HEADER_TIMEOUT": "1s"})
 	// 300 half-requests from 10 addresses, each trickling a header line every 300 ms, held 3 s.
 	var wg sync.WaitGroup
@@ -353,6 +357,7 @@ func TestConnCapLeavesDescriptorsForTheServices(t *testing.T) {
 }
 
 func TestTheOperatorsListenerIsCapped(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, nil)
 	// Half-sent requests, more than the cap: those beyond it are answered and closed at once, instead of
 	// each holding a descriptor until the header timeout.
@@ -380,6 +385,7 @@ func TestTheOperatorsListenerIsCapped(t *testing.T) {
 }
 
 func TestATimedOutRequestIsAnsweredWithTheContractsJSON(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"HEADER_TIMEOUT": "1s", "BODY_TIMEOUT": "2s"})
 	tests := []struct {
 		name, sent string

@@ -107,6 +107,7 @@ func pay(t *testing.T, b *browser, no string) map[string]any {
 }
 
 func TestPaidByPollingAlone(t *testing.T) {
+	testenv.Long(t)
 	// No callback: the provider is told to pay, and only the poller can learn it.
 	s := startLive(t, liveOpts{only: []string{"order_consumer", "payment_poll"}, tune: func(c *Config) { c.PayPollInterval = 100 * time.Millisecond }})
 	_, buy := newPaySale(t, s, 5)
@@ -201,6 +202,7 @@ func issuePathOrSoldOut(t *testing.T, s *liveServer, itemID, userID int64) strin
 // TestPaidWhileCancelling: the payer pays at the very moment the deadline job closes the payment. The
 // order ends paid or cancelled, never both, and the stock is right either way.
 func TestPaidWhileCancelling(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, s, 20)
 	type outcome struct{ paid, cancelled int }
@@ -244,6 +246,7 @@ func TestPaidWhileCancelling(t *testing.T) {
 }
 
 func TestProviderDown(t *testing.T) {
+	testenv.Long(t)
 	var calls sync.Mutex
 	hits := 0
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -290,6 +293,7 @@ func TestProviderDown(t *testing.T) {
 }
 
 func TestTwoInstancesCancelEachOrderOnce(t *testing.T) {
+	testenv.Long(t)
 	a := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	b := startLive(t, liveOpts{db: a.DB, rdb: a.Redis, only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, a, 10)
@@ -365,6 +369,7 @@ func TestForgedAndReplayedCallbacks(t *testing.T) {
 // TestSandboxRunsAlone: the provider as a separate service (seckill sandbox-pay), and a shop that talks
 // to it there.
 func TestSandboxRunsAlone(t *testing.T) {
+	testenv.Long(t)
 	rdb := testenv.Redis(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -399,6 +404,7 @@ func TestSandboxRunsAlone(t *testing.T) {
 // TestDoubleClickOnPay: two Pay requests at once make one payment, and the deadline closes every open
 // payment of the order, so none can be paid after it is cancelled.
 func TestDoubleClickOnPay(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("double_clicker")

@@ -21,6 +21,7 @@ import (
 // is taken on either (403 paused), purchase paths and the line's joins wait too, the pages and the
 // merchant see it with its reason, and it is audited; resumed, the crowd buys again; ended, it is over.
 func TestEmergencyStopDuringARush(t *testing.T) {
+	testenv.Long(t)
 	db := testenv.Postgres(t)
 	rdb := testenv.Redis(t)
 	workers := []string{"order_consumer", "stops"}
@@ -196,6 +197,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 // TestPauseInABrowser: an admin pauses a running sale from the approval dashboard with a reason; a
 // shopper's item page says it is paused and Buy waits; resumed, Buy comes back.
 func TestPauseInABrowser(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	withRole(t, s, "pause_chief", models.RoleAdmin)
 	now := s.Clock.Now()
