@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/seckill
 
-.PHONY: run build test fuzz services lint migrate bench bench-cluster bench-go chaos soak screenshots cluster cluster-stop clean
+.PHONY: run build check test fuzz services lint migrate bench bench-cluster bench-go chaos soak screenshots cluster cluster-stop clean
 
 run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
 	$(GO) run .
@@ -12,6 +12,9 @@ build: ## build the binary into bin/
 
 services: ## start (or install) the local PostgreSQL and Redis the tests use
 	./scripts/services.sh
+
+check: lint ## the fast loop, a minute or two: gofmt, go vet, the tests with -short and no race (long ones skip; make test runs them)
+	$(GO) test -short -count=1 -timeout 10m ./...
 
 test: services ## every test, with the race detector, against the real services
 	$(GO) test -race -count=1 -timeout 30m ./...

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -363,33 +364,26 @@ func TestCatalogComesFromMemory(t *testing.T) {
 	}
 	// A unit sold: within the cache's second the item shows 4 left, under another tag.
 	s.Redis.HIncrBy(context.Background(), stock.KeysOf(item.ID).Sale, "left", -1)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.EventuallySaw(t, 5*time.Second, "the item to show 4 left after a unit was sold", func() (bool, string) {
 		r := b.do(req)
 		if r.Status == 200 && r.json(t)["stock_left"] == 4.0 {
 			if r.Header.Get("ETag") == tag {
 				t.Errorf("stock left changed, the ETag did not: %s", tag)
 			}
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the item still answers %d %s five seconds after a unit was sold", r.Status, r.Body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%d %s", r.Status, r.Body)
+	})
 }
 
 // TestCaptchasComeFromThePool: with the pool worker running, captchas are drawn before they are asked
 // for, handed out from the pool (as /metrics shows), and pass registration like any other.
 func TestCaptchasComeFromThePool(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{"captcha_pool"}, tune: func(c *Config) { c.CaptchaPool = 20 }})
-	deadline := time.Now().Add(30 * time.Second)
-	for held, _, _ := s.Srv.Captchas.PoolStats(); held < 20; held, _, _ = s.Srv.Captchas.PoolStats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the pool holds %d captchas after 30 s, want 20", held)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.EventuallySaw(t, 30*time.Second, "the pool to hold 20 captchas", func() (bool, string) {
+		held, _, _ := s.Srv.Captchas.PoolStats()
+		return held >= 20, fmt.Sprintf("it holds %d", held)
+	})
 	b := newBrowser(t, s.URL)
 	b.register("pooled_one", passwordOf("pooled"))
 	for range 5 {

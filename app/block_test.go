@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"seckill/internal/testenv"
 	"seckill/models"
@@ -52,7 +53,7 @@ func TestBlockedUserIsLoggedOutEverywhere(t *testing.T) {
 	if r.Status != 200 || r.json(t)["blocked_at"] == nil || r.json(t)["block_reason"] != reason {
 		t.Fatalf("block: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, "the blocked shopper's session to end on both instances", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the blocked shopper's session to end on both instances", func() bool {
 		sa, _ := onA.me()
 		sb, _ := onB.me()
 		return sa == 401 && sb == 401
@@ -83,6 +84,7 @@ func TestBlockedUserIsLoggedOutEverywhere(t *testing.T) {
 // TestBlockInABrowser: an admin, in Chinese, finds a shopper and blocks it on one instance; the shopper,
 // on another, is logged out at its next page.
 func TestBlockInABrowser(t *testing.T) {
+	testenv.Long(t)
 	db := testenv.Postgres(t)
 	rdb := testenv.Redis(t)
 	a := startLive(t, liveOpts{db: db, rdb: rdb})

@@ -102,6 +102,7 @@ func registerInBrowser(t *testing.T, ctx context.Context, base, username string)
 // gives it a delivery address and pays; the merchant exports the paid orders, marks this one shipped by
 // sending the CSV back, and the shopper sees it shipped with its tracking number.
 func TestShopperBuysInABrowser(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	ctx := chrome(t)
 	registerInBrowser(t, ctx, s.URL, "browser_buyer")
@@ -306,6 +307,7 @@ func TestShopperBuysInABrowser(t *testing.T) {
 
 // TestSoldOutItemInABrowser: a sold-out item says so, and its Buy button stays disabled.
 func TestSoldOutItemInABrowser(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1, now.Add(-time.Minute), now.Add(time.Hour))
@@ -363,6 +365,7 @@ func screenshots(t *testing.T, ctx context.Context, base, dir string, itemID int
 // TestQueueShopperInABrowser: in a queue sale, a shopper joins the line with the captcha during the
 // countdown, sees that places are drawn at the start, then their place, gets their turn and buys with it.
 func TestQueueShopperInABrowser(t *testing.T) {
+	testenv.Long(t)
 	db := testenv.Postgres(t)
 	s := startLive(t, liveOpts{db: db})
 	ctx := chrome(t)

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"seckill/internal/testenv"
 )
 
 // A person who cannot see the captcha hears its digits, in English or Chinese; a captcha that is not
 // known has no sound.
 func TestCaptchaAudio(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{noBackground: true})
 	b := newBrowser(t, s.URL)
 	id := b.call("GET", "/api/captcha", nil).json(t)["captcha_id"].(string)

@@ -13,6 +13,7 @@ import (
 // none of a sold-out item's: they get no purchase path, so no captcha, and drawing for them would take
 // the server's CPU from the crowd being answered.
 func TestCaptchaPoolDrawsForNoSoldOutItem(t *testing.T) {
+	testenv.Long(t)
 	db := testenv.Postgres(t)
 	now := time.Now()
 	_, running := testenv.Sale(t, db, 10, now.Add(-time.Minute), now.Add(time.Hour))

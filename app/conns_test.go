@@ -67,21 +67,18 @@ func serveWith(t *testing.T, extra map[string]string) *served {
 			t.Error("the server did not stop")
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.EventuallySaw(t, 10*time.Second, "the server to answer /healthz", func() (bool, string) {
 		if code, _ := healthz(s.addr, "127.0.0.1", time.Second); code == http.StatusOK {
-			return s
+			return true, ""
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("serve ended at start: %v\n%s", err, s.logs)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not answer /healthz in 10 s\n%s", s.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false, "its log:\n" + s.logs.String()
+	})
+	return s
 }
 
 // dialFrom connects to addr from the loopback address from (Linux routes all of 127/8 to lo).
@@ -141,27 +138,20 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 }
 
 func TestServeLogsItsDescriptorLimitAndConnectionCaps(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"MAX_CONNS_PER_ADDR": "300"})
 	// The log is buffered and flushed every 100 ms: the line may reach it a little after /healthz answers.
 	wants := []string{"open_file_limit=", "max_conns=", "max_conns_per_addr=300"}
-	says := func(logs string) bool {
+	testenv.EventuallySaw(t, 5*time.Second, fmt.Sprintf("the start's log to say %q", wants), func() (bool, string) {
+		logs := s.logs.String()
+		var missing []string
 		for _, want := range wants {
 			if !strings.Contains(logs, want) {
-				return false
+				missing = append(missing, want)
 			}
 		}
-		return true
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !says(s.logs.String()) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	logs := s.logs.String()
-	for _, want := range wants {
-		if !strings.Contains(logs, want) {
-			t.Errorf("the start's log does not say %q:\n%s", want, logs)
-		}
-	}
+		return len(missing) == 0, fmt.Sprintf("no %q in\n%s", missing, logs)
+	})
 }
 
 func TestAConnectionCapPerAddress(t *testing.T) {
@@ -191,6 +181,7 @@ func TestTrustedProxiesAreNotCappedPerAddress(t *testing.T) {
 }
 
 func TestASlowHeaderIsClosedAfterHeaderTimeout(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"HEADER_TIMEOUT": "1s", "BODY_TIMEOUT": "5s"})
 	c := dialFrom(t, "127.0.0.8", s.addr)
 	stop := make(chan struct{})
@@ -217,6 +208,7 @@ func TestASlowHeaderIsClosedAfterHeaderTimeout(t *testing.T) {
 }
 
 func TestBeyondTheTotalIdleConnectionsAreShedAndNewOnesRefusedQuickly(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"MAX_CONNS": "2"})
 	idle := dialFrom(t, "127.0.0.2", s.addr)
 	if code, err := ask(idle, "/healthz"); code != http.StatusOK {
@@ -253,6 +245,7 @@ func TestBeyondTheTotalIdleConnectionsAreShedAndNewOnesRefusedQuickly(t *testing
 }
 
 func TestHealthzAnswersDuringAConnectionFlood(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"MAX_CONNS": "200", "MAX_CONNS_PER_ADDR": "50", "HEADER_TIMEOUT": "1s"})
 	// 300 half-requests from 10 addresses, each trickling a header line every 300 ms, held 3 s.
 	var wg sync.WaitGroup
@@ -364,6 +357,7 @@ func TestConnCapLeavesDescriptorsForTheServices(t *testing.T) {
 }
 
 func TestTheOperatorsListenerIsCapped(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, nil)
 	// Half-sent requests, more than the cap: those beyond it are answered and closed at once, instead of
 	// each holding a descriptor until the header timeout.
@@ -391,6 +385,7 @@ func TestTheOperatorsListenerIsCapped(t *testing.T) {
 }
 
 func TestATimedOutRequestIsAnsweredWithTheContractsJSON(t *testing.T) {
+	testenv.Long(t)
 	s := serveWith(t, map[string]string{"HEADER_TIMEOUT": "1s", "BODY_TIMEOUT": "2s"})
 	tests := []struct {
 		name, sent string

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"seckill/internal/testenv"
 	"seckill/models"
 )
 
@@ -48,6 +49,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // TestMerchantAndAdminInABrowser: a merchant creates an activity with an item and submits it, an admin
 // approves it, and it appears on the home page.
 func TestMerchantAndAdminInABrowser(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	withRole(t, s, "acme_store", models.RoleMerchant)
 	withRole(t, s, "chief", models.RoleAdmin)

@@ -36,6 +36,7 @@ func imageItem(t *testing.T, s *liveServer, merchant *browser) string {
 // and a 5 MB one (minutes) are refused at once, before any decoding, with a reason the merchant reads in
 // their language; another merchant's upload meanwhile is served, not told to wait (429).
 func TestImageUploadRefusesCostlyScans(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{noBackground: true})
 	merchant := withRole(t, s, "scans_shop", models.RoleMerchant)
 	other := withRole(t, s, "scans_other", models.RoleMerchant)
@@ -107,6 +108,7 @@ func TestHeadersTooLarge(t *testing.T) {
 // whole, 4 MB of JSON): each order number cut to 64 characters with "…", 200 rows listed, and how many
 // more there were; the merchant still reads why, in their language.
 func TestShipmentErrorsAreBounded(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{noBackground: true})
 	merchant, sale, _ := merchantSale(t, s, "echo_shop", 10)
 	rows := [][]string{{"order_no", "carrier", "tracking_no"}}
@@ -207,6 +209,7 @@ func TestCaptchaAudioIsLimitedAndMadeOnce(t *testing.T) {
 // instance knows the stored uploads' names, and a few lookups a second at most are made for others. An
 // image uploaded on another instance is served at once all the same, by its message.
 func TestUnknownImagesCostNoQuery(t *testing.T) {
+	testenv.Long(t)
 	db := testenv.Postgres(t)
 	var queries atomic.Int64
 	db.Callback().Query().Before("gorm:query").Register("count_images", func(tx *gorm.DB) {
@@ -244,17 +247,10 @@ func TestUnknownImagesCostNoQuery(t *testing.T) {
 		t.Fatalf("the upload: %d %s", r.Status, r.Body)
 	}
 	url := r.json(t)["image_url"].(string)
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	testenv.EventuallySaw(t, 2*time.Second, "an image uploaded on another instance", func() (bool, string) {
 		got := stranger.call("GET", url, nil)
-		if got.Status == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("an image uploaded on another instance: %d after 2 s", got.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return got.Status == 200, fmt.Sprint(got.Status)
+	})
 }
 
 // A request body's room is set aside when its headers arrive (fasthttp allocates what Content-Length
@@ -262,6 +258,7 @@ func TestUnknownImagesCostNoQuery(t *testing.T) {
 // that much each (the review: 1,000 such logins took 0.5 GB). Bodies are now 64 KB at most by default,
 // but for a merchant's uploads.
 func TestAStrangerCannotAnnounceAMegabyte(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	for _, path := range []string{"/api/auth/login", "/api/auth/register", "/api/items/1/queue"} {
 		if status := announceBody(t, s.URL, path, 1<<20, ""); status != 413 {

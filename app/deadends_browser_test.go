@@ -18,6 +18,7 @@ import (
 // TestRegisteringFromAnItemReturnsToIt: a new shopper on an item page follows "Log in to buy", then
 // "Create an account", registers, and is back on the item they came for.
 func TestRegisteringFromAnItemReturnsToIt(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
@@ -55,6 +56,7 @@ func TestRegisteringFromAnItemReturnsToIt(t *testing.T) {
 // what it is approving (and shown no code of its own), logs in, is back at the confirmation, picks the
 // number the computer shows, confirms, and the computer is logged in.
 func TestQRLoginFromALoggedOutPhone(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	newBrowser(t, s.URL).register("phone_person", passwordOf("phone"))
 	pc := newBrowser(t, s.URL)
@@ -83,7 +85,7 @@ func TestQRLoginFromALoggedOutPhone(t *testing.T) {
 		chromedp.Click("#qr-phone .actions button.confirm", chromedp.ByQuery),
 		chromedp.WaitVisible(`//p[contains(@class, "qr-message")][normalize-space(.) != ""]`),
 	)
-	waitFor(t, "the computer logged in", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the computer logged in", func() bool {
 		pc.call("GET", "/api/qr/login/"+id, nil)
 		status, name := pc.me()
 		return status == 200 && name == "phone_person"
@@ -93,6 +95,7 @@ func TestQRLoginFromALoggedOutPhone(t *testing.T) {
 // TestCancelledPaymentOffersANewOne: the payer presses Cancel on the provider's page; the order page
 // stops showing that code, says so, and Pay makes a new one.
 func TestCancelledPaymentOffersANewOne(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{tune: func(c *Config) { c.PayPollInterval = 200 * time.Millisecond }})
 	item, _ := newPaySale(t, s, 3)
 	b, o := orderFor(t, s, item, "cancel_payer")

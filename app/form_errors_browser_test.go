@@ -9,12 +9,14 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"seckill/captcha"
+	"seckill/internal/testenv"
 	"seckill/models"
 )
 
 // TestFormErrorsAtOnceInABrowser: a form with several mistakes shows every one of them at once, each
 // beside its field, in the page's language: registering in Chinese, an item in English.
 func TestFormErrorsAtOnceInABrowser(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	withRole(t, s, "form_shop", models.RoleMerchant)
 	ctx := chrome(t)

@@ -215,6 +215,7 @@ func TestMerchantShipsItsPaidOrders(t *testing.T) {
 }
 
 func TestMerchantOrdersPage(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	merchant, sale, item := merchantSale(t, s, "page_shop", 10)
 	_, o := paidOrderFor(t, s, item, "page_buyer", homeAddress)
@@ -238,6 +239,7 @@ func TestMerchantOrdersPage(t *testing.T) {
 // A whole sale's CSV at the most rows a file may hold ships in one answer (a transaction per few hundred
 // orders, not one per order), well within a request's deadline.
 func TestShipmentsOfAWholeSale(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{noBackground: true})
 	merchant, sale, item := merchantSale(t, s, "bulk_shop", handlers.MaxShipmentRows)
 	now := s.Clock.Now()

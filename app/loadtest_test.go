@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"seckill/internal/testenv"
 	"seckill/loadtest"
 	"seckill/models"
 )
@@ -12,6 +13,7 @@ import (
 // TestLoadToolOnASmallSale runs the load tool's scenarios against a live server, over HTTP as it does
 // against a real one, and checks its audit passes — and that it would notice an oversell.
 func TestLoadToolOnASmallSale(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{tune: func(c *Config) { c.RateLimitIP = false }})
 	withRole(t, s, "lt_admin", models.RoleAdmin)
 	withRole(t, s, "lt_merchant", models.RoleMerchant)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"seckill/internal/testenv"
 )
 
 // Log lines go out whole, within a tenth of a second or so, and all of them by Close.
@@ -27,13 +29,9 @@ func TestLogBufferFlushesWholeLines(t *testing.T) {
 	}
 	wg.Wait()
 	log.Info("last")
-	deadline := time.Now().Add(2 * time.Second)
-	for !strings.Contains(out.String(), "msg=last") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !strings.Contains(out.String(), "msg=last") {
-		t.Fatal("a line logged was not written within 2 s")
-	}
+	testenv.Eventually(t, 2*time.Second, "the line logged last to be written", func() bool {
+		return strings.Contains(out.String(), "msg=last")
+	})
 	log.Info("at close")
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

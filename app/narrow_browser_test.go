@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"seckill/internal/testenv"
 	"seckill/models"
 )
 
@@ -15,6 +16,7 @@ import (
 // Chinese, with data in them (a sale, an order paid and shipped, a blocked user, audit rows): none is
 // wider than the screen, so nothing needs scrolling sideways. Wide tables scroll inside their own box.
 func TestEveryPageFitsAPhone(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer", "payment_poll", "stops"}})
 	merchant, sale, item := merchantSale(t, s, "narrow_merchant_with_a_long_name", 10)
 	_, order := paidOrderFor(t, s, item, "narrow_shopper", homeAddress)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -56,17 +57,13 @@ func bareOrderFor(t *testing.T, s *liveServer, item models.Item, name string) (*
 	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, id, issuePath(t, s, item.ID, id), "SK"+name); err != nil {
 		t.Fatalf("take: %v", err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		o, err := models.OrderByNo(context.Background(), s.DB, "SK"+name)
-		if err == nil {
-			return b, *o
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order SK%s was not written: %v", name, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var o *models.Order
+	testenv.EventuallySaw(t, 20*time.Second, "order SK"+name+" to be written", func() (bool, string) {
+		var err error
+		o, err = models.OrderByNo(context.Background(), s.DB, "SK"+name)
+		return err == nil, fmt.Sprint(err)
+	})
+	return b, *o
 }
 
 func newPaySale(t *testing.T, s *liveServer, stockTotal int64) (models.Item, func(string) (*browser, models.Order)) {
@@ -90,17 +87,10 @@ func orderStatus(t *testing.T, s *liveServer, no string) string {
 
 func waitStatus(t *testing.T, s *liveServer, no, want string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testenv.EventuallySaw(t, within, "order "+no+" to be "+want, func() (bool, string) {
 		got := orderStatus(t, s, no)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order %s is %s after %v, want %s", no, got, within, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got == want, "it is " + got
+	})
 }
 
 func pay(t *testing.T, b *browser, no string) map[string]any {
@@ -117,6 +107,7 @@ func pay(t *testing.T, b *browser, no string) map[string]any {
 }
 
 func TestPaidByPollingAlone(t *testing.T) {
+	testenv.Long(t)
 	// No callback: the provider is told to pay, and only the poller can learn it.
 	s := startLive(t, liveOpts{only: []string{"order_consumer", "payment_poll"}, tune: func(c *Config) { c.PayPollInterval = 100 * time.Millisecond }})
 	_, buy := newPaySale(t, s, 5)
@@ -211,6 +202,7 @@ func issuePathOrSoldOut(t *testing.T, s *liveServer, itemID, userID int64) strin
 // TestPaidWhileCancelling: the payer pays at the very moment the deadline job closes the payment. The
 // order ends paid or cancelled, never both, and the stock is right either way.
 func TestPaidWhileCancelling(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, s, 20)
 	type outcome struct{ paid, cancelled int }
@@ -254,6 +246,7 @@ func TestPaidWhileCancelling(t *testing.T) {
 }
 
 func TestProviderDown(t *testing.T) {
+	testenv.Long(t)
 	var calls sync.Mutex
 	hits := 0
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -300,6 +293,7 @@ func TestProviderDown(t *testing.T) {
 }
 
 func TestTwoInstancesCancelEachOrderOnce(t *testing.T) {
+	testenv.Long(t)
 	a := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	b := startLive(t, liveOpts{db: a.DB, rdb: a.Redis, only: []string{"order_consumer"}})
 	item, buy := newPaySale(t, a, 10)
@@ -375,6 +369,7 @@ func TestForgedAndReplayedCallbacks(t *testing.T) {
 // TestSandboxRunsAlone: the provider as a separate service (seckill sandbox-pay), and a shop that talks
 // to it there.
 func TestSandboxRunsAlone(t *testing.T) {
+	testenv.Long(t)
 	rdb := testenv.Redis(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -409,6 +404,7 @@ func TestSandboxRunsAlone(t *testing.T) {
 // TestDoubleClickOnPay: two Pay requests at once make one payment, and the deadline closes every open
 // payment of the order, so none can be paid after it is cancelled.
 func TestDoubleClickOnPay(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("double_clicker")

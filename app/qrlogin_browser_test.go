@@ -16,6 +16,7 @@ import (
 
 	"seckill/handlers"
 	"seckill/internal/geo/geotest"
+	"seckill/internal/testenv"
 )
 
 // awaitPromise lets chromedp.Evaluate wait for the promise a script returns.
@@ -30,6 +31,7 @@ func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.
 // another number is told the login was cancelled and the computer is not logged in. A phone on the
 // computer's own network is shown no warning and three numbers; it picks the computer's and confirms.
 func TestQRLoginPhonePicksTheNumberInABrowser(t *testing.T) {
+	testenv.Long(t)
 	db := filepath.Join(t.TempDir(), "cities.mmdb")
 	err := geotest.Write(db, map[string]geotest.Place{
 		"203.0.113.0/24": {CityEN: "Paris", CityZH: "巴黎", CountryEN: "France", CountryZH: "法国"},

@@ -86,7 +86,7 @@ func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 
 	s.Clock.Set(time.Now().Add(time.Minute + time.Second)) // the sale starts
 	var drawn map[string]any
-	waitFor(t, "the draw to be published", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the draw to be published", func() bool {
 		drawn = newBrowser(t, s.URL).call("GET", "/api/items/"+id+"/draw", nil).json(t)
 		return drawn["seed"] != nil
 	})
@@ -107,7 +107,7 @@ func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 
 	// 2 units × 1.5: the first three in drawn order get their turns, the other two wait.
 	status := func(b *browser) map[string]any { return b.call("GET", "/api/items/"+id+"/queue", nil).json(t) }
-	waitFor(t, "three turns", func() bool { return status(tickets[order[2]])["state"] == "your_turn" })
+	testenv.Eventually(t, 10*time.Second, "three turns", func() bool { return status(tickets[order[2]])["state"] == "your_turn" })
 	for i, tk := range order {
 		q := status(tickets[tk])
 		want := map[bool]string{true: "your_turn", false: "waiting"}[i < 3]
@@ -126,7 +126,7 @@ func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 		}
 	}
 	// Sold out: those waiting hear it at once and keep their places; the buyers see bought.
-	waitFor(t, "the waiting to hear it is sold out", func() bool { return status(tickets[order[4]])["state"] == "sold_out" })
+	testenv.Eventually(t, 10*time.Second, "the waiting to hear it is sold out", func() bool { return status(tickets[order[4]])["state"] == "sold_out" })
 	if q := status(tickets[order[3]]); q["state"] != "sold_out" || q["position"] != 4.0 {
 		t.Errorf("place 4 after the sell-out: %v, want sold_out keeping place 4", q)
 	}
@@ -135,7 +135,7 @@ func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 	}
 	// The live dashboard shows the line.
 	admin := withRole(t, s, "line_watcher", models.RoleAdmin)
-	waitFor(t, "the dashboard to count the buyers", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the dashboard to count the buyers", func() bool {
 		st := admin.call("GET", "/api/admin/activities/"+itoa(act.ID)+"/stats", nil).json(t)
 		line, _ := st["items"].([]any)[0].(map[string]any)["line"].(map[string]any)
 		return line != nil && line["bought"] == 2.0
@@ -144,18 +144,6 @@ func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 	line := st["items"].([]any)[0].(map[string]any)["line"].(map[string]any)
 	if line["joined"] != 5.0 || line["let_in"] != 3.0 || line["seed"] != seed || line["seed_hash"] != seedHash || line["state"] != "drawn" {
 		t.Errorf("the dashboard's line: %v, want 5 joined, 3 let in, 2 bought, the seed and its hash", line)
-	}
-}
-
-// waitFor polls cond for up to ten seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited ten seconds for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -252,7 +240,7 @@ func TestInstanceLostWithShoppersInLine(t *testing.T) {
 	}
 	for _, s := range shoppers {
 		// (A room read before the draw is kept a quarter of a second.)
-		waitFor(t, "a place on A after the draw", func() bool { return s.onA.call("GET", path, nil).json(t)["position"] != nil })
+		testenv.Eventually(t, 10*time.Second, "a place on A after the draw", func() bool { return s.onA.call("GET", path, nil).json(t)["position"] != nil })
 	}
 	if err := a.Srv.Fiber.Shutdown(); err != nil { // instance A is gone, and what it knew with it
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"seckill/handlers"
+	"seckill/internal/testenv"
 	"seckill/models"
 	"seckill/payment"
 )
@@ -51,6 +52,7 @@ func sandboxStatus(t *testing.T, s *liveServer, paymentID string) string {
 // Money that reaches a cancelled order goes back by itself: once, though the provider fails twice first,
 // and however often the payment's callback comes again.
 func TestLatePaymentIsRefundedOnceThoughTheProviderFailsTwice(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 2)
 	b, o := buy("late_payer")
@@ -215,6 +217,7 @@ func TestAdminRefundIsAuditedAndDoesNotRestock(t *testing.T) {
 // A payment of a cancelled order that could not be closed at the provider stays followed: the poller
 // closes it, or, if the payer paid it meanwhile (and the callback was lost), finds the money and refunds it.
 func TestPaymentLeftOpenOnACancelledOrderIsFollowed(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 2)
 	ctx := context.Background()
@@ -289,6 +292,7 @@ func (f *failClose) Query(ctx context.Context, id string) (string, error) {
 // open in the books again; the poller closes it once the provider answers, or, if the payer paid it just
 // before the poller's close, records the money and refunds it.
 func TestPaymentTheCancelCannotCloseIsFollowed(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 3)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -172,22 +173,15 @@ func TestDemoMode(t *testing.T) {
 			StartsAt time.Time `json:"starts_at"`
 			Items    []struct{ Name string }
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		defer cancel() // a round that fails waiting stops its server too
+		testenv.EventuallySaw(t, 30*time.Second, fmt.Sprintf("round %d: the demo server to answer", round), func() (bool, string) {
 			resp, err := http.Get("http://127.0.0.1:" + port + "/api/activities")
 			if err == nil {
 				err = json.NewDecoder(resp.Body).Decode(&acts)
 				resp.Body.Close()
-				if err == nil {
-					break
-				}
 			}
-			if time.Now().After(deadline) {
-				cancel()
-				t.Fatalf("round %d: demo server did not answer within 30s: %v", round, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return err == nil, fmt.Sprint(err)
+		})
 		if len(acts) != 1 || len(acts[0].Items) != 3 {
 			t.Errorf("round %d: want one demo activity with three items, got %+v", round, acts)
 		}

@@ -158,6 +158,7 @@ func TestRegistrationNeedsACaptchaAndIsLimitedPerAddress(t *testing.T) {
 // TestTakenNameIsCheckedBeforeHashing: with every hashing turn taken (a flood of logins), a taken name
 // is still answered at once, and a login waits its bounded moment and is told to come back.
 func TestTakenNameIsCheckedBeforeHashing(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"sessions"}})
 	first := newBrowser(t, s.URL)
 	first.register("taken_name", "a good password")
@@ -365,6 +366,7 @@ func TestMetricsListener(t *testing.T) {
 // TestSandboxIsNotAPublicService: unmounted unless enabled; enabled, its API serves only the shop (with
 // its key), takes no callback address from a caller, caps its fields and limits the payer's presses.
 func TestSandboxIsNotAPublicService(t *testing.T) {
+	testenv.Long(t)
 	off := startLive(t, liveOpts{noBackground: true, tune: func(c *Config) {
 		c.PaySandbox, c.PayProviderURL = false, "http://127.0.0.1:1/provider"
 	}})
@@ -438,6 +440,7 @@ func jsonField(t *testing.T, body, field string) string {
 // TestSecondPaymentByCallbackIsRefunded: money that arrives by callback for an order already paid by
 // another payment gets a refund, as it does when the poller finds it; the same callback twice does not.
 func TestSecondPaymentByCallbackIsRefunded(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 5)
 	b, o := buy("twice_payer")
@@ -528,6 +531,7 @@ func TestEveryErrorCodeHasAStatus(t *testing.T) {
 // TestLocalPathMirrorInThePageScript: the pages' localPath (assets/js/api.js) answers as the server's
 // handlers.LocalPath does, on the tricky targets and on a thousand random ones.
 func TestLocalPathMirrorInThePageScript(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{noBackground: true})
 	ctx := chrome(t)
 	targets := []string{"/", "/items/2", "", "items", "//evil.example", "/\\evil.example", "/\t/evil.example",
@@ -565,6 +569,7 @@ func TestLocalPathMirrorInThePageScript(t *testing.T) {
 
 // TestLoginGuessesAtOnceAreCounted: guesses sent at once on one name pass no more than the limit's five.
 func TestLoginGuessesAtOnceAreCounted(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"sessions"}, tune: func(c *Config) { c.RateLimitIP = false }})
 	guessedID := newBrowser(t, s.URL).register("guessed", "the real password")
 	attacker := newBrowser(t, s.URL)

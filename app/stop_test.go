@@ -21,6 +21,7 @@ import (
 // is taken on either (403 paused), purchase paths and the line's joins wait too, the pages and the
 // merchant see it with its reason, and it is audited; resumed, the crowd buys again; ended, it is over.
 func TestEmergencyStopDuringARush(t *testing.T) {
+	testenv.Long(t)
 	db := testenv.Postgres(t)
 	rdb := testenv.Redis(t)
 	workers := []string{"order_consumer", "stops"}
@@ -76,7 +77,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 	expect(t, "pausing again", admin.call("POST", base+"/pause", map[string]any{"reason": reason}), 409, "activity_state")
 	// Both instances know within a moment; from then on nothing is taken anywhere.
 	probe := makeShoppers(t, a, "stop_probe", 1)[0]
-	waitFor(t, "both instances to refuse buys as paused", func() bool {
+	testenv.Eventually(t, 10*time.Second, "both instances to refuse buys as paused", func() bool {
 		for _, srv := range []*liveServer{a, b} {
 			got := probe.post(t, client, srv.URL, "/api/items/"+itoa(item.ID)+"/buy/"+issuePathOrSoldOut(t, a, item.ID, probe.id))
 			if got.status == 202 { // before the pause reached it: an order like the others
@@ -128,7 +129,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 	expect(t, "pausing the queue sale", admin.call("POST", "/api/admin/activities/"+itoa(queued.ActivityID)+"/pause", map[string]any{"reason": "bots"}), 200, "")
 	line := newBrowser(t, b.URL)
 	line.register("line_viewer", passwordOf("line"))
-	waitFor(t, "the queue sale paused on the second instance", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the queue sale paused on the second instance", func() bool {
 		return line.call("GET", "/api/items/"+itoa(queued.ID)+"/queue", nil).json(t)["paused"] == true
 	})
 	expect(t, "joining a paused sale's line", line.join(queued.ID), 403, "paused")
@@ -146,7 +147,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 	if r := admin.call("POST", base+"/resume", map[string]any{"reason": "price fixed"}); r.Status != 200 || r.json(t)["paused_at"] != nil {
 		t.Fatalf("resume: %d %s", r.Status, r.Body)
 	}
-	waitFor(t, "buys taken again after the resume", func() bool {
+	testenv.Eventually(t, 10*time.Second, "buys taken again after the resume", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(taken) > before+20
@@ -175,7 +176,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 		}
 	}
 	expect(t, "resuming an ended sale", admin.call("POST", base+"/resume", map[string]any{"reason": "x"}), 409, "activity_state")
-	waitFor(t, "the ended sale to leave the catalog", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the ended sale to leave the catalog", func() bool {
 		return !strings.Contains(string(newBrowser(t, b.URL).call("GET", "/api/activities", nil).Body), `"id":`+itoa(sale.ID)+`,`)
 	})
 	// The books agree: everything taken became an order (or is on its way), nothing beyond stock.
@@ -196,6 +197,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 // TestPauseInABrowser: an admin pauses a running sale from the approval dashboard with a reason; a
 // shopper's item page says it is paused and Buy waits; resumed, Buy comes back.
 func TestPauseInABrowser(t *testing.T) {
+	testenv.Long(t)
 	s := startLive(t, liveOpts{})
 	withRole(t, s, "pause_chief", models.RoleAdmin)
 	now := s.Clock.Now()
@@ -280,7 +282,7 @@ func TestTurnInterruptedByAPauseKeepsItsTime(t *testing.T) {
 	queue := "/api/items/" + itoa(item.ID) + "/queue"
 	s.Clock.Set(time.Now().Add(time.Minute + time.Second)) // the sale starts
 	var turn map[string]any
-	waitFor(t, "the shopper's turn", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the shopper's turn", func() bool {
 		turn = shopper.call("GET", queue, nil).json(t)
 		return turn["state"] == "your_turn"
 	})
@@ -299,7 +301,7 @@ func TestTurnInterruptedByAPauseKeepsItsTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the line to say paused", func() bool { return shopper.call("GET", queue, nil).json(t)["paused"] == true })
+	testenv.Eventually(t, 10*time.Second, "the line to say paused", func() bool { return shopper.call("GET", queue, nil).json(t)["paused"] == true })
 	pause := s.Cfg.QueueTurn + 10*time.Second // longer than the whole turn
 	s.Clock.Set(pausedAt.Add(pause))
 	time.Sleep(1500 * time.Millisecond) // the line's steps run during the pause and must not settle the turn
@@ -311,7 +313,7 @@ func TestTurnInterruptedByAPauseKeepsItsTime(t *testing.T) {
 	s.Clock.Set(pausedAt.Add(pause + 10*time.Second))
 	pause += 10 * time.Second
 	expect(t, "resume", admin.call("POST", base+"/resume", map[string]any{"reason": "fixed"}), 200, "")
-	waitFor(t, "the line to go on", func() bool { return shopper.call("GET", queue, nil).json(t)["paused"] == false })
+	testenv.Eventually(t, 10*time.Second, "the line to go on", func() bool { return shopper.call("GET", queue, nil).json(t)["paused"] == false })
 
 	after := shopper.call("GET", queue, nil).json(t)
 	if after["state"] != "your_turn" {
@@ -335,5 +337,5 @@ func TestTurnInterruptedByAPauseKeepsItsTime(t *testing.T) {
 	// Past where the turn would have ended without the pause, the path still buys.
 	s.Clock.Set(ends.Add(5 * time.Second))
 	expect(t, "a buy with the turn's path after the pause", shopper.call("POST", "/api/items/"+itoa(item.ID)+"/buy/"+turn["path"].(string), nil), 202, "")
-	waitFor(t, "bought", func() bool { return shopper.call("GET", queue, nil).json(t)["state"] == "bought" })
+	testenv.Eventually(t, 10*time.Second, "bought", func() bool { return shopper.call("GET", queue, nil).json(t)["state"] == "bought" })
 }

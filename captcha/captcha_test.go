@@ -2,6 +2,7 @@ package captcha
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,13 +97,10 @@ func TestPoolHandsOutCaptchasDrawnAhead(t *testing.T) {
 
 	waitHeld := func(want int) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for held, _, _ := c.PoolStats(); held < want; held, _, _ = c.PoolStats() {
-			if time.Now().After(deadline) {
-				t.Fatalf("the pool holds %d after 30 s, want %d", held, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.EventuallySaw(t, 30*time.Second, fmt.Sprintf("the pool to hold %d", want), func() (bool, string) {
+			held, _, _ := c.PoolStats()
+			return held >= want, fmt.Sprintf("it holds %d", held)
+		})
 	}
 	waitHeld(250)
 	time.Sleep(1100 * time.Millisecond) // a tick of the fillers: they stop at what is expected

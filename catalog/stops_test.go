@@ -24,14 +24,6 @@ func TestStopsReachAnInstanceThatMissedTheMessage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go stops.Run(ctx)
-	waitUntil := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10 s", what)
-			}
-		}
-	}
 	// Running: the catalog is built and the sale not paused.
 	time.Sleep(700 * time.Millisecond)
 	if stops.Paused(item.ID) {
@@ -47,7 +39,7 @@ func TestStopsReachAnInstanceThatMissedTheMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitUntil("the pause heard without its message", func() bool { return stops.Paused(item.ID) })
+	testenv.Eventually(t, 10*time.Second, "the pause heard without its message", func() bool { return stops.Paused(item.ID) })
 	t.Logf("paused here %v after the count changed", time.Since(start))
 
 	// Resumed, again without a message.
@@ -57,5 +49,5 @@ func TestStopsReachAnInstanceThatMissedTheMessage(t *testing.T) {
 	if err := rdb.Incr(ctx, catalog.StopsVersion).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil("the resume heard without its message", func() bool { return !stops.Paused(item.ID) })
+	testenv.Eventually(t, 10*time.Second, "the resume heard without its message", func() bool { return !stops.Paused(item.ID) })
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"seckill/internal/testenv"
 )
 
 func TestEveryRunsUntilItsContextEnds(t *testing.T) {
@@ -20,9 +22,7 @@ func TestEveryRunsUntilItsContextEnds(t *testing.T) {
 			return nil
 		}, func(error) { failures.Add(1) })
 	}()
-	for runs.Load() < 5 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "five rounds", func() bool { return runs.Load() >= 5 })
 	cancel()
 	select {
 	case err := <-done:

@@ -87,17 +87,10 @@ func run(c *OrderConsumer) (stop func()) {
 // waitDrained waits until the item's stream has nothing queued or unacknowledged.
 func (r *rig) waitDrained(t *testing.T, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testenv.EventuallySaw(t, within, "the queue to drain", func() (bool, string) {
 		n, err := r.ledger.Backlog(context.Background(), r.item.ID)
-		if err == nil && n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue did not drain within %v: %d left, %v", within, n, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && n == 0, fmt.Sprintf("%d left, %v", n, err)
+	})
 }
 
 // audit checks the invariants between PostgreSQL and Redis for the item once the queue has drained:
@@ -205,12 +198,11 @@ func TestFreshConsumerFollowsEveryShardWhenShardZeroIsLost(t *testing.T) {
 	c := r.consumer(r.db, "fresh")
 	c.Ledger = testenv.Ledger(r.rdb, time.Now) // a process that just started: nothing in memory
 	stop := run(c)
-	deadline := time.Now().Add(20 * time.Second)
 	var orders int64
-	for orders < 12 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	testenv.EventuallySaw(t, 20*time.Second, "the 12 orders of shards 1-3", func() (bool, string) {
 		r.db.Raw("SELECT count(*) FROM orders WHERE item_id = ?", r.item.ID).Scan(&orders)
-	}
+		return orders >= 12, fmt.Sprintf("%d orders", orders)
+	})
 	time.Sleep(10 * c.Discover) // queues empty: the consumer asks whether the sale is over, and must hear no
 	stop()
 	if orders != 12 { // shards 1 to 3 queued 12 orders; shard 0's 4 were lost with it
@@ -494,17 +486,10 @@ func TestFinishedSalesLeaveTheConsumer(t *testing.T) {
 	c.Now = func() time.Time { return time.Now().Add(2 * time.Hour) } // the sale ended an hour ago
 	stop := run(c)
 	defer stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.EventuallySaw(t, 10*time.Second, "the ended, drained sale to be no longer followed", func() (bool, string) {
 		items, err := r.ledger.Streams(ctx)
-		if err == nil && len(items) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ended, drained sale is still followed: %v", items)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && len(items) == 0, fmt.Sprintf("followed %v (%v)", items, err)
+	})
 	r.audit(t, 1)
 
 	// Its keys leave Redis a day after (the buyer's result is readable until then), and a unit given
@@ -545,13 +530,10 @@ func TestLostSaleIsNotRetired(t *testing.T) {
 	r.waitDrained(t, 10*time.Second)
 	k := stock.KeysOf(r.item.ID)
 	r.rdb.Del(ctx, k.Sale) // Redis lost the sale
-	deadline := time.Now().Add(10 * time.Second)
-	for items, _ := r.ledger.Streams(ctx); len(items) > 0; items, _ = r.ledger.Streams(ctx) {
-		if time.Now().After(deadline) {
-			t.Fatal("the consumer kept following a sale Redis does not hold")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "the consumer to stop following a sale Redis does not hold", func() bool {
+		items, _ := r.ledger.Streams(ctx)
+		return len(items) == 0
+	})
 	stop()
 	if _, err := r.ledger.Preheat(ctx, Books{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)

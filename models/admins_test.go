@@ -17,6 +17,7 @@ import (
 // at the same moment, on PostgreSQL, never leave the shop with no active admin: one change is done and
 // the other is refused with last_admin, every round.
 func TestTheLastAdminStaysUnderConcurrency(t *testing.T) {
+	testenv.Long(t)
 	db := testenv.Postgres(t)
 	ctx := context.Background()
 	a, err := models.CreateUser(ctx, db, "admin_a", "h", models.RoleAdmin)

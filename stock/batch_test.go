@@ -115,6 +115,7 @@ func (sc *batchScene) state(t *testing.T) string {
 // A batch of buyers with every kind of refusal mixed in answers each of them as one take at a time
 // does, in order, and leaves the shard as they do: split or not.
 func TestBatchAnswersAsOneTakeAtATime(t *testing.T) {
+	testenv.Long(t)
 	for _, shards := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) {
 			ctx := context.Background()
@@ -254,6 +255,7 @@ func indexOf(s, sub string) int {
 // A crowd of 5,000 buyers (some from two tabs) for 100 units, with group commit on and with it off, on
 // one shard: the same books. Each way, every unit is queued once, to one buyer each, and nothing is left.
 func TestCrowdBooksWithAndWithoutGroupCommit(t *testing.T) {
+	testenv.Long(t)
 	const stockTotal, buyers = 100, 5000
 	books := map[bool]string{}
 	for _, on := range []bool{true, false} {

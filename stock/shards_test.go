@@ -120,6 +120,7 @@ func TestShardedPreheatSplitsStock(t *testing.T) {
 // A crowd four times the stock, in parallel: every unit is sold once, to one buyer each, and nothing is
 // left in any shard.
 func TestShardedRushSellsEveryUnitOnce(t *testing.T) {
+	testenv.Long(t)
 	const stockTotal, shards, buyers = 100, 4, 400
 	r := newShardRig(t, stockTotal, shards)
 	var queued, soldOut atomic.Int64

@@ -2,6 +2,7 @@ package follow_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,10 +19,9 @@ func TestChannelHearsOnlyItsOwnDatabase(t *testing.T) {
 	go follow.Channel(ctx, a, "ch", time.Hour, func(p string) { heardA <- p }, func(context.Context) {})
 	go follow.Channel(ctx, b, "ch", time.Hour, func(p string) { heardB <- p }, func(context.Context) {})
 	// Subscribing happens in the background: publish until both listen.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(heardA) == 0 || len(heardB) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no message heard: a %d, b %d", len(heardA), len(heardB))
+	testenv.EventuallySaw(t, 5*time.Second, "a message heard on each", func() (bool, string) {
+		if len(heardA) > 0 && len(heardB) > 0 {
+			return true, ""
 		}
 		if err := follow.Publish(ctx, a, "ch", "to a"); err != nil {
 			t.Fatal(err)
@@ -29,8 +29,8 @@ func TestChannelHearsOnlyItsOwnDatabase(t *testing.T) {
 		if err := follow.Publish(ctx, b, "ch", "to b"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("a heard %d, b %d", len(heardA), len(heardB))
+	})
 	cancel()
 	time.Sleep(50 * time.Millisecond)
 	for p := range drain(heardA) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/errs"
+	"seckill/internal/testenv"
 )
 
 func TestGateBoundsWorkAndRefusesAfterTheWait(t *testing.T) {
@@ -32,9 +33,7 @@ func TestGateBoundsWorkAndRefusesAfterTheWait(t *testing.T) {
 			})
 		}()
 	}
-	for running.Load() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "two callers inside the gate", func() bool { return running.Load() >= 2 })
 	// Both turns are taken: a third caller waits its 50 ms and is told to come back.
 	err := g.Do(context.Background(), func() { t.Error("a third caller ran while two held the gate") })
 	if !errs.Is(err, errs.RateLimited) {
