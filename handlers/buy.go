@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"seckill/captcha"
 	"seckill/catalog"
 	"seckill/errs"
+	"seckill/internal/hexid"
 	"seckill/models"
 	"seckill/ratelimit"
 	"seckill/stock"
@@ -226,15 +226,6 @@ func (h *Buy) notLoaded(c *fiber.Ctx, itemID int64) error {
 	return err
 }
 
-// validPath reports whether p can be a path at all (32 hex digits), so that junk never reaches Redis.
-func validPath(p string) bool {
-	if len(p) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(p)
-	return err == nil
-}
-
 // Take is the buy. Everything before the script is checked in memory: the session and CSRF token (by
 // middleware), the per-address limit, the path's form and the sold-out flag. Then one round trip.
 func (h *Buy) Take(c *fiber.Ctx) (err error) {
@@ -250,7 +241,7 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 		}
 	}
 	path := c.Params("path")
-	if !validPath(path) {
+	if !hexid.Valid(path) { // a path is 32 hex digits: junk never reaches Redis
 		return stock.ErrInvalidPath
 	}
 	if h.Flags.SoldOut(itemID) {
