@@ -57,6 +57,7 @@ type Server struct {
 	Fiber    *fiber.App
 	Sessions *auth.Sessions
 	Ledger   *stock.Ledger
+	Line     *stock.Line // the waiting rooms, beside the ledger's stock
 	Flags    *stock.Flags
 	Answers  *stock.Answers
 	Runs     *jobs.Runs
@@ -269,6 +270,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s := &Server{
 		Sessions: auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log),
 		Ledger:   ledger,
+		Line:     stock.NewLine(ledger),
 		Flags:    flags,
 		OrderConsumer: &jobs.OrderConsumer{DB: d.DB, Ledger: stock.NewLedger(consumerRedis, d.Now), Flags: flags,
 			Name: consumerName(nodeID), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout, ClaimIdle: cfg.ClaimIdle, Keep: cfg.SaleKeep},
@@ -357,7 +359,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	shop := catalog.New(d.DB, d.Now, time.Second, d.Log)
 	s.Stops = catalog.NewStops(shop, d.Redis, d.Log)
 	s.Captchas = captcha.New(d.Redis, s.Drawing, 200*time.Millisecond, cfg.CaptchaPool)
-	s.Queue = &jobs.Queue{Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
+	s.Queue = &jobs.Queue{Catalog: shop, Line: s.Line, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
 		Admission: stock.Admission{Overbook: cfg.QueueOverbook, Rate: cfg.QueueRate, Turn: cfg.QueueTurn}}
 	s.Captchas.Expected = expectedShoppers(shop, s.Flags.SoldOut, d.Now, cfg.PreheatWindow)
 	places, err := s.openPlaces(cfg)
@@ -371,7 +373,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
 	books := jobs.Books{DB: d.DB}
-	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Answers: s.Answers, Now: d.Now}
+	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Line: s.Line, Answers: s.Answers, Now: d.Now}
 	s.site = site{
 		health:   &handlers.Health{DB: d.DB, Redis: d.Redis},
 		static:   &handlers.Static{Files: files},
@@ -380,12 +382,13 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		qr:       &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now, Places: places},
 		catalog:  &handlers.Catalog{Catalog: shop, Left: left, Now: d.Now},
 		buy: &handlers.Buy{
-			Catalog: shop, Ledger: s.Ledger, Books: books, Flags: s.Flags, Stops: s.Stops, Captchas: accounts.Captchas,
+			Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Captchas: accounts.Captchas,
+			Loader: &catalog.Loader{Catalog: shop, Stops: s.Stops, Ledger: s.Ledger, Books: books, Now: d.Now},
 			Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
 		queue: &handlers.Queue{
-			Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Left: left, Captchas: s.Captchas, Limits: accounts.Limits,
-			Rate: cfg.QueueRate, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
+			Captchas: s.Captchas, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Canceller: s.UnpaidTimeout},
 		book:     &handlers.Addresses{DB: d.DB, Now: d.Now},
@@ -394,7 +397,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),
 		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.ImageHostList(), Now: d.Now},
-		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
+		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 	}
 	if cfg.PaySandbox {

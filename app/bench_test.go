@@ -336,14 +336,14 @@ func queueStatusServer(b *testing.B) (srv *Server, addr, path string, cookies []
 			b.Fatal(err)
 		}
 		cookies[i] = handlers.SessionCookie + "=" + cookie + "; " + handlers.CSRFCookie + "=" + csrfTok
-		if _, err := srv.Ledger.Join(ctx, itemID, u.ID, w); err != nil {
+		if _, err := srv.Line.Join(ctx, itemID, u.ID, w); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if drawn, err := srv.Ledger.Draw(ctx, itemID); !drawn || err != nil {
+	if drawn, err := srv.Line.Draw(ctx, itemID); !drawn || err != nil {
 		b.Fatalf("draw: %v %v", drawn, err)
 	}
-	if _, err := srv.Ledger.Admit(ctx, itemID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Hour}); err != nil {
+	if _, err := srv.Line.Admit(ctx, itemID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Hour}); err != nil {
 		b.Fatal(err)
 	}
 	path = fmt.Sprintf("/api/items/%d/queue", itemID)

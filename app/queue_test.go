@@ -166,10 +166,10 @@ func TestQueueStatusPollCostsAtMostOneRedisCommand(t *testing.T) {
 		}
 	}
 	s.Clock.Set(time.Now().Add(time.Minute + time.Second))
-	if drawn, err := s.Srv.Ledger.Draw(ctx, item.ID); !drawn || err != nil {
+	if drawn, err := s.Srv.Line.Draw(ctx, item.ID); !drawn || err != nil {
 		t.Fatalf("draw: %v %v", drawn, err)
 	}
-	if _, err := s.Srv.Ledger.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
+	if _, err := s.Srv.Line.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	path := "/api/items/" + itoa(item.ID) + "/queue"
@@ -232,10 +232,10 @@ func TestInstanceLostWithShoppersInLine(t *testing.T) {
 	// there (A remembers the places of those who wait).
 	a.Clock.Set(time.Now().Add(time.Minute + time.Second))
 	b.Clock.Set(time.Now().Add(time.Minute + time.Second))
-	if drawn, err := a.Srv.Ledger.Draw(ctx, item.ID); !drawn || err != nil {
+	if drawn, err := a.Srv.Line.Draw(ctx, item.ID); !drawn || err != nil {
 		t.Fatalf("draw on A: %v %v", drawn, err)
 	}
-	if _, err := a.Srv.Ledger.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
+	if _, err := a.Srv.Line.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range shoppers {
@@ -245,7 +245,7 @@ func TestInstanceLostWithShoppersInLine(t *testing.T) {
 	if err := a.Srv.Fiber.Shutdown(); err != nil { // instance A is gone, and what it knew with it
 		t.Fatal(err)
 	}
-	if _, err := b.Srv.Ledger.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
+	if _, err := b.Srv.Line.Admit(ctx, item.ID, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	turns := 0

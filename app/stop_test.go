@@ -328,7 +328,7 @@ func TestTurnInterruptedByAPauseKeepsItsTime(t *testing.T) {
 	}
 	// Asked again for the same pause (as a resume whose database write failed is tried again): no more
 	// than the time since.
-	if _, err := s.Srv.Ledger.Resume(context.Background(), item.ID, pausedAt, s.Clock.Now()); err != nil {
+	if _, err := s.Srv.Line.Resume(context.Background(), item.ID, pausedAt, s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if again := shopper.call("GET", queue, nil).json(t); again["turn_ends_at"] != after["turn_ends_at"] {

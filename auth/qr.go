@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/errs"
+	"seckill/internal/hexid"
 )
 
 // QR login states, as the contract names them.
@@ -102,15 +103,6 @@ func bindHash(bind string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// validID reports whether id can be a code's id (32 hex digits), so that junk never reaches Redis.
-func validID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(id)
-	return err == nil
-}
-
 // randomBelow returns a uniform random number in [0, n).
 func randomBelow(n int64) (int64, error) {
 	v, err := rand.Int(rand.Reader, big.NewInt(n))
@@ -174,7 +166,7 @@ func (q *QRLogin) Create(ctx context.Context, bind string, pc PC) (QRCode, error
 
 // step runs one action of the state machine; code is the number a confirm carries.
 func (q *QRLogin) step(ctx context.Context, id, action, sid string, uid int64, code string) (QRPoll, error) {
-	if !validID(id) {
+	if !hexid.Valid(id) { // junk never reaches Redis
 		return QRPoll{}, errs.New(errs.NotFound, "no such login code")
 	}
 	res, err := qrScript.Run(ctx, q.rdb, []string{qrKey(id)}, action, q.now().UnixMilli(), sid, uid, code).StringSlice()

@@ -21,6 +21,7 @@ import (
 
 	"seckill/errs"
 	"seckill/internal/gate"
+	"seckill/internal/hexid"
 )
 
 // TTL is how long an answer waits to be used.
@@ -203,7 +204,7 @@ func (c *Captchas) Check(ctx context.Context, id, answer string) (bool, error) {
 // 93 KB): playing it again is answered from memory. An unknown or used captcha answers errs.NotFound,
 // whatever is kept.
 func (c *Captchas) Audio(ctx context.Context, id, lang string) ([]byte, error) {
-	if !ValidID(id) {
+	if !hexid.Valid(id) { // a captcha id is 32 hex digits
 		return nil, errNoCaptcha
 	}
 	answer, err := c.rdb.Get(ctx, Key(id)).Result()
@@ -238,12 +239,3 @@ func (c *Captchas) Audio(ctx context.Context, id, lang string) ([]byte, error) {
 }
 
 var errNoCaptcha = errs.New(errs.NotFound, "no such captcha: get a new one")
-
-// ValidID reports whether id can be a captcha's id (32 hex digits).
-func ValidID(id string) bool {
-	if len(id) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(id)
-	return err == nil
-}

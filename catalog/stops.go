@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/follow"
+	"seckill/stock"
 )
 
 // stopsChannel carries an admin's emergency stop (a pause, a resume, an end) to every instance.
@@ -48,6 +49,19 @@ func (s *Stops) Paused(itemID int64) bool { return (*s.paused.Load())[itemID] }
 // refuse it even if Redis's window was not closed (Redis failed at the end, or a preheat that read the
 // sale before the end wrote its old window back).
 func (s *Stops) Ended(itemID int64) bool { return (*s.ended.Load())[itemID] }
+
+// Check answers why the item's sale may not be bought now by an admin's stop, or nil: ended early first,
+// then paused (a sale is never both). Memory only. Every step of buying asks it (the purchase path, the
+// buy, joining a line, loading a sale into Redis): the one place that reads the stops.
+func (s *Stops) Check(itemID int64) error {
+	switch {
+	case s.Ended(itemID):
+		return stock.ErrEnded
+	case s.Paused(itemID):
+		return stock.ErrPaused
+	}
+	return nil
+}
 
 // Load reads the paused sales from the catalog.
 func (s *Stops) Load(ctx context.Context) error {

@@ -21,6 +21,7 @@ type Admin struct {
 	Stops         *catalog.Stops
 	DB            *gorm.DB
 	Ledger        *stock.Ledger
+	Line          *stock.Line // a resumed sale's turns get the pause back
 	Books         stock.Books // the sales as the database has them, to load an approved one at once
 	Stats         *Stats
 	PreheatWindow time.Duration
@@ -162,7 +163,7 @@ const stopsHeard = time.Second
 // the turns on to its own time (by what the pause lasted since).
 func (h *Admin) giveTurnsBack(ctx context.Context, a *models.Activity, paused time.Time) error {
 	for _, it := range a.Items {
-		if _, err := h.Ledger.Resume(ctx, it.ID, paused, h.Now().Add(stopsHeard)); err != nil {
+		if _, err := h.Line.Resume(ctx, it.ID, paused, h.Now().Add(stopsHeard)); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"seckill/captcha"
 	"seckill/catalog"
 	"seckill/errs"
+	"seckill/internal/hexid"
 	"seckill/models"
 	"seckill/ratelimit"
 	"seckill/stock"
@@ -34,7 +34,7 @@ var (
 type Buy struct {
 	Catalog     *catalog.Catalog
 	Ledger      *stock.Ledger
-	Books       stock.Books // the sales as the database has them, to load one Redis does not hold
+	Loader      *catalog.Loader // loads a sale Redis does not hold, when it may be bought now
 	Flags       *stock.Flags
 	Stops       *catalog.Stops // the sales an admin has paused (in memory)
 	Captchas    *captcha.Captchas
@@ -109,11 +109,8 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	} else if a.SaleMode == models.SaleQueue {
 		return errUseQueue
 	}
-	if h.Stops.Ended(itemID) {
-		return stock.ErrEnded
-	}
-	if h.Stops.Paused(itemID) {
-		return ErrPaused
+	if err := h.Stops.Check(itemID); err != nil {
+		return err
 	}
 	in, err := readCaptcha(c)
 	if err != nil {
@@ -131,8 +128,8 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	}
 	err = h.Ledger.IssuePath(ctx, itemID, s.UserID, token)
 	if errs.Is(err, errs.NotFound) {
-		// Not in Redis: not on sale, not yet preheated, or Redis lost it. The database decides.
-		if err = h.notLoaded(c, itemID); err == nil {
+		// Not in Redis: not on sale, not yet preheated, or Redis lost it. The catalog decides.
+		if err = h.Loader.Ensure(ctx, itemID); err == nil {
 			err = h.Ledger.IssuePath(ctx, itemID, s.UserID, token)
 		}
 	}
@@ -144,9 +141,6 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	}
 	return c.JSON(fiber.Map{"path": token})
 }
-
-// ErrPaused is the answer while an admin has paused the item's sale.
-var ErrPaused = errs.Static(errs.Paused, "this sale is paused by the shop's staff: buying waits until it resumes (a place in its line is kept)")
 
 var errBadCaptcha = errs.Static(errs.BadCaptcha, "the captcha answer is wrong or the captcha was used: get a new one")
 
@@ -208,33 +202,6 @@ func checkCaptcha(ctx context.Context, captchas *captcha.Captchas, id, answer st
 	return nil
 }
 
-// notLoaded answers for an item whose sale is not in Redis: 404 unless it is in an approved activity,
-// the window's error outside it, and inside it loads the sale at once.
-func (h *Buy) notLoaded(c *fiber.Ctx, itemID int64) error {
-	_, act, err := h.Catalog.Item(c.UserContext(), itemID)
-	if err != nil {
-		return err
-	}
-	now := h.Now()
-	if now.Before(act.StartsAt) {
-		return stock.ErrNotStarted
-	}
-	if !now.Before(act.EndsAt) {
-		return stock.ErrEnded
-	}
-	_, err = h.Ledger.Preheat(c.UserContext(), h.Books, itemID)
-	return err
-}
-
-// validPath reports whether p can be a path at all (32 hex digits), so that junk never reaches Redis.
-func validPath(p string) bool {
-	if len(p) != 32 {
-		return false
-	}
-	_, err := hex.DecodeString(p)
-	return err == nil
-}
-
 // Take is the buy. Everything before the script is checked in memory: the session and CSRF token (by
 // middleware), the per-address limit, the path's form and the sold-out flag. Then one round trip.
 func (h *Buy) Take(c *fiber.Ctx) (err error) {
@@ -250,17 +217,14 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 		}
 	}
 	path := c.Params("path")
-	if !validPath(path) {
+	if !hexid.Valid(path) { // a path is 32 hex digits: junk never reaches Redis
 		return stock.ErrInvalidPath
 	}
 	if h.Flags.SoldOut(itemID) {
 		return stock.ErrSoldOut
 	}
-	if h.Stops.Paused(itemID) {
-		return ErrPaused
-	}
-	if h.Stops.Ended(itemID) {
-		return stock.ErrEnded
+	if err := h.Stops.Check(itemID); err != nil {
+		return err
 	}
 	ctx := c.UserContext()
 	soldOut, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 	"seckill/errs"
 	"seckill/internal/follow"
 	"seckill/internal/gate"
+	"seckill/internal/hexid"
 	"seckill/models"
 	"seckill/pictures"
 )
@@ -113,14 +113,7 @@ func (k *knownSums) replace(sums map[[16]byte]struct{}, complete bool) {
 }
 
 // sumOf reads the sum a name or an image key starts with (32 hex digits).
-func sumOf(name string) ([16]byte, bool) {
-	var sum [16]byte
-	if len(name) < 32 {
-		return sum, false
-	}
-	_, err := hex.Decode(sum[:], []byte(name[:32]))
-	return sum, err == nil
-}
+func sumOf(name string) ([16]byte, bool) { return hexid.Prefix(name) }
 
 // Run keeps the set of stored uploads' sums until ctx ends: read whole at once and every knownRefresh,
 // and added to as any instance announces an upload.

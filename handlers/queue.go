@@ -14,127 +14,43 @@ import (
 	"seckill/captcha"
 	"seckill/catalog"
 	"seckill/errs"
+	"seckill/internal/memo"
 	"seckill/models"
 	"seckill/ratelimit"
 	"seckill/stock"
 )
 
 // Queue serves the waiting room of queue sales: joining with a captcha, each shopper's standing, and the
-// draw's public record. A status poll is answered from memory when the answer is known there (a shopper
-// waiting behind the line's front, or before the draw), else with one Redis round trip; it never asks
-// PostgreSQL.
+// draw's public record. Where a shopper stands is the line's to tell (stock.Watch, stock.Tell): a status
+// poll is answered from this instance's memory when it can be, else with one Redis round trip; it never
+// asks PostgreSQL. The handler parses, asks, and writes the answer.
 type Queue struct {
 	Catalog     *catalog.Catalog
-	Ledger      *stock.Ledger
-	Flags       *stock.Flags
+	Ledger      *stock.Ledger // told the item's shard count, which the catalog knows
+	Line        *stock.Line
+	Watch       *stock.Watch
 	Stops       *catalog.Stops // the sales an admin has paused (in memory)
 	Left        *stock.LeftCache
 	Captchas    *captcha.Captchas
 	Limits      *ratelimit.Shared
-	Rate        int // the line's most let in per second, for the wait estimate
 	RateLimitIP bool
 	Now         func() time.Time
 
 	once   sync.Once
-	rooms  roomViews                       // each room as last read, for a quarter of a second
-	rates  *expirable.LRU[int64, lineRate] // how fast each line moves, kept beyond the room's view
-	places knownPlaces                     // shoppers whose standing is known without Redis
-	times  saleTimes                       // each queue sale's two times, as answers write them
-	draws  *expirable.LRU[int64, []byte]   // the answers of written draws (they never change)
-	flight singleflight.Group              // one read of a draw's tickets at a time
+	times  saleTimes                     // each queue sale's two times, as answers write them
+	draws  *expirable.LRU[int64, []byte] // the answers of written draws (they never change)
+	flight singleflight.Group            // one read of a draw's tickets at a time
 }
 
-type roomView struct {
-	stock.Room
-	rate     float64   // shoppers let in per second lately
-	measured bool      // whether rate was measured yet
-	read     time.Time // when it was read (the wall clock)
-}
-
-// memo is a map read under a read lock, of at most max entries (all forgotten when it is full): what the
-// crowd's polls read on every request, where an LRU's one lock and clock read per get were most of the
-// cost under load.
-type memo[K comparable, V any] struct {
-	mu  sync.RWMutex
-	m   map[K]V
-	max int
-}
-
-func (m *memo[K, V]) get(k K) (V, bool) {
-	m.mu.RLock()
-	v, ok := m.m[k]
-	m.mu.RUnlock()
-	return v, ok
-}
-
-func (m *memo[K, V]) add(k K, v V) {
-	m.mu.Lock()
-	if m.m == nil || len(m.m) >= m.max {
-		m.m = make(map[K]V)
-	}
-	m.m[k] = v
-	m.mu.Unlock()
-}
-
-func (m *memo[K, V]) remove(k K) {
-	m.mu.Lock()
-	delete(m.m, k)
-	m.mu.Unlock()
-}
-
-// roomViews are the rooms as last read.
-type roomViews struct{ memo[int64, roomView] }
-
-// fresh answers the item's room if it was read less than roomViewTTL before now.
-func (r *roomViews) fresh(itemID int64, now time.Time) (roomView, bool) {
-	v, ok := r.get(itemID)
-	return v, ok && now.Sub(v.read) < roomViewTTL
-}
-
-// knownPlaces are the shoppers waiting in line whose ticket and place are known here: a place never
-// changes (joining again after a missed turn is known by the place being let in), so they need no
-// expiry. Sharded for the crowd's polls; a full shard is emptied (those shoppers' next polls read Redis).
-type knownPlaces struct {
-	shards [64]memo[placeKey, knownPlace]
-}
-
-func (p *knownPlaces) shard(k placeKey) *memo[placeKey, knownPlace] {
-	return &p.shards[uint64(k.user)%uint64(len(p.shards))]
-}
-
-func (p *knownPlaces) get(k placeKey) (knownPlace, bool) { return p.shard(k).get(k) }
-func (p *knownPlaces) add(k placeKey, v knownPlace)      { p.shard(k).add(k, v) }
-func (p *knownPlaces) remove(k placeKey)                 { p.shard(k).remove(k) }
-
-type lineRate struct {
-	rate     float64   // shoppers let in per second lately
-	measured bool      // whether rate was measured yet
-	at       time.Time // when it was last measured, and how many had been let in then
-	letIn    int64
-}
-
-type placeKey struct{ item, user int64 }
-
-type knownPlace struct {
-	ticket string
-	place  int64
-}
-
-// Bounds of the memory the waiting room keeps per instance.
+// Bounds of the memory the handler keeps per instance.
 const (
-	maxRoomViews   = 4096
-	maxKnownPlaces = 200_000 // a hundred thousand shoppers waiting, and room to spare
-	maxDraws       = 64
-	roomViewTTL    = 250 * time.Millisecond
+	maxSaleTimes = 4096
+	maxDraws     = 64
 )
 
 func (h *Queue) init() {
 	h.once.Do(func() {
-		h.rates = expirable.NewLRU[int64, lineRate](maxRoomViews, nil, 10*time.Minute)
-		h.rooms.max, h.times.max = maxRoomViews, maxRoomViews
-		for i := range h.places.shards {
-			h.places.shards[i].max = maxKnownPlaces / len(h.places.shards)
-		}
+		h.times.Max = maxSaleTimes
 		h.draws = expirable.NewLRU[int64, []byte](maxDraws, nil, 24*time.Hour)
 	})
 }
@@ -157,17 +73,6 @@ type QueueJSON struct {
 	Paused     bool      `json:"paused"`
 	ServerTime time.Time `json:"server_time"`
 }
-
-// Queue states, as the contract names them.
-const (
-	QueueOut     = "out"
-	QueueWaiting = "waiting"
-	QueueTurn    = "your_turn"
-	QueueBought  = "bought"
-	QueueSoldOut = "sold_out"
-	QueueMissed  = "missed"
-	QueueEnded   = "ended"
-)
 
 var (
 	errNoRoom     = errs.Static(errs.NotFound, "this item has no waiting room")
@@ -218,18 +123,16 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 		return errRoomClosed
 	case !now.Before(a.EndsAt):
 		return stock.ErrEnded
-	case h.Stops.Ended(itemID):
-		return stock.ErrEnded
-	case h.Stops.Paused(itemID):
-		return ErrPaused
+	}
+	if err := h.Stops.Check(itemID); err != nil {
+		return err
 	}
 	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in); err != nil {
 		return err
 	}
-	if _, err := h.Ledger.Join(ctx, itemID, s.UserID, window(a)); err != nil {
+	if _, err := h.Watch.Join(ctx, itemID, s.UserID, window(a)); err != nil {
 		return err
 	}
-	h.places.remove(placeKey{itemID, s.UserID})
 	return h.answer(c, it, a, s.UserID)
 }
 
@@ -251,63 +154,30 @@ func (h *Queue) Status(c *fiber.Ctx) error {
 	return h.answer(c, it, a, s.UserID)
 }
 
-// answer builds the caller's standing: from memory when it is known there (a shopper waiting behind
-// the front of the line, or before the draw, with the room read less than a quarter of a second ago),
-// else with one Redis command.
+// answer writes the caller's standing, as the line tells it.
 func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64) error {
-	ctx := c.UserContext()
 	now := h.Now()
-	out := QueueJSON{State: QueueOut, QueueOpensAt: a.QueueOpensAt, StartsAt: a.StartsAt.UTC(), ServerTime: now.UTC(), Paused: h.Stops.Paused(it.ID)}
+	paused := h.Stops.Paused(it.ID)
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	if !now.Before(a.EndsAt) {
-		out.State = QueueEnded
-		out.StockLeft = h.left(it, 0, false)
-		return sendQueue(c, &out, h.times.of(a))
-	}
-	key := placeKey{it.ID, userID}
-	if room, ok := h.rooms.fresh(it.ID, time.Now()); ok {
-		if k, ok := h.places.get(key); ok && (k.place == 0 && room.State != stock.RoomDrawn || k.place > room.Cursor) {
-			out.StockLeft = h.left(it, 0, false)
-			out.SeedHash = seedHash(room.Room)
-			h.waiting(&out, room, k.ticket, k.place, it.ID)
-			return sendQueue(c, &out, h.times.of(a))
-		}
-	}
-	st, err := h.Ledger.StandingOf(ctx, it.ID, userID)
+	t, err := h.Watch.Standing(c.UserContext(), it.ID, userID, stock.Scene{Now: now, Ends: a.EndsAt, Paused: paused, PausedAt: a.PausedAt})
 	if err != nil {
 		return err
 	}
-	room := h.noteRoom(it.ID, st.Room)
-	out.StockLeft = h.left(it, st.Left, st.LeftKnown)
-	out.SeedHash = seedHash(st.Room)
-	p := st.Place
-	switch {
-	case !p.In():
-	case p.Bought || p.Done == "bought":
-		out.State = QueueBought
-		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
-	case p.Path != "" && p.Done == "" && now.Before(p.TurnEnds) && h.Flags.SoldOut(it.ID):
-		out.State = QueueSoldOut // a turn with nothing left to buy: the place is kept, as in line
-		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
-	case p.Path != "" && p.Done == "" && (now.Before(p.TurnEnds.Add(stock.TurnGrace)) ||
-		out.Paused && a.PausedAt != nil && p.TurnEnds.After(*a.PausedAt)):
-		// A turn that ended a moment ago is still one (another instance may accept its buy) until it is
-		// settled as missed: the page shows it with no time left. A turn the pause interrupted is held
-		// until it resumes, when it ends later by the pause.
-		out.State = QueueTurn
-		out.Ticket, out.Position, out.Path = &p.Ticket, nonZero(p.Place), &p.Path
-		ends := p.TurnEnds.UTC()
-		out.TurnEndsAt = &ends
-	case p.Path != "" && p.Done == "" && h.Flags.SoldOut(it.ID):
-		out.State = QueueSoldOut // the turn ended with nothing to buy: held, the place kept
-		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
-	case p.Done == "missed" || p.Path != "":
-		// Missed, or past its grace and about to be settled so: joining again goes to the back now.
-		out.State = QueueMissed
-		out.Ticket, out.Position = &p.Ticket, nonZero(p.Place)
+	out := QueueJSON{State: t.State, QueueOpensAt: a.QueueOpensAt, StartsAt: a.StartsAt.UTC(), ServerTime: now.UTC(), Paused: paused,
+		StockLeft: h.left(it, t.Left, t.LeftKnown), SeedHash: nonEmpty(&t.SeedHash)}
+	switch t.State {
+	case stock.LineOut, stock.LineEnded:
 	default:
-		h.waiting(&out, room, p.Ticket, p.Place, it.ID)
-		h.places.add(key, knownPlace{ticket: p.Ticket, place: p.Place})
+		out.Ticket, out.Position = &t.Ticket, nonZero(t.Place)
+	}
+	if t.HasAhead {
+		out.Ahead = &t.Ahead
+	}
+	if t.HasWait {
+		out.WaitSeconds = &t.Wait
+	}
+	if t.State == stock.LineTurn {
+		out.Path, out.TurnEndsAt = &t.Path, &t.TurnEnds
 	}
 	return sendQueue(c, &out, h.times.of(a))
 }
@@ -325,33 +195,11 @@ func (h *Queue) left(it *models.Item, fresh int64, read bool) int64 {
 	return max(it.StockTotal-it.StockSold, 0)
 }
 
-func seedHash(r stock.Room) *string {
-	if r.SeedHash == "" {
+func nonEmpty(s *string) *string {
+	if *s == "" {
 		return nil
 	}
-	return &r.SeedHash
-}
-
-// waiting fills in the standing of a shopper in line who has not been let in.
-func (h *Queue) waiting(out *QueueJSON, room roomView, ticket string, place, itemID int64) {
-	out.State, out.Ticket = QueueWaiting, &ticket
-	if place == 0 {
-		return // placed when the draw is written
-	}
-	ahead := max(place-room.Cursor-1, 0)
-	out.Position, out.Ahead = &place, &ahead
-	if h.Flags.SoldOut(itemID) {
-		out.State = QueueSoldOut // the place is kept: if units come back, the line moves on
-		return
-	}
-	rate := room.rate
-	if !room.measured || rate < 0.01 {
-		// Not seen moving yet, or standing still a moment (every turn taken, none done): as fast as it
-		// may move, the rate it is let in at when turns come free.
-		rate = float64(max(h.Rate, 1))
-	}
-	wait := int64(float64(ahead)/rate + 0.5)
-	out.WaitSeconds = &wait
+	return s
 }
 
 func nonZero(n int64) *int64 {
@@ -359,31 +207,6 @@ func nonZero(n int64) *int64 {
 		return nil
 	}
 	return &n
-}
-
-// noteRoom keeps the room as just read, with the rate its line lately moved at, for the polls of the
-// next quarter of a second. The rate is measured over half a second or more, whenever a read comes
-// (however long ago the last one was), and smoothed; its first measure is taken as it is.
-func (h *Queue) noteRoom(itemID int64, r stock.Room) roomView {
-	now := time.Now() // the wall clock: the rate is measured over elapsed time
-	last, ok := h.rates.Peek(itemID)
-	switch dt := now.Sub(last.at).Seconds(); {
-	case !ok:
-		h.rates.Add(itemID, lineRate{at: now, letIn: r.LetIn})
-	case dt >= 0.5:
-		measured := float64(r.LetIn-last.letIn) / dt
-		rate := measured
-		if last.measured {
-			rate = 0.7*last.rate + 0.3*measured
-		}
-		last = lineRate{rate: rate, measured: true, at: now, letIn: r.LetIn}
-		h.rates.Add(itemID, last)
-	}
-	v := roomView{Room: r, rate: last.rate, measured: last.measured, read: now}
-	if r.State != "" {
-		h.rooms.add(itemID, v)
-	}
-	return v
 }
 
 // DrawJSON is the contract's `draw`.
@@ -416,10 +239,10 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 	if h.Now().Before(*a.QueueOpensAt) {
 		return c.JSON(out)
 	}
-	r, err := h.Ledger.RoomOf(ctx, itemID)
+	r, err := h.Line.RoomOf(ctx, itemID)
 	if err == nil && r.State == "" {
-		if err = h.Ledger.OpenRoom(ctx, itemID, window(a)); err == nil {
-			r, err = h.Ledger.RoomOf(ctx, itemID)
+		if err = h.Line.OpenRoom(ctx, itemID, window(a)); err == nil {
+			r, err = h.Line.RoomOf(ctx, itemID)
 		}
 	}
 	if err != nil {
@@ -432,7 +255,7 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 			if body, ok := h.draws.Get(itemID); ok {
 				return body, nil
 			}
-			tickets, err := h.Ledger.DrawnTickets(context.WithoutCancel(ctx), itemID)
+			tickets, err := h.Line.DrawnTickets(context.WithoutCancel(ctx), itemID)
 			if err != nil {
 				return nil, err
 			}
@@ -494,7 +317,9 @@ func appendSaleTimes(b []byte, opens *time.Time, starts time.Time) []byte {
 
 // saleTimes are a queue sale's queue_opens_at and starts_at as a status answer writes them, written once
 // per sale (an approved sale's times never change).
-type saleTimes struct{ memo[int64, saleTimesText] }
+type saleTimes struct {
+	memo.Map[int64, saleTimesText]
+}
 
 type saleTimesText struct {
 	opens, starts time.Time
@@ -502,11 +327,11 @@ type saleTimesText struct {
 }
 
 func (t *saleTimes) of(a *models.Activity) []byte {
-	if v, ok := t.get(a.ID); ok && v.opens.Equal(*a.QueueOpensAt) && v.starts.Equal(a.StartsAt) {
+	if v, ok := t.Get(a.ID); ok && v.opens.Equal(*a.QueueOpensAt) && v.starts.Equal(a.StartsAt) {
 		return v.text
 	}
 	v := saleTimesText{opens: *a.QueueOpensAt, starts: a.StartsAt, text: appendSaleTimes(nil, a.QueueOpensAt, a.StartsAt.UTC())}
-	t.add(a.ID, v)
+	t.Add(a.ID, v)
 	return v.text
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+
+	"seckill/stock"
 )
 
 // The status poll's hand-written JSON is what encoding/json would write, for every state's shape.
@@ -17,10 +19,10 @@ func TestQueueJSONByHand(t *testing.T) {
 	ends := time.Date(2026, 11, 23, 10, 0, 30, 123456789, time.UTC)
 	opens := time.Date(2026, 11, 23, 9, 50, 0, 0, time.UTC)
 	for _, q := range []QueueJSON{
-		{State: QueueOut, StartsAt: opens.Add(10 * time.Minute), ServerTime: ends},
-		{State: QueueWaiting, Ticket: &ticket, StockLeft: 312, QueueOpensAt: &opens, StartsAt: opens, SeedHash: &hash, ServerTime: ends},
-		{State: QueueWaiting, Ticket: &ticket, Position: &pos, Ahead: &ahead, WaitSeconds: &wait, StockLeft: -1, StartsAt: opens, ServerTime: ends},
-		{State: QueueTurn, Ticket: &ticket, Position: &pos, Path: &path, TurnEndsAt: &ends, QueueOpensAt: &opens, StartsAt: opens, ServerTime: ends},
+		{State: stock.LineOut, StartsAt: opens.Add(10 * time.Minute), ServerTime: ends},
+		{State: stock.LineWaiting, Ticket: &ticket, StockLeft: 312, QueueOpensAt: &opens, StartsAt: opens, SeedHash: &hash, ServerTime: ends},
+		{State: stock.LineWaiting, Ticket: &ticket, Position: &pos, Ahead: &ahead, WaitSeconds: &wait, StockLeft: -1, StartsAt: opens, ServerTime: ends},
+		{State: stock.LineTurn, Ticket: &ticket, Position: &pos, Path: &path, TurnEndsAt: &ends, QueueOpensAt: &opens, StartsAt: opens, ServerTime: ends},
 	} {
 		// The sale's times written with the answer, and written once beforehand (as the handler keeps them).
 		for _, times := range [][]byte{nil, appendSaleTimes(nil, q.QueueOpensAt, q.StartsAt)} {

@@ -15,6 +15,7 @@ import (
 type Stats struct {
 	DB      *gorm.DB
 	Ledger  *stock.Ledger
+	Line    *stock.Line
 	Answers *stock.Answers
 	Now     func() time.Time
 	Window  time.Duration // how far back the answers go (default 5 minutes)
@@ -83,7 +84,7 @@ func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
 		}
 		st.Queued = queued[it.ID]
 		if a.SaleMode == models.SaleQueue {
-			if r, err := h.Ledger.RoomOf(ctx, it.ID); err == nil {
+			if r, err := h.Line.RoomOf(ctx, it.ID); err == nil {
 				joined := max(r.Tail, r.Entrants)
 				st.Line = &LineStats{State: r.State, Joined: joined, LetIn: r.LetIn, Bought: r.Bought, Missed: r.Missed,
 					Waiting: max(r.Tail-r.Cursor, 0), SeedHash: r.SeedHash, Seed: r.Seed}

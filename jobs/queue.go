@@ -13,11 +13,12 @@ import (
 
 // Queue moves the waiting rooms of queue sales: it opens each room when its time comes (publishing the
 // hash of the draw's seed), writes the draw at the start, and lets the line in, step by step. Every
-// instance runs it: each step is safe to run anywhere at any time (see stock.Ledger.Draw and Admit),
+// instance runs it: each step is safe to run anywhere at any time (see stock.Line.Draw and Admit),
 // and the rate holds across all of them.
 type Queue struct {
 	Catalog   *catalog.Catalog
-	Ledger    *stock.Ledger
+	Line      *stock.Line
+	Ledger    *stock.Ledger  // the stock left, to tell the shoppers waiting when it is sold out
 	Flags     *stock.Flags   // told when the line finds the item sold out
 	Stops     *catalog.Stops // a paused sale's line is not moved: nobody is let in
 	Admission stock.Admission
@@ -96,7 +97,7 @@ func (q *Queue) step(ctx context.Context, itemID int64, w stock.Window, now time
 		q.opened = map[int64]bool{}
 	}
 	if !q.opened[itemID] {
-		if err := q.Ledger.OpenRoom(ctx, itemID, w); err != nil {
+		if err := q.Line.OpenRoom(ctx, itemID, w); err != nil {
 			return err
 		}
 		q.opened[itemID] = true
@@ -104,11 +105,11 @@ func (q *Queue) step(ctx context.Context, itemID int64, w stock.Window, now time
 	if now.Before(w.Starts) {
 		return nil
 	}
-	drawn, err := q.Ledger.Draw(ctx, itemID)
+	drawn, err := q.Line.Draw(ctx, itemID)
 	if err != nil || !drawn {
 		return err
 	}
-	if _, err := q.Ledger.Admit(ctx, itemID, q.Admission); err != nil {
+	if _, err := q.Line.Admit(ctx, itemID, q.Admission); err != nil {
 		return err
 	}
 	// Nothing left: the shoppers waiting hear it at once (their pages read the sold-out flag).

@@ -203,6 +203,8 @@ var (
 	ErrSoldOut       = errs.Static(errs.SoldOut, "sold out")
 	ErrAlreadyBought = errs.Static(errs.AlreadyBought, "you have already bought this item")
 	ErrNotOnSale     = errs.Static(errs.NotFound, "this item is not on sale")
+	// ErrPaused is the answer while an admin has paused the item's sale (catalog.Stops knows which).
+	ErrPaused = errs.Static(errs.Paused, "this sale is paused by the shop's staff: buying waits until it resumes (a place in its line is kept)")
 )
 
 // reason turns a script's refusal into the contract's error.
@@ -218,7 +220,7 @@ func reason(code string) error {
 		return ErrSoldOut
 	case errs.AlreadyBought:
 		return ErrAlreadyBought
-	case "not_found":
+	case answerNotFound:
 		return ErrNotOnSale
 	}
 	return fmt.Errorf("stock: unexpected answer %q", code)
@@ -234,7 +236,7 @@ func (l *Ledger) IssuePath(ctx context.Context, itemID, userID int64, token stri
 	h := HomeShard(userID, n)
 	run := func(anyStock bool) (string, error) { return l.issue(ctx, itemID, h, userID, token, anyStock) }
 	res, err := run(false)
-	if err == nil && res == "empty" {
+	if err == nil && res == answerEmpty {
 		// The home shard is empty: the buy will borrow, if any other shard has stock.
 		left, complete, lerr := l.Left(ctx, itemID)
 		switch {
@@ -247,13 +249,13 @@ func (l *Ledger) IssuePath(ctx context.Context, itemID, userID int64, token stri
 		default:
 			// A shard is not loaded (lost with its master): not sold out. The caller asks the database,
 			// which rebuilds it, and tries again.
-			res = "not_found"
+			res = answerNotFound
 		}
 	}
 	if err != nil {
 		return err
 	}
-	if res != "ok" {
+	if res != answerOK {
 		return reason(res)
 	}
 	return nil
@@ -270,7 +272,7 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 	}
 	h := HomeShard(userID, n)
 	res, err := l.take(ctx, itemID, h, userID, path, orderNo, "")
-	for try := 0; err == nil && res[0] == "empty" && try < n; try++ {
+	for try := 0; err == nil && res[0] == answerEmpty && try < n; try++ {
 		var loan string
 		if loan, err = l.borrow(ctx, itemID, n, h, orderNo, try); err != nil {
 			break
@@ -289,7 +291,7 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 	switch res[0] {
 	case ResultQueued:
 		return n == 1 && res[1] == "0", nil
-	case "empty":
+	case answerEmpty:
 		// Every shard is empty: the path is used up by this answer, as a one-shard sale's is.
 		if err := l.rdb.HDel(ctx, ShardKeys(itemID, h).Paths, strconv.FormatInt(userID, 10)).Err(); err != nil {
 			return false, fmt.Errorf("take: %w", err)
@@ -350,6 +352,18 @@ func (l *Ledger) Settle(ctx context.Context, m OrderMessage, s Settlement) (bool
 		return false, fmt.Errorf("settle order message %s: %w", m.ID, err)
 	}
 	return n == 1, nil
+}
+
+// Unbought puts a shopper of the item's waiting room whose order failed back where they were: their
+// place kept, let in again first when there is stock. An item without a room, or a shopper the room
+// knew no purchase of, changes nothing. It is the ledger's (not the Line's): the order consumer calls it
+// as it settles a refused order, beside Settle.
+func (l *Ledger) Unbought(ctx context.Context, itemID, userID int64) error {
+	k := roomKeysOf(itemID)
+	if err := unboughtScript.Run(ctx, l.rdb, []string{k.Room, k.Done, k.InFlight, k.Turns, k.Held, k.Places}, userID).Err(); err != nil {
+		return fmt.Errorf("put user %d back in the line of item %d: %w", userID, itemID, err)
+	}
+	return nil
 }
 
 // Left answers the stock left in Redis over the item's shards that answer, and whether that is every

@@ -146,9 +146,9 @@ func (l *Ledger) runPreheat(ctx context.Context, s Sale, i int, limit int64, ref
 	if err != nil {
 		return 0, false, fmt.Errorf("preheat item %d: %w", s.ItemID, err)
 	}
-	if res[0] == "missing" {
+	if res[0] == answerMissing {
 		return 0, false, nil
 	}
 	left, _ := strconv.ParseInt(res[1], 10, 64)
-	return left, res[0] == "kept", nil
+	return left, res[0] == answerKept, nil
 }

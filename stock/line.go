@@ -28,6 +28,19 @@ import (
 // placed in the order of SHA-256(seed ‖ ticket), and later joiners go behind them in order of arrival.
 // The line is let in from the front (Admit); a shopper let in buys with the path of their turn.
 
+// Line is an item's waiting room in Redis: the room, the draw, the line's places and the turns of those
+// let in. It lives beside the item's stock (Ledger), whose shards and stock left it reads.
+type Line struct {
+	ledger *Ledger
+	rdb    redis.UniversalClient
+	now    func() time.Time
+}
+
+// NewLine returns the waiting rooms beside the ledger's stock, on its Redis and its clock.
+func NewLine(ledger *Ledger) *Line {
+	return &Line{ledger: ledger, rdb: ledger.rdb, now: ledger.now}
+}
+
 // roomKeys are the keys of an item's waiting room.
 type roomKeys struct {
 	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, Held, DrawLock, AdmitLock string
@@ -95,7 +108,7 @@ type Room struct {
 }
 
 // OpenRoom opens the item's waiting room with a fresh seed, unless it is open already.
-func (l *Ledger) OpenRoom(ctx context.Context, itemID int64, w Window) error {
+func (l *Line) OpenRoom(ctx context.Context, itemID int64, w Window) error {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return err
@@ -132,8 +145,8 @@ type Joined struct {
 // Join puts a shopper in the item's waiting room (opening it first if it is not open in Redis), or
 // answers the place they have: joining twice keeps the first place, and a shopper whose turn was missed
 // goes to the back of the line.
-func (l *Ledger) Join(ctx context.Context, itemID, userID int64, w Window) (Joined, error) {
-	n, err := l.Shards(ctx, itemID)
+func (l *Line) Join(ctx context.Context, itemID, userID int64, w Window) (Joined, error) {
+	n, err := l.ledger.Shards(ctx, itemID)
 	if err != nil {
 		return Joined{}, err
 	}
@@ -159,14 +172,14 @@ func (l *Ledger) Join(ctx context.Context, itemID, userID int64, w Window) (Join
 			return Joined{}, fmt.Errorf("join: %w", err)
 		}
 		switch {
-		case res[0] == "no_room" && try == 0:
+		case res[0] == answerNoRoom && try == 0:
 			if err := l.OpenRoom(ctx, itemID, w); err != nil {
 				return Joined{}, err
 			}
 			continue
-		case res[0] == "already_bought":
+		case res[0] == answerAlreadyBought:
 			return Joined{}, ErrAlreadyBought
-		case res[0] != "joined" || len(res) < 3:
+		case res[0] != answerJoined || len(res) < 3:
 			return Joined{}, fmt.Errorf("join: unexpected answer %q", res)
 		}
 		place, _ := strconv.ParseInt(res[2], 10, 64)
@@ -180,7 +193,7 @@ type Place struct {
 	Place    int64     // 0: not placed yet (or not in line)
 	Path     string    // the purchase path of their turn, once let in
 	TurnEnds time.Time // when that turn ends
-	Done     string    // "bought" or "missed" once their turn is over
+	Done     string    // TurnBought or TurnMissed once their turn is over
 	Bought   bool      // the user holds a unit of the item (known when their buyers set shares the room's slot)
 }
 
@@ -196,8 +209,8 @@ type Standing struct {
 }
 
 // StandingOf reads the room, the shopper's place in it and the stock left, in one command.
-func (l *Ledger) StandingOf(ctx context.Context, itemID, userID int64) (Standing, error) {
-	n, err := l.Shards(ctx, itemID)
+func (l *Line) StandingOf(ctx context.Context, itemID, userID int64) (Standing, error) {
+	n, err := l.ledger.Shards(ctx, itemID)
 	if err != nil {
 		return Standing{}, err
 	}
@@ -270,7 +283,7 @@ func parseRoom(v []any) Room {
 
 // RoomOf reads a waiting room (State "" when it is not open in Redis). Before the draw is closed,
 // Entrants counts who joined so far.
-func (l *Ledger) RoomOf(ctx context.Context, itemID int64) (Room, error) {
+func (l *Line) RoomOf(ctx context.Context, itemID int64) (Room, error) {
 	k := roomKeysOf(itemID)
 	var fields *redis.SliceCmd
 	var joined *redis.IntCmd
@@ -299,7 +312,7 @@ const drawLockTTL = 5 * time.Second
 var unlockScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
 // lock takes a lock for ttl, and answers how to let it go (only if it is still ours).
-func (l *Ledger) lock(ctx context.Context, key string, ttl time.Duration) (unlock func(), ok bool, err error) {
+func (l *Line) lock(ctx context.Context, key string, ttl time.Duration) (unlock func(), ok bool, err error) {
 	raw := make([]byte, 16)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, false, err
@@ -316,7 +329,7 @@ func (l *Ledger) lock(ctx context.Context, key string, ttl time.Duration) (unloc
 // line move. Any instance may run it, at any time, as often as it likes: one draws at a time (a lock),
 // places are written only where none is (so a slow or repeated draw never moves anyone), and the same
 // seed and tickets always give the same order. It reports whether the room is drawn.
-func (l *Ledger) Draw(ctx context.Context, itemID int64) (bool, error) {
+func (l *Line) Draw(ctx context.Context, itemID int64) (bool, error) {
 	k := roomKeysOf(itemID)
 	now := l.now().UnixMilli()
 	res, err := drawScript.Run(ctx, l.rdb, []string{k.Room, k.Tickets}, "close", now).StringSlice()
@@ -373,7 +386,7 @@ func (l *Ledger) Draw(ctx context.Context, itemID int64) (bool, error) {
 type drawEntry struct{ user, ticket, key string }
 
 // drawnOrder reads the draw's entrants and sorts them by their draw keys.
-func (l *Ledger) drawnOrder(ctx context.Context, itemID int64) ([]drawEntry, error) {
+func (l *Line) drawnOrder(ctx context.Context, itemID int64) ([]drawEntry, error) {
 	k := roomKeysOf(itemID)
 	seed, err := l.rdb.HGet(ctx, k.Room, "seed").Result()
 	if err != nil {
@@ -392,7 +405,7 @@ func (l *Ledger) drawnOrder(ctx context.Context, itemID int64) ([]drawEntry, err
 }
 
 // DrawnTickets lists the draw's tickets in drawn order, once the draw is written (nil before).
-func (l *Ledger) DrawnTickets(ctx context.Context, itemID int64) ([]string, error) {
+func (l *Line) DrawnTickets(ctx context.Context, itemID int64) ([]string, error) {
 	r, err := l.RoomOf(ctx, itemID)
 	if err != nil || r.State != RoomDrawn {
 		return nil, err
@@ -426,8 +439,8 @@ const TurnGrace = 2 * time.Second
 // and the next in line are let in, each with a purchase path of their own in their home shard. Any
 // instance may run it at any time: the step itself is one script, and paths not yet written (the
 // instance died between the two) are written by the next step. It answers how many were let in.
-func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, error) {
-	n, err := l.Shards(ctx, itemID)
+func (l *Line) Admit(ctx context.Context, itemID int64, a Admission) (int, error) {
+	n, err := l.ledger.Shards(ctx, itemID)
 	if err != nil {
 		return 0, err
 	}
@@ -460,7 +473,7 @@ func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, err
 	if err != nil {
 		return 0, err
 	}
-	left, _, err := l.Left(ctx, itemID)
+	left, _, err := l.ledger.Left(ctx, itemID)
 	if err != nil {
 		return 0, err
 	}
@@ -490,23 +503,12 @@ func (l *Ledger) Admit(ctx context.Context, itemID int64, a Admission) (int, err
 	return len(let), nil
 }
 
-// Unbought puts a shopper of the item's waiting room whose order failed back where they were: their
-// place kept, let in again first when there is stock. An item without a room, or a shopper the room
-// knew no purchase of, changes nothing.
-func (l *Ledger) Unbought(ctx context.Context, itemID, userID int64) error {
-	k := roomKeysOf(itemID)
-	if err := unboughtScript.Run(ctx, l.rdb, []string{k.Room, k.Done, k.InFlight, k.Turns, k.Held, k.Places}, userID).Err(); err != nil {
-		return fmt.Errorf("put user %d back in the line of item %d: %w", userID, itemID, err)
-	}
-	return nil
-}
-
 // Resume gives the turns of the item's waiting room that a pause interrupted their time back: each
 // turn still running at paused ends later by the pause's length (until goesOn), and its path, which the
 // buy checks, is written again with the new end. Asked again for the same pause, the turns move on only
 // by the time since the last call; an item without a room has nothing to give back. It answers how many
 // turns the pause interrupted.
-func (l *Ledger) Resume(ctx context.Context, itemID int64, paused, goesOn time.Time) (int, error) {
+func (l *Line) Resume(ctx context.Context, itemID int64, paused, goesOn time.Time) (int, error) {
 	k := roomKeysOf(itemID)
 	moved, err := resumeScript.Run(ctx, l.rdb, []string{k.Room, k.Turns, k.InFlight}, paused.UnixMilli(), goesOn.UnixMilli()).StringSlice()
 	if err != nil {
@@ -515,7 +517,7 @@ func (l *Ledger) Resume(ctx context.Context, itemID int64, paused, goesOn time.T
 	if len(moved) == 0 {
 		return 0, nil
 	}
-	n, err := l.Shards(ctx, itemID)
+	n, err := l.ledger.Shards(ctx, itemID)
 	if err != nil {
 		return 0, err
 	}
@@ -531,7 +533,7 @@ func (l *Ledger) Resume(ctx context.Context, itemID int64, paused, goesOn time.T
 
 // writePaths writes the purchase paths of the users' turns into their home shards, where the buy
 // checks them, and then forgets that they were pending.
-func (l *Ledger) writePaths(ctx context.Context, itemID int64, n int, users []string) error {
+func (l *Line) writePaths(ctx context.Context, itemID int64, n int, users []string) error {
 	if len(users) == 0 {
 		return nil
 	}
@@ -579,7 +581,7 @@ func (l *Ledger) writePaths(ctx context.Context, itemID int64, n int, users []st
 }
 
 // whoBought answers which of the users hold a unit of the item.
-func (l *Ledger) whoBought(ctx context.Context, itemID int64, n int, users []string) ([]string, error) {
+func (l *Line) whoBought(ctx context.Context, itemID int64, n int, users []string) ([]string, error) {
 	if len(users) == 0 {
 		return nil, nil
 	}

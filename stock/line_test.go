@@ -22,6 +22,7 @@ import (
 // roomRig is a queue sale of one item that starts a minute from the rig's clock, preheated, with users.
 type roomRig struct {
 	*shardRig
+	line   *stock.Line
 	window stock.Window
 	users  []int64
 }
@@ -31,6 +32,7 @@ func newRoomRig(t *testing.T, stockTotal int64, shards, users int) *roomRig {
 	now := time.Now()
 	r := &roomRig{shardRig: &shardRig{db: testenv.Postgres(t), rdb: testenv.Redis(t), clock: &clock{t: now}}}
 	r.ledger = testenv.Ledger(r.rdb, r.clock.now)
+	r.line = stock.NewLine(r.ledger)
 	_, r.item = testenv.Sale(t, r.db, stockTotal, now.Add(time.Minute), now.Add(time.Hour))
 	if err := r.db.Model(&r.item).Update("stock_shards", shards).Error; err != nil {
 		t.Fatal(err)
@@ -47,7 +49,7 @@ func newRoomRig(t *testing.T, stockTotal int64, shards, users int) *roomRig {
 
 func (r *roomRig) join(t *testing.T, user int64) stock.Joined {
 	t.Helper()
-	j, err := r.ledger.Join(context.Background(), r.item.ID, user, r.window)
+	j, err := r.line.Join(context.Background(), r.item.ID, user, r.window)
 	if err != nil {
 		t.Fatalf("user %d joins: %v", user, err)
 	}
@@ -61,14 +63,14 @@ func (r *roomRig) joinAllAndDraw(t *testing.T) {
 		r.join(t, u)
 	}
 	r.clock.add(2 * time.Minute)
-	if drawn, err := r.ledger.Draw(context.Background(), r.item.ID); !drawn || err != nil {
+	if drawn, err := r.line.Draw(context.Background(), r.item.ID); !drawn || err != nil {
 		t.Fatalf("draw: %v %v", drawn, err)
 	}
 }
 
 func (r *roomRig) place(t *testing.T, user int64) (stock.Room, stock.Place) {
 	t.Helper()
-	st, err := r.ledger.StandingOf(context.Background(), r.item.ID, user)
+	st, err := r.line.StandingOf(context.Background(), r.item.ID, user)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func (r *roomRig) place(t *testing.T, user int64) (stock.Room, stock.Place) {
 
 func (r *roomRig) admit(t *testing.T, a stock.Admission) int {
 	t.Helper()
-	n, err := r.ledger.Admit(context.Background(), r.item.ID, a)
+	n, err := r.line.Admit(context.Background(), r.item.ID, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +97,8 @@ func TestDrawPlacesEntrantsInTheRulesOrder(t *testing.T) {
 	var mu sync.Mutex
 	for _, u := range r.users[:50] { // fifty join at once, some twice
 		wg.Go(func() {
-			j, err := r.ledger.Join(ctx, r.item.ID, u, r.window)
-			again, err2 := r.ledger.Join(ctx, r.item.ID, u, r.window)
+			j, err := r.line.Join(ctx, r.item.ID, u, r.window)
+			again, err2 := r.line.Join(ctx, r.item.ID, u, r.window)
 			if err != nil || err2 != nil || j.Place != 0 || again.Ticket != j.Ticket {
 				t.Errorf("user %d joins twice before the start: %+v %v, then %+v %v", u, j, err, again, err2)
 			}
@@ -106,11 +108,11 @@ func TestDrawPlacesEntrantsInTheRulesOrder(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	room, err := r.ledger.RoomOf(ctx, r.item.ID)
+	room, err := r.line.RoomOf(ctx, r.item.ID)
 	if err != nil || room.State != stock.RoomOpen || room.Entrants != 50 || len(room.SeedHash) != 64 || room.Seed != "" {
 		t.Fatalf("before the start the room is %+v, %v; want open with 50 entrants, a seed hash and no seed", room, err)
 	}
-	if drawn, err := r.ledger.Draw(ctx, r.item.ID); drawn || err != nil {
+	if drawn, err := r.line.Draw(ctx, r.item.ID); drawn || err != nil {
 		t.Fatalf("a draw before the start: %v, %v", drawn, err)
 	}
 
@@ -121,13 +123,13 @@ func TestDrawPlacesEntrantsInTheRulesOrder(t *testing.T) {
 		}
 	}
 	for range 3 { // every instance may draw, as often as it likes
-		if drawn, err := r.ledger.Draw(ctx, r.item.ID); err != nil {
+		if drawn, err := r.line.Draw(ctx, r.item.ID); err != nil {
 			t.Fatal(err)
 		} else if !drawn {
 			t.Fatal("the draw is not written after the start")
 		}
 	}
-	room, _ = r.ledger.RoomOf(ctx, r.item.ID)
+	room, _ = r.line.RoomOf(ctx, r.item.ID)
 	if room.State != stock.RoomDrawn || stock.SeedHash(room.Seed) != room.SeedHash || room.Entrants != 50 {
 		t.Fatalf("after the draw the room is %+v: want drawn, 50 entrants, and a seed whose SHA-256 is the published hash", room)
 	}
@@ -136,7 +138,7 @@ func TestDrawPlacesEntrantsInTheRulesOrder(t *testing.T) {
 	sort.Slice(users, func(i, j int) bool {
 		return stock.DrawKey(room.Seed, tickets[users[i]]) < stock.DrawKey(room.Seed, tickets[users[j]])
 	})
-	drawn, err := r.ledger.DrawnTickets(ctx, r.item.ID)
+	drawn, err := r.line.DrawnTickets(ctx, r.item.ID)
 	if err != nil || len(drawn) != 50 {
 		t.Fatalf("drawn tickets: %d, %v", len(drawn), err)
 	}
@@ -261,7 +263,7 @@ func TestLineIsLetInNoFasterThanTheRate(t *testing.T) {
 	total := 0
 	for range 8 {
 		wg.Go(func() {
-			n, err := r.ledger.Admit(ctx, r.item.ID, a)
+			n, err := r.line.Admit(ctx, r.item.ID, a)
 			if err != nil {
 				t.Error(err)
 			}
@@ -295,7 +297,7 @@ func TestLineOfAShardedItem(t *testing.T) {
 		if _, err := r.ledger.Take(ctx, r.item.ID, u, p.Path, fmt.Sprintf("SKs%d", i)); err != nil {
 			t.Errorf("user %d (home shard %d) buys with its turn: %v", u, stock.HomeShard(u, 4), err)
 		}
-		if _, err := r.ledger.Join(ctx, r.item.ID, u, r.window); !errs.Is(err, errs.AlreadyBought) {
+		if _, err := r.line.Join(ctx, r.item.ID, u, r.window); !errs.Is(err, errs.AlreadyBought) {
 			t.Errorf("a buyer joins again: %v, want already_bought", err)
 		}
 	}
@@ -313,6 +315,7 @@ func TestWaitingRoomRunsOnTheDemosRedis(t *testing.T) {
 	defer rdb.Close()
 	c := &clock{t: time.Now()}
 	ledger := testenv.Ledger(rdb, c.now)
+	line := stock.NewLine(ledger)
 	ctx := context.Background()
 	const item = 7
 	starts, ends := c.now().Add(time.Minute), c.now().Add(time.Hour)
@@ -323,20 +326,20 @@ func TestWaitingRoomRunsOnTheDemosRedis(t *testing.T) {
 	}
 	w := stock.Window{Opens: c.now(), Starts: starts, Ends: ends}
 	for u := int64(1); u <= 4; u++ {
-		if _, err := ledger.Join(ctx, item, u, w); err != nil {
+		if _, err := line.Join(ctx, item, u, w); err != nil {
 			t.Fatalf("join: %v", err)
 		}
 	}
 	c.add(2 * time.Minute)
-	if drawn, err := ledger.Draw(ctx, item); !drawn || err != nil {
+	if drawn, err := line.Draw(ctx, item); !drawn || err != nil {
 		t.Fatalf("draw: %v %v", drawn, err)
 	}
-	if n, err := ledger.Admit(ctx, item, stock.Admission{Overbook: 1, Rate: 10, Turn: time.Minute}); n != 2 || err != nil {
+	if n, err := line.Admit(ctx, item, stock.Admission{Overbook: 1, Rate: 10, Turn: time.Minute}); n != 2 || err != nil {
 		t.Fatalf("admit: %d %v, want 2", n, err)
 	}
 	bought := 0
 	for u := int64(1); u <= 4; u++ {
-		st, err := ledger.StandingOf(ctx, item, u)
+		st, err := line.StandingOf(ctx, item, u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,11 +362,11 @@ func TestRateHoldsWhenClocksDiffer(t *testing.T) {
 	ctx := context.Background()
 	r.joinAllAndDraw(t)
 	behind := &clock{t: r.clock.now().Add(-time.Second)}
-	other := testenv.Ledger(r.rdb, behind.now)
+	other := stock.NewLine(testenv.Ledger(r.rdb, behind.now))
 	a := stock.Admission{Overbook: 1.5, Rate: 10, Turn: time.Minute}
 	total := 0
 	for range 20 { // two seconds, two instances stepping in turn every 100 ms
-		for _, l := range []*stock.Ledger{r.ledger, other} {
+		for _, l := range []*stock.Line{r.line, other} {
 			n, err := l.Admit(ctx, r.item.ID, a)
 			if err != nil {
 				t.Fatal(err)
@@ -527,7 +530,7 @@ func TestPathsADeadInstanceDidNotWriteAreWritten(t *testing.T) {
 	if _, err := r.ledger.Take(ctx, r.item.ID, byPlace[0], p.Path, "SKdead"); !errs.Is(err, errs.InvalidPath) {
 		t.Fatalf("a turn whose path was never written bought: %v", err)
 	}
-	other := testenv.Ledger(r.rdb, r.clock.now) // another instance
+	other := stock.NewLine(testenv.Ledger(r.rdb, r.clock.now)) // another instance
 	if _, err := other.Admit(ctx, r.item.ID, a); err != nil {
 		t.Fatal(err)
 	}
