@@ -96,7 +96,7 @@ func (s *Service) CancelInBooks(ctx context.Context, o *models.Order) (int64, er
 	now := s.Now()
 	var releaseID int64
 	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		n, err := move(tx, MoveCancel, []int64{o.ID}, now, map[string]any{"cancelled_at": now})
+		n, err := apply(tx, moveCancel, []int64{o.ID}, now, map[string]any{"cancelled_at": now})
 		if err != nil || n == 0 {
 			return err
 		}

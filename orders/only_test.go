@@ -19,7 +19,7 @@ import (
 )
 
 // Every change of an order's status goes through this package's table: models.MoveOrder, the one
-// statement that writes a status, is called from this package alone (its move, which checks the table); no other statement of models
+// statement that writes a status, is called from this package alone (its apply, which takes the row of the table); no other statement of models
 // writes an order's status; and the jobs and handlers write no SQL of their own (they call models and
 // this package).
 func TestStatusChangesGoThroughTheTable(t *testing.T) {

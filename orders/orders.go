@@ -30,9 +30,9 @@ type Service struct {
 	Log       *slog.Logger
 }
 
-// PayGrace is how close to its deadline an order can no longer start a payment: a payment is made well
+// payGrace is how close to its deadline an order can no longer start a payment: a payment is made well
 // before the unpaid timeout can cancel its order (and recorded only if the order still waits for it).
-const PayGrace = 30 * time.Second
+const payGrace = 30 * time.Second
 
 // ChooseAddress gives one of the user's unpaid orders a copy of one of the user's addresses, and
 // answers the order. Another user's order or address is not found; an order that no longer waits for
@@ -82,7 +82,7 @@ func (s *Service) Pay(ctx context.Context, userID int64, orderNo string) (*Payme
 	if o.Status != models.OrderPendingPayment {
 		return nil, errs.Newf(errs.OrderState, "this order is %s: there is nothing to pay", o.Status)
 	}
-	if !now.Before(o.PayDeadline.Add(-PayGrace)) {
+	if !now.Before(o.PayDeadline.Add(-payGrace)) {
 		return nil, errs.New(errs.OrderState, "the time to pay this order is over")
 	}
 	if o.Address == nil {

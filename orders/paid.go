@@ -35,7 +35,7 @@ func (s *Service) Paid(ctx context.Context, p *models.Payment) (PaidOutcome, err
 		if err != nil {
 			return err
 		}
-		n, err := move(tx, MovePay, []int64{p.OrderID}, now, map[string]any{"paid_at": now})
+		n, err := apply(tx, movePay, []int64{p.OrderID}, now, map[string]any{"paid_at": now})
 		if err != nil {
 			return err
 		}

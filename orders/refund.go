@@ -37,13 +37,13 @@ func (s *Service) Refund(ctx context.Context, who models.Actor, orderNo, reason 
 		if o, err = models.LockOrder(tx, orderNo); err != nil {
 			return err
 		}
-		switch _, allowed := Allowed(o.Status, models.OrderRefunded); {
+		switch _, can := allowed(o.Status, models.OrderRefunded); {
 		case o.Status == models.OrderRefunded:
 			out = RefundedAlready
 			return nil
 		case o.Status == models.OrderShipped:
 			return errs.New(errs.OrderState, "this order was shipped: it cannot be refunded here (a return comes first)")
-		case !allowed:
+		case !can:
 			return errs.Newf(errs.OrderState, "this order is %s: only a paid order can be refunded", o.Status)
 		}
 		paid, err := models.PaidPayments(tx, o.ID)

@@ -61,12 +61,12 @@ func (s *Service) Ship(ctx context.Context, merchantID int64, orderNo string, sh
 // carrier and tracking number may be corrected; else only the table's move to shipped is allowed.
 func shipped(o *models.Order, sh models.Shipment, now time.Time) (ShipOutcome, error) {
 	var outcome ShipOutcome
-	switch _, allowed := Allowed(o.Status, models.OrderShipped); {
+	switch _, can := allowed(o.Status, models.OrderShipped); {
 	case o.Status == models.OrderShipped && o.Carrier == sh.Carrier && o.TrackingNo == sh.TrackingNo:
 		return ShipUnchanged, nil
 	case o.Status == models.OrderShipped:
 		outcome = ShipCorrected
-	case allowed:
+	case can:
 		outcome = ShipDone
 		o.ShippedAt = &now
 	default:
@@ -167,7 +167,7 @@ func shipNow(tx *gorm.DB, orders map[int64]*models.Order, now time.Time) error {
 	}
 	set := models.ShipmentColumns(l)
 	set["shipped_at"] = now
-	n, err := move(tx, MoveShip, ids, now, set)
+	n, err := apply(tx, moveShip, ids, now, set)
 	if err == nil && n != int64(len(ids)) {
 		err = fmt.Errorf("shipped %d of %d locked orders", n, len(ids))
 	}

@@ -15,26 +15,26 @@ import (
 
 // The table as the docs and the pages say it: today's rules, each move once, between known statuses.
 func TestTheTableIsTodaysRules(t *testing.T) {
-	want := map[[2]string]Move{
-		{models.OrderPendingPayment, models.OrderPaid}:      MovePay,
-		{models.OrderPendingPayment, models.OrderCancelled}: MoveCancel,
-		{models.OrderPaid, models.OrderShipped}:             MoveShip,
-		{models.OrderPaid, models.OrderRefunded}:            MoveRefund,
+	want := map[[2]string]move{
+		{models.OrderPendingPayment, models.OrderPaid}:      movePay,
+		{models.OrderPendingPayment, models.OrderCancelled}: moveCancel,
+		{models.OrderPaid, models.OrderShipped}:             moveShip,
+		{models.OrderPaid, models.OrderRefunded}:            moveRefund,
 	}
-	if len(Transitions) != len(want) {
-		t.Errorf("the table has %d rows, want %d", len(Transitions), len(want))
+	if len(transitions) != len(want) {
+		t.Errorf("the table has %d rows, want %d", len(transitions), len(want))
 	}
-	moves := map[Move]bool{}
-	for _, tr := range Transitions {
-		if want[[2]string{tr.From, tr.To}] != tr.Move {
-			t.Errorf("row %s: %s → %s is not one of today's rules", tr.Move, tr.From, tr.To)
+	moves := map[move]bool{}
+	for _, tr := range transitions {
+		if want[[2]string{tr.from, tr.to}] != tr.move {
+			t.Errorf("row %s: %s → %s is not one of today's rules", tr.move, tr.from, tr.to)
 		}
-		if moves[tr.Move] {
-			t.Errorf("move %s is in the table twice", tr.Move)
+		if moves[tr.move] {
+			t.Errorf("move %s is in the table twice", tr.move)
 		}
-		moves[tr.Move] = true
-		if tr.Why == "" || tr.Op == "" {
-			t.Errorf("row %s says neither why nor which operation", tr.Move)
+		moves[tr.move] = true
+		if tr.why == "" || tr.op == "" {
+			t.Errorf("row %s says neither why nor which operation", tr.move)
 		}
 	}
 }
@@ -70,15 +70,15 @@ func TestEveryPairOfStatuses(t *testing.T) {
 				}
 				return got.Status
 			}
-			for _, from := range Statuses {
-				for _, to := range Statuses {
+			for _, from := range statuses {
+				for _, to := range statuses {
 					o := order(from)
-					_, allowed := Allowed(from, to)
+					_, can := allowed(from, to)
 					err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return change(tx, o, to, now, nil) })
 					switch got := statusOf(o); {
-					case allowed && (err != nil || got != to):
+					case can && (err != nil || got != to):
 						t.Errorf("%s → %s is allowed: err %v, the order is %s", from, to, err, got)
-					case !allowed && (errs.Code(err) != errs.OrderState || got != from):
+					case !can && (errs.Code(err) != errs.OrderState || got != from):
 						t.Errorf("%s → %s is not allowed: err %v, the order is %s", from, to, err, got)
 					}
 				}
