@@ -37,6 +37,7 @@ import (
 	"seckill/internal/geo"
 	"seckill/jobs"
 	"seckill/models"
+	"seckill/orders"
 	"seckill/payment"
 	"seckill/ratelimit"
 	"seckill/stock"
@@ -69,6 +70,9 @@ type Server struct {
 	Metrics  http.Handler       // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
 	Conns    *connlimit.Limiter // the public port's connections: the caps, which are idle, the counts
 	NoFile   uint64             // the open-file limit the caps were derived from
+
+	// Orders makes every change of an order's life after the win, for the handlers and the jobs.
+	Orders *orders.Service
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
 	// its lock.
@@ -289,9 +293,10 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.Preheat.Runs = s.Runs
 	s.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s.Provider = payment.NewClient(cfg.ProviderURL(), payment.APIKey(cfg.CallbackSecret()), 3*time.Second)
-	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
+	s.Orders = &orders.Service{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log}
+	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Orders: s.Orders, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.Refunds = &jobs.Refunds{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
-	s.UnpaidTimeout = &jobs.UnpaidTimeout{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
+	s.UnpaidTimeout = &jobs.UnpaidTimeout{DB: d.DB, Orders: s.Orders, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
 	s.Reconcile = &jobs.Reconcile{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcileGauge(reg)}
 
 	// Password hashes (a quarter of a core-second each) and captchas (about 1.5 ms) cost a core while
@@ -390,12 +395,12 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
 			Captchas: s.Captchas, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 		},
-		orders:   &handlers.Orders{DB: d.DB, Canceller: s.UnpaidTimeout},
-		book:     &handlers.Addresses{DB: d.DB, Now: d.Now},
-		ship:     &handlers.Fulfilment{DB: d.DB, Now: d.Now},
-		refunds:  &handlers.AdminOrders{DB: d.DB, Refunds: s.Refunds, Now: d.Now},
+		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
+		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders},
+		ship:     &handlers.Fulfilment{DB: d.DB, Orders: s.Orders, Now: d.Now},
+		refunds:  &handlers.AdminOrders{DB: d.DB, Orders: s.Orders, Refunds: s.Refunds, Now: d.Now},
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),
-		pay:      &handlers.Payments{DB: d.DB, Provider: s.Provider, Secret: cfg.CallbackSecret(), NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log},
+		pay:      &handlers.Payments{DB: d.DB, Orders: s.Orders, Secret: cfg.CallbackSecret(), Now: d.Now},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.ImageHostList(), Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},

@@ -86,7 +86,7 @@ func TestPaymentMadeDuringTheCancelIsClosed(t *testing.T) {
 	b, o := buy("cancel_racer")
 	first := pay(t, b, o.OrderNo)["payment_id"].(string)
 	var second string
-	s.Srv.UnpaidTimeout.Provider = &payDuringClose{Provider: s.Srv.UnpaidTimeout.Provider, pay: func() {
+	s.Srv.Orders.Provider = &payDuringClose{Provider: s.Srv.Orders.Provider, pay: func() {
 		// Another payment, as a Pay in a second tab would make it (the first one is being closed).
 		s.Redis.HSet(context.Background(), "sandbox:pay:{"+first+"}", "status", payment.StatusClosed)
 		s.DB.Model(&models.Payment{}).Where("order_id = ?", o.ID).Update("status", models.PaymentClosed)

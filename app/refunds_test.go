@@ -58,8 +58,8 @@ func TestLatePaymentIsRefundedOnceThoughTheProviderFailsTwice(t *testing.T) {
 	b, o := buy("late_payer")
 	id := pay(t, b, o.OrderNo)["payment_id"].(string)
 	// The order is cancelled while its payment is still open at the provider (the close was lost) ...
-	if ok, err := models.CancelUnpaid(context.Background(), s.DB, &o, s.Clock.Now()); !ok || err != nil {
-		t.Fatalf("cancel: %v %v", ok, err)
+	if release, err := s.Srv.Orders.CancelInBooks(context.Background(), &o); release == 0 || err != nil {
+		t.Fatalf("cancel: %v %v", release, err)
 	}
 	// ... and the payer pays it then: the callback finds the order cancelled.
 	if r := b.call("POST", "/sandbox/pay/"+id+"/confirm", nil); r.Status != 302 {
@@ -224,8 +224,8 @@ func TestPaymentLeftOpenOnACancelledOrderIsFollowed(t *testing.T) {
 	open := func(name string) (models.Order, string) {
 		b, o := buy(name)
 		id := pay(t, b, o.OrderNo)["payment_id"].(string)
-		if ok, err := models.CancelUnpaid(ctx, s.DB, &o, s.Clock.Now()); !ok || err != nil {
-			t.Fatalf("cancel: %v %v", ok, err)
+		if release, err := s.Srv.Orders.CancelInBooks(ctx, &o); release == 0 || err != nil {
+			t.Fatalf("cancel: %v %v", release, err)
 		}
 		p, err := models.PaymentByProviderID(ctx, s.DB, id)
 		if err != nil {
@@ -296,12 +296,12 @@ func TestPaymentTheCancelCannotCloseIsFollowed(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 3)
 	ctx := context.Background()
-	provider := &failClose{Provider: s.Srv.UnpaidTimeout.Provider, fail: map[string]bool{}, queryOpen: map[string]bool{}}
+	provider := &failClose{Provider: s.Srv.Orders.Provider, fail: map[string]bool{}, queryOpen: map[string]bool{}}
 	cancelWithPaymentInAnotherTab := func(name string) (models.Order, string) {
 		b, o := buy(name)
 		first := pay(t, b, o.OrderNo)["payment_id"].(string)
 		var second string
-		s.Srv.UnpaidTimeout.Provider = &payDuringClose{Provider: provider, pay: func() {
+		s.Srv.Orders.Provider = &payDuringClose{Provider: provider, pay: func() {
 			s.Redis.HSet(ctx, "sandbox:pay:{"+first+"}", "status", payment.StatusClosed)
 			s.DB.Model(&models.Payment{}).Where("order_id = ?", o.ID).Update("status", models.PaymentClosed)
 			second = pay(t, b, o.OrderNo)["payment_id"].(string)

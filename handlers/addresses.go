@@ -1,19 +1,18 @@
 package handlers
 
 import (
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
 	"seckill/errs"
 	"seckill/models"
+	"seckill/orders"
 )
 
 // Addresses serves the shopper's address book and the choice of an order's delivery address.
 type Addresses struct {
-	DB  *gorm.DB
-	Now func() time.Time
+	DB     *gorm.DB
+	Orders *orders.Service
 }
 
 // AddressJSON is the contract's `address`: an entry of the address book.
@@ -100,7 +99,7 @@ func (h *Addresses) Choose(c *fiber.Ctx) error {
 	if body.AddressID <= 0 {
 		return errs.Bad(errs.W("address_id", "choose_address"))
 	}
-	o, err := models.SetOrderAddress(c.UserContext(), h.DB, s.UserID, no, body.AddressID, h.Now())
+	o, err := h.Orders.ChooseAddress(c.UserContext(), s.UserID, no, body.AddressID)
 	if err != nil {
 		return err
 	}

@@ -9,12 +9,14 @@ import (
 
 	"seckill/errs"
 	"seckill/models"
+	"seckill/orders"
 )
 
 // AdminOrders serves an admin's look at one order (its payments and refunds) and the refund of a paid
 // order that will not be shipped.
 type AdminOrders struct {
-	DB *gorm.DB
+	DB     *gorm.DB
+	Orders *orders.Service
 	// Refunds makes an order's pending refunds at the provider now (jobs.Refunds); what it cannot, the
 	// refunds job retries.
 	Refunds interface {
@@ -66,8 +68,8 @@ func (h *AdminOrders) view(c *fiber.Ctx, no string) (*AdminOrderJSON, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ps []models.Payment
-	if err := h.DB.WithContext(ctx).Where("order_id = ?", o.ID).Order("id").Find(&ps).Error; err != nil {
+	ps, err := models.PaymentsOfOrder(ctx, h.DB, o.ID)
+	if err != nil {
 		return nil, err
 	}
 	rs, err := models.RefundsOfOrder(ctx, h.DB, o.ID)
@@ -108,7 +110,7 @@ func (h *AdminOrders) Refund(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	o, err := models.RefundOrder(c.UserContext(), h.DB, who, no, reason, h.Now())
+	_, o, err := h.Orders.Refund(c.UserContext(), who, no, reason)
 	if err != nil {
 		return err
 	}
@@ -170,8 +172,8 @@ func (h *AdminOrders) Page(c *fiber.Ctx) error {
 			data["Found"] = v
 		}
 	}
-	var open []models.Refund
-	if err := h.DB.WithContext(c.UserContext()).Where("status <> ?", models.RefundDone).Order("id DESC").Limit(100).Find(&open).Error; err != nil {
+	open, err := models.UnsettledRefunds(c.UserContext(), h.DB, 100)
+	if err != nil {
 		return err
 	}
 	data["OpenRefunds"] = open

@@ -19,13 +19,15 @@ import (
 	"seckill/errs"
 	"seckill/i18n"
 	"seckill/models"
+	"seckill/orders"
 )
 
 // Fulfilment serves a merchant's paid orders: the list with the delivery addresses, its CSV, and marking
 // orders shipped one by one or by sending the CSV back with carriers and tracking numbers filled in.
 type Fulfilment struct {
-	DB  *gorm.DB
-	Now func() time.Time
+	DB     *gorm.DB
+	Orders *orders.Service
+	Now    func() time.Time
 }
 
 // OrdersPage is one page of an activity's orders.
@@ -73,11 +75,11 @@ func (h *Fulfilment) OrdersPage(c *fiber.Ctx) (*OrdersPage, error) {
 			return nil, errs.Bad(errs.W("page", "page_number"))
 		}
 	}
-	orders, total, err := models.ActivityOrders(c.UserContext(), h.DB, s.UserID, id, f, page)
+	list, total, err := models.ActivityOrders(c.UserContext(), h.DB, s.UserID, id, f, page)
 	if err != nil {
 		return nil, err
 	}
-	views, err := orderViews(c, h.DB, orders)
+	views, err := orderViews(c, h.DB, list)
 	if err != nil {
 		return nil, err
 	}
@@ -102,11 +104,11 @@ func (h *Fulfilment) ActivityOrdersCSV(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	orders, err := models.AllActivityOrders(c.UserContext(), h.DB, s.UserID, id, f)
+	list, err := models.AllActivityOrders(c.UserContext(), h.DB, s.UserID, id, f)
 	if err != nil {
 		return err
 	}
-	views, err := orderViews(c, h.DB, orders)
+	views, err := orderViews(c, h.DB, list)
 	if err != nil {
 		return err
 	}
@@ -159,7 +161,7 @@ func (h *Fulfilment) Ship(c *fiber.Ctx) error {
 	if err := ParseJSON(c, &in); err != nil {
 		return err
 	}
-	outcome, o, err := models.ShipOrder(c.UserContext(), h.DB, s.UserID, no, in, h.Now())
+	outcome, o, err := h.Orders.Ship(c.UserContext(), s.UserID, no, in)
 	if err != nil {
 		return err
 	}
@@ -227,7 +229,7 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 		res.Bad++
 		res.Errors = append(res.Errors, r)
 	}
-	var batch []models.ShipRow
+	var batch []orders.ShipRow
 	var lines []int
 	for _, r := range rows {
 		switch {
@@ -236,20 +238,20 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 		case r.ship.Carrier == "" && r.ship.TrackingNo == "":
 			res.Skipped++
 		default:
-			batch = append(batch, models.ShipRow{OrderNo: r.orderNo, Shipment: r.ship})
+			batch = append(batch, orders.ShipRow{OrderNo: r.orderNo, Shipment: r.ship})
 			lines = append(lines, r.line)
 		}
 	}
-	if err := models.ShipOrders(c.UserContext(), h.DB, s.UserID, id, batch, h.Now()); err != nil {
+	if err := h.Orders.ShipAll(c.UserContext(), s.UserID, id, batch); err != nil {
 		return err
 	}
 	for i, r := range batch {
 		switch {
 		case r.Err != nil:
 			bad(rowError(lang, lines[i], r.OrderNo, r.Err))
-		case r.Outcome == models.ShipDone:
+		case r.Outcome == orders.ShipDone:
 			res.Shipped++
-		case r.Outcome == models.ShipCorrected:
+		case r.Outcome == orders.ShipCorrected:
 			res.Corrected++
 		default:
 			res.Unchanged++

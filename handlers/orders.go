@@ -2,22 +2,22 @@ package handlers
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
+	"seckill/errs"
 	"seckill/models"
+	"seckill/orders"
 )
 
 // Orders serves the buyer's orders.
 type Orders struct {
-	DB *gorm.DB
-	// Canceller cancels an unpaid order as its deadline would (jobs.UnpaidTimeout): payments closed at
-	// the provider, the order cancelled, its unit back on sale.
-	Canceller interface {
-		Cancel(ctx context.Context, o *models.Order) error
-	}
+	DB     *gorm.DB
+	Orders *orders.Service
+	Log    *slog.Logger
 }
 
 // OrderJSON is the contract's `order`.
@@ -85,11 +85,11 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]OrderJSON, 
 // List answers the caller's orders, newest first.
 func (h *Orders) List(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
-	orders, err := models.OrdersOfUser(c.UserContext(), h.DB, s.UserID)
+	list, err := models.OrdersOfUser(c.UserContext(), h.DB, s.UserID)
 	if err != nil {
 		return err
 	}
-	out, err := orderViews(c, h.DB, orders)
+	out, err := orderViews(c, h.DB, list)
 	if err != nil {
 		return err
 	}
@@ -140,11 +140,35 @@ func (h *Orders) Cancel(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Canceller.Cancel(ctx, o); err != nil {
+	if err := h.cancelled(ctx, o); err != nil {
 		return err
 	}
 	if o, err = models.OrderOfUser(ctx, h.DB, s.UserID, no); err != nil {
 		return err
 	}
 	return sendOrder(c, h.DB, o)
+}
+
+// cancelled cancels o at its buyer's wish, as its deadline would (orders.Service.Cancel), and answers
+// what the buyer is told when it was not: the order stays as it was.
+func (h *Orders) cancelled(ctx context.Context, o *models.Order) error {
+	outcome, err := h.Orders.Cancel(ctx, o)
+	switch outcome {
+	case orders.Cancelled:
+		return nil
+	case orders.CancelledRestockLater:
+		// Cancelled in the database; the unit goes back to Redis at the job's next round.
+		h.Log.Warn("a shopper's cancel: restock left to the job", "order", o.OrderNo, "err", err)
+		return nil
+	case orders.NotPending:
+		return errs.Newf(errs.OrderState, "this order is %s: it cannot be cancelled", o.Status)
+	case orders.ProviderDown:
+		h.Log.Warn("a shopper's cancel: the payment provider failed", "order", o.OrderNo, "err", err)
+		return errs.New(errs.PaymentUnavailable, "the payment provider does not answer: try again in a minute (your order is unchanged)")
+	case orders.PaidMeanwhile:
+		return errs.New(errs.OrderState, "this order was paid meanwhile: it cannot be cancelled")
+	case orders.NoLongerPending:
+		return errs.New(errs.OrderState, "this order no longer waits for payment: it cannot be cancelled")
+	}
+	return err
 }

@@ -3,8 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,28 +10,20 @@ import (
 
 	"seckill/errs"
 	"seckill/models"
+	"seckill/orders"
 	"seckill/payment"
 )
 
 // Payments serves paying for an order and the provider's callback.
 type Payments struct {
-	DB        *gorm.DB
-	Provider  payment.Provider
-	Secret    string // checks the provider's callbacks
-	NotifyURL string // where the provider calls back
-	Now       func() time.Time
-	Log       *slog.Logger
+	DB     *gorm.DB
+	Orders *orders.Service
+	Secret string // checks the provider's callbacks
+	Now    func() time.Time
 }
 
-// payGrace is how close to its deadline an order can no longer start a payment, and payTime how long
-// making one may take: a payment is made well before the unpaid timeout can cancel its order (and
-// recorded only if the order still waits for it).
-const (
-	payGrace = 30 * time.Second
-	payTime  = 10 * time.Second
-)
-
-var errAddressRequired = errs.New(errs.AddressRequired, "choose a delivery address for this order before paying")
+// payTime is how long making a payment (or cancelling an order, closing its payments) may take.
+const payTime = 10 * time.Second
 
 // Pay makes (or gives back) the order's payment and answers where to pay, with its QR code.
 func (h *Payments) Pay(c *fiber.Ctx) error {
@@ -44,41 +34,15 @@ func (h *Payments) Pay(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	o, err := models.OrderOfUser(ctx, h.DB, s.UserID, no)
+	p, err := h.Orders.Pay(ctx, s.UserID, no)
 	if err != nil {
 		return err
 	}
-	now := h.Now()
-	if o.Status != models.OrderPendingPayment {
-		return errs.Newf(errs.OrderState, "this order is %s: there is nothing to pay", o.Status)
-	}
-	if !now.Before(o.PayDeadline.Add(-payGrace)) {
-		return errs.New(errs.OrderState, "the time to pay this order is over")
-	}
-	if o.Address == nil {
-		return errAddressRequired
-	}
-	created, err := h.Provider.Create(ctx, payment.Request{OrderNo: o.OrderNo, AmountCents: o.PriceCents, NotifyURL: h.NotifyURL})
-	if errors.Is(err, payment.ErrUnavailable) {
-		return errs.New(errs.PaymentUnavailable, "payment is unavailable right now: try again in a minute (your order keeps its deadline)")
-	}
+	img, err := PNGDataURL(p.PayURL)
 	if err != nil {
 		return err
 	}
-	p, added, err := models.AddPayment(ctx, h.DB, o, created.ID, now)
-	if err != nil {
-		return err
-	}
-	if !added {
-		// The order was paid or cancelled while the payment was being made: it must not be payable.
-		_, _ = h.Provider.Close(context.WithoutCancel(ctx), created.ID)
-		return errs.New(errs.OrderState, "this order no longer waits for payment")
-	}
-	img, err := PNGDataURL(created.PayURL)
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"payment_id": p.ProviderID, "pay_url": created.PayURL, "image": img})
+	return c.JSON(fiber.Map{"payment_id": p.ID, "pay_url": p.PayURL, "image": img})
 }
 
 // Notify takes the provider's signed callback: a genuine, fresh one for a known payment of the right
@@ -105,13 +69,8 @@ func (h *Payments) Notify(c *fiber.Ctx) error {
 	}
 	switch n.Status {
 	case payment.StatusPaid:
-		out, err := models.MarkPaid(ctx, h.DB, p, h.Now())
-		if err != nil {
+		if _, err := h.Orders.Paid(ctx, p); err != nil {
 			return err
-		}
-		if out.Refund {
-			h.Log.WarnContext(ctx, "money came in for an order that does not need it: it is being refunded", "order_no", p.OrderNo,
-				"payment_id", p.ProviderID, "amount_cents", p.AmountCents, "order_status", out.Status)
 		}
 	case payment.StatusRefunded:
 		if err := models.RefundDoneByProvider(ctx, h.DB, p.ID, h.Now()); err != nil {

@@ -119,8 +119,8 @@ func (r *Reconcile) check(ctx context.Context, id int64) (Mismatch, bool, error)
 	if err != nil {
 		return Mismatch{}, false, err
 	}
-	var live int64
-	if err := r.DB.WithContext(ctx).Raw("SELECT count(*) FROM orders WHERE item_id = ? AND status <> ?", id, models.OrderCancelled).Scan(&live).Error; err != nil {
+	live, err := models.LiveOrders(ctx, r.DB, id)
+	if err != nil {
 		return Mismatch{}, false, err
 	}
 	m := Mismatch{ItemID: id, StockTotal: it.StockTotal, RedisLeft: left, Queued: queued, InTransit: transit, LiveOrders: live}

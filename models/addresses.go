@@ -189,28 +189,13 @@ func DeleteAddress(ctx context.Context, db *gorm.DB, userID, id int64) error {
 	return nil
 }
 
-// SetOrderAddress gives an unpaid order of the user a copy of one of the user's addresses.
-func SetOrderAddress(ctx context.Context, db *gorm.DB, userID int64, orderNo string, addressID int64, now time.Time) (*Order, error) {
-	a, err := AddressOfUser(ctx, db, userID, addressID)
-	if err != nil {
-		return nil, err
-	}
-	o, err := OrderOfUser(ctx, db, userID, orderNo)
-	if err != nil {
-		return nil, err
-	}
-	if o.Status != OrderPendingPayment {
-		return nil, errs.Newf(errs.OrderState, "this order is %s: its address can no longer change", o.Status)
-	}
-	d := a.Delivery
-	res := db.WithContext(ctx).Model(&Order{ID: o.ID}).Where("status = ?", OrderPendingPayment).
+// SetOrderAddress gives an order a copy of a delivery address, only while it waits for payment: it
+// answers false when it no longer does (the orders package's ChooseAddress checks who and when).
+func SetOrderAddress(ctx context.Context, db *gorm.DB, orderID int64, d Delivery, now time.Time) (bool, error) {
+	res := db.WithContext(ctx).Model(&Order{ID: orderID}).Where("status = ?", OrderPendingPayment).
 		Select("address", "updated_at").Updates(&Order{Address: &d, UpdatedAt: now})
 	if res.Error != nil {
-		return nil, fmt.Errorf("order %s: %w", orderNo, res.Error)
+		return false, fmt.Errorf("address of order %d: %w", orderID, res.Error)
 	}
-	if res.RowsAffected == 0 {
-		return nil, errs.New(errs.OrderState, "this order no longer waits for payment: its address can no longer change")
-	}
-	o.Address = &d
-	return o, nil
+	return res.RowsAffected == 1, nil
 }

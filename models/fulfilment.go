@@ -107,175 +107,65 @@ func (s *Shipment) Clean() []errs.Why {
 	return bad
 }
 
-// ShipOutcome is what marking an order shipped did.
-const (
-	ShipDone      = "shipped"   // the order is shipped now
-	ShipUnchanged = "unchanged" // it was shipped already, with this carrier and tracking number
-	ShipCorrected = "corrected" // it was shipped already: its carrier or tracking number changed
-)
-
-// ShipOrder marks one of the merchant's paid orders shipped (or corrects a shipped order's carrier and
-// tracking number). An order that is not the merchant's answers not found; one not paid, order_state.
-func ShipOrder(ctx context.Context, db *gorm.DB, merchantID int64, orderNo string, s Shipment, now time.Time) (string, *Order, error) {
-	if err := s.check(); err != nil {
-		return "", nil, err
-	}
-	var outcome string
-	var o Order
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		mine := tx.Model(&Activity{}).Select("id").Where("merchant_id = ?", merchantID)
-		err := tx.Clauses(lockForUpdate).Where("order_no = ? AND activity_id IN (?)", orderNo, mine).Take(&o).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return errNoSuchOrder
-		}
-		if err != nil {
-			return err
-		}
-		outcome, err = ship(tx, &o, s, now)
-		return err
-	})
-	if err != nil {
-		if _, ok := err.(*errs.Error); ok {
-			return "", nil, err
-		}
-		return "", nil, fmt.Errorf("ship order %s: %w", orderNo, err)
-	}
-	return outcome, &o, nil
-}
-
-var errNoSuchOrder = errs.New(errs.NotFound, "no such order")
-
-// check answers the 400 of a shipment with bad fields: every one of them at once.
-func (s *Shipment) check() error {
+// Check answers the 400 of a shipment with bad fields: every one of them at once.
+func (s *Shipment) Check() error {
 	if bad := s.Clean(); len(bad) > 0 {
 		return errs.Bad(bad...)
 	}
 	return nil
 }
 
-// ship marks o (locked by tx) shipped with s, or corrects it, and answers the outcome.
-func ship(tx *gorm.DB, o *Order, s Shipment, now time.Time) (string, error) {
-	outcome, err := shipped(o, s, now)
-	if err != nil || outcome == ShipUnchanged {
-		return outcome, err
+// LockMerchantOrder reads, in tx, one of the merchant's orders by number with its row locked until tx
+// ends; another merchant's, or none, answers not found.
+func LockMerchantOrder(tx *gorm.DB, merchantID int64, orderNo string) (*Order, error) {
+	var o Order
+	mine := tx.Model(&Activity{}).Select("id").Where("merchant_id = ?", merchantID)
+	err := tx.Clauses(lockForUpdate).Where("order_no = ? AND activity_id IN (?)", orderNo, mine).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errNoSuchOrder
 	}
-	return outcome, tx.Model(o).Select("status", "shipped_at", "carrier", "tracking_no", "updated_at").Updates(o).Error
+	return &o, err
 }
 
-// shipped changes o in memory as shipping it with s does, and answers the outcome.
-func shipped(o *Order, s Shipment, now time.Time) (string, error) {
-	var outcome string
-	switch {
-	case o.Status == OrderShipped && o.Carrier == s.Carrier && o.TrackingNo == s.TrackingNo:
-		return ShipUnchanged, nil
-	case o.Status == OrderShipped:
-		outcome = ShipCorrected
-	case o.Status == OrderPaid:
-		outcome = ShipDone
-		o.ShippedAt = &now
-	default:
-		return "", errs.Newf(errs.OrderState, "this order is %s: only a paid order can be shipped", o.Status)
-	}
-	o.Status, o.Carrier, o.TrackingNo, o.UpdatedAt = OrderShipped, s.Carrier, s.TrackingNo, now
-	return outcome, nil
+// LockOrders reads, in tx, the orders of these numbers with their rows locked until tx ends, by id.
+func LockOrders(tx *gorm.DB, orderNos []string) ([]Order, error) {
+	var found []Order
+	// By order number alone (the caller checks the activity): with the activity in the query, PostgreSQL's
+	// generic plan (from the sixth batch on) scanned the whole activity's orders for each batch.
+	err := tx.Clauses(lockForUpdate).Where("order_no IN ?", orderNos).Order("id").Find(&found).Error
+	return found, err
 }
 
-// writeShipped writes the shipments of orders (changed in memory by shipped) in one statement.
-func writeShipped(tx *gorm.DB, orders []*Order, now time.Time) error {
-	if len(orders) == 0 {
-		return nil
-	}
+// ShipmentColumns answers the columns carrier and tracking_no of orders (each its own, as changed in
+// memory), for one statement that writes them all.
+func ShipmentColumns(orders []*Order) map[string]any {
 	var carrier, tracking strings.Builder
-	args := make([]any, 0, 4*len(orders)+4)
+	cargs := make([]any, 0, 2*len(orders))
+	targs := make([]any, 0, 2*len(orders))
 	carrier.WriteString("CASE id")
+	tracking.WriteString("CASE id")
 	for _, o := range orders {
 		carrier.WriteString(" WHEN ? THEN ?")
-		args = append(args, o.ID, o.Carrier)
-	}
-	tracking.WriteString(" END, tracking_no = CASE id")
-	for _, o := range orders {
 		tracking.WriteString(" WHEN ? THEN ?")
-		args = append(args, o.ID, o.TrackingNo)
+		cargs = append(cargs, o.ID, o.Carrier)
+		targs = append(targs, o.ID, o.TrackingNo)
+	}
+	carrier.WriteString(" END")
+	tracking.WriteString(" END")
+	return map[string]any{"carrier": gorm.Expr(carrier.String(), cargs...), "tracking_no": gorm.Expr(tracking.String(), targs...)}
+}
+
+// CorrectShipments writes, in tx, new carriers and tracking numbers of shipped orders (changed in
+// memory) in one statement; when they were shipped, and their status, stay.
+func CorrectShipments(tx *gorm.DB, orders []*Order, now time.Time) error {
+	if len(orders) == 0 {
+		return nil
 	}
 	ids := make([]int64, len(orders))
 	for i, o := range orders {
 		ids[i] = o.ID
 	}
-	// An order shipped now gets now; a corrected one keeps when it was shipped.
-	args = append(args, now, OrderShipped, now, ids)
-	return tx.Exec("UPDATE orders SET carrier = "+carrier.String()+tracking.String()+
-		" END, shipped_at = COALESCE(shipped_at, ?), status = ?, updated_at = ? WHERE id IN ?", args...).Error
-}
-
-// ShipRow is one order of a batch to ship, and what became of it: an outcome, or an error a person can
-// read (not found, order_state, bad fields).
-type ShipRow struct {
-	OrderNo  string
-	Shipment Shipment
-	Outcome  string
-	Err      error
-}
-
-// shipBatch is how many orders one transaction of ShipOrders ships.
-const shipBatch = 500
-
-// ShipOrders ships a batch of one of the merchant's activities' orders (a CSV sent back), a few hundred
-// to a transaction: each row gets its outcome or its error. Rows of orders not in the activity are not
-// found. It answers an error only when the database fails (the rows before are shipped).
-func ShipOrders(ctx context.Context, db *gorm.DB, merchantID, activityID int64, rows []ShipRow, now time.Time) error {
-	if err := OwnActivity(ctx, db, merchantID, activityID); err != nil {
-		return err
-	}
-	for start := 0; start < len(rows); start += shipBatch {
-		chunk := rows[start:min(start+shipBatch, len(rows))]
-		nos := make([]string, 0, len(chunk))
-		for i := range chunk {
-			if chunk[i].Err = chunk[i].Shipment.check(); chunk[i].Err == nil {
-				nos = append(nos, chunk[i].OrderNo)
-			}
-		}
-		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			var found []Order
-			if len(nos) > 0 {
-				// By order number alone, the activity checked below: with the activity in the query, PostgreSQL's
-				// generic plan (from the sixth batch on) scanned the whole activity's orders for each batch.
-				if err := tx.Clauses(lockForUpdate).Where("order_no IN ?", nos).Order("id").Find(&found).Error; err != nil {
-					return err
-				}
-			}
-			changed := map[int64]*Order{}
-			byNo := make(map[string]*Order, len(found))
-			for i := range found {
-				if found[i].ActivityID == activityID {
-					byNo[found[i].OrderNo] = &found[i]
-				}
-			}
-			for i := range chunk {
-				r := &chunk[i]
-				if r.Err != nil {
-					continue
-				}
-				o, ok := byNo[r.OrderNo]
-				if !ok {
-					r.Err = errNoSuchOrder
-					continue
-				}
-				if r.Outcome, r.Err = shipped(o, r.Shipment, now); r.Outcome == ShipDone || r.Outcome == ShipCorrected {
-					changed[o.ID] = o
-				}
-			}
-			list := make([]*Order, 0, len(changed))
-			for _, o := range changed {
-				list = append(list, o)
-			}
-			return writeShipped(tx, list, now)
-		})
-		if err != nil {
-			for i := range chunk {
-				chunk[i].Outcome, chunk[i].Err = "", nil
-			}
-			return fmt.Errorf("ship orders of activity %d: %w", activityID, err)
-		}
-	}
-	return nil
+	change := ShipmentColumns(orders)
+	change["updated_at"] = now
+	return tx.Model(&Order{}).Where("id IN ? AND status = ?", ids, OrderShipped).Updates(change).Error
 }

@@ -190,3 +190,84 @@ func OrderCounts(ctx context.Context, db *gorm.DB, activityID int64) (map[int64]
 	}
 	return out, nil
 }
+
+// OrderByNo finds an order by number.
+func OrderByNo(ctx context.Context, db *gorm.DB, orderNo string) (*Order, error) {
+	var o Order
+	err := db.WithContext(ctx).Where("order_no = ?", orderNo).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errNoSuchOrder
+	}
+	if err != nil {
+		return nil, fmt.Errorf("order %s: %w", orderNo, err)
+	}
+	return &o, nil
+}
+
+var errNoSuchOrder = errs.New(errs.NotFound, "no such order")
+
+// MoveOrder is the one statement that writes an order's status: the orders of ids that are in status
+// from move to status to, with the other columns of set, and it answers how many moved. Only the orders
+// package calls it, once its table of transitions (orders/transitions.go) allows from → to; a test there
+// fails if anything else calls it, or if another statement of this package writes an order's status.
+func MoveOrder(tx *gorm.DB, ids []int64, from, to string, now time.Time, set map[string]any) (int64, error) {
+	change := map[string]any{"status": to, "updated_at": now}
+	for k, v := range set {
+		change[k] = v
+	}
+	res := tx.Model(&Order{}).Where("id IN ? AND status = ?", ids, from).Updates(change)
+	return res.RowsAffected, res.Error
+}
+
+// OrderStatus reads, in tx, an order's status.
+func OrderStatus(tx *gorm.DB, id int64) (string, error) {
+	var st string
+	err := tx.Raw("SELECT status FROM orders WHERE id = ?", id).Scan(&st).Error
+	return st, err
+}
+
+// LockOrder reads, in tx, an order by number with its row locked until tx ends; none answers not found.
+func LockOrder(tx *gorm.DB, orderNo string) (*Order, error) {
+	var o Order
+	err := tx.Clauses(lockForUpdate).Where("order_no = ?", orderNo).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, errNoSuchOrder
+	}
+	return &o, err
+}
+
+// ReleaseUnit gives, in tx, a cancelled order's unit back in the database: stock_sold − 1 under the
+// optimistic lock on the item's version, and a release row in the stock log, pending until the unit is
+// back in Redis too. It answers the release row's id.
+func ReleaseUnit(tx *gorm.DB, o *Order, now time.Time) (int64, error) {
+	var item Item
+	for attempt := 0; ; attempt++ {
+		if attempt == 50 {
+			return 0, errVersionConflict
+		}
+		if err := tx.Raw("SELECT id, stock_total, stock_sold, version FROM items WHERE id = ?", o.ItemID).Scan(&item).Error; err != nil {
+			return 0, err
+		}
+		res := tx.Exec("UPDATE items SET stock_sold = stock_sold - 1, version = version + 1, updated_at = ? WHERE id = ? AND version = ? AND stock_sold > 0",
+			now, o.ItemID, item.Version)
+		if res.Error != nil {
+			return 0, res.Error
+		}
+		if res.RowsAffected == 1 {
+			break
+		}
+	}
+	left := item.StockTotal - item.StockSold
+	release := StockLog{OrderNo: o.OrderNo, Kind: StockRelease, ItemID: o.ItemID, StockBefore: left, StockAfter: left + 1, Pending: true, CreatedAt: now}
+	err := tx.Create(&release).Error
+	return release.ID, err
+}
+
+// LiveOrders counts an item's orders that hold a unit: every one not cancelled.
+func LiveOrders(ctx context.Context, db *gorm.DB, itemID int64) (int64, error) {
+	var live int64
+	if err := db.WithContext(ctx).Raw("SELECT count(*) FROM orders WHERE item_id = ? AND status <> ?", itemID, OrderCancelled).Scan(&live).Error; err != nil {
+		return 0, fmt.Errorf("live orders of item %d: %w", itemID, err)
+	}
+	return live, nil
+}

@@ -70,93 +70,33 @@ func PaymentByProviderID(ctx context.Context, db *gorm.DB, id string) (*Payment,
 	return &p, nil
 }
 
-// PaidOutcome is what recording a paid payment did.
-type PaidOutcome struct {
-	Paid   bool   // this payment paid its order (which waited for it)
-	Status string // the order's status after it
-	// Refund: this payment's money came in now for an order that no longer needed it (cancelled, or paid
-	// by another payment): a refund of it was recorded, which the refunds job makes at the provider. A
-	// payment seen paid twice (a callback and a poll) is counted once.
-	Refund bool
+// RecordPaymentPaid records, in tx, that payment id was paid; it answers false when it was recorded paid
+// before (a callback and a poll both saw it).
+func RecordPaymentPaid(tx *gorm.DB, id int64, now time.Time) (bool, error) {
+	res := tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ? AND status <> ?", PaymentPaid, now, id, PaymentPaid)
+	return res.RowsAffected == 1, res.Error
 }
 
-// MarkPaid records that payment p was paid: the payment, and its order if the order still waits for it,
-// or else a refund of it, in one transaction.
-func MarkPaid(ctx context.Context, db *gorm.DB, p *Payment, now time.Time) (PaidOutcome, error) {
-	var out PaidOutcome
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		pay := tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ? AND status <> ?", PaymentPaid, now, p.ID, PaymentPaid)
-		if pay.Error != nil {
-			return pay.Error
-		}
-		res := tx.Exec("UPDATE orders SET status = ?, paid_at = ?, updated_at = ? WHERE id = ? AND status = ?",
-			OrderPaid, now, now, p.OrderID, OrderPendingPayment)
-		if res.Error != nil {
-			return res.Error
-		}
-		out.Paid = res.RowsAffected == 1
-		if err := tx.Raw("SELECT status FROM orders WHERE id = ?", p.OrderID).Scan(&out.Status).Error; err != nil {
-			return err
-		}
-		out.Refund = pay.RowsAffected == 1 && !out.Paid // the order was no longer waiting: cancelled, or paid
-		if !out.Refund {
-			return nil
-		}
-		why := "paid after the order was " + out.Status
-		if out.Status == OrderPaid || out.Status == OrderShipped {
-			why = "the order was paid by another payment"
-		}
-		return requestRefund(tx, System, p, RefundLatePayment, why, now)
-	})
-	if err != nil {
-		return PaidOutcome{}, fmt.Errorf("mark order %s paid: %w", p.OrderNo, err)
-	}
-	return out, nil
+// ClosePayments closes, in tx, an order's open payments in the books (its cancel: the caller closes
+// them at the provider).
+func ClosePayments(tx *gorm.DB, orderID int64, now time.Time) error {
+	return tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE order_id = ? AND status = ?", PaymentClosed, now, orderID, PaymentOpen).Error
 }
 
-// CancelUnpaid cancels an order still pending payment and gives its unit back in the database, in one
-// transaction: the order (only from pending_payment), stock_sold − 1 under the optimistic lock, a release
-// row in the stock log, its payments closed. It reports whether this call cancelled it; the caller then
-// gives the unit back in Redis.
-func CancelUnpaid(ctx context.Context, db *gorm.DB, o *Order, now time.Time) (bool, error) {
-	var cancelled bool
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Exec("UPDATE orders SET status = ?, cancelled_at = ?, updated_at = ? WHERE id = ? AND status = ?",
-			OrderCancelled, now, now, o.ID, OrderPendingPayment)
-		if res.Error != nil {
-			return res.Error
-		}
-		if cancelled = res.RowsAffected == 1; !cancelled {
-			return nil
-		}
-		var item Item
-		for attempt := 0; ; attempt++ {
-			if attempt == 50 {
-				return errVersionConflict
-			}
-			if err := tx.Raw("SELECT id, stock_total, stock_sold, version FROM items WHERE id = ?", o.ItemID).Scan(&item).Error; err != nil {
-				return err
-			}
-			res := tx.Exec("UPDATE items SET stock_sold = stock_sold - 1, version = version + 1, updated_at = ? WHERE id = ? AND version = ? AND stock_sold > 0",
-				now, o.ItemID, item.Version)
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected == 1 {
-				break
-			}
-		}
-		left := item.StockTotal - item.StockSold
-		release := StockLog{OrderNo: o.OrderNo, Kind: StockRelease, ItemID: o.ItemID, StockBefore: left, StockAfter: left + 1, Pending: true, CreatedAt: now}
-		if err := tx.Create(&release).Error; err != nil {
-			return err
-		}
-		return tx.Exec("UPDATE payments SET status = ?, updated_at = ? WHERE order_id = ? AND status = ?", PaymentClosed, now, o.ID, PaymentOpen).Error
-	})
-	if err != nil {
-		return false, fmt.Errorf("cancel order %s: %w", o.OrderNo, err)
+// PaidPayments lists, in tx, an order's paid payments.
+func PaidPayments(tx *gorm.DB, orderID int64) ([]Payment, error) {
+	var paid []Payment
+	err := tx.Where("order_id = ? AND status = ?", orderID, PaymentPaid).Order("id").Find(&paid).Error
+	return paid, err
+}
+
+// PaymentsOfOrder lists every payment of an order, oldest first.
+func PaymentsOfOrder(ctx context.Context, db *gorm.DB, orderID int64) ([]Payment, error) {
+	var ps []Payment
+	if err := db.WithContext(ctx).Where("order_id = ?", orderID).Order("id").Find(&ps).Error; err != nil {
+		return nil, fmt.Errorf("payments of order %d: %w", orderID, err)
 	}
-	return cancelled, nil
+	return ps, nil
 }
 
 // OrdersPastDeadline lists orders still pending payment whose deadline has passed, oldest first.
@@ -232,17 +172,4 @@ func CancelledOrdersOf(ctx context.Context, db *gorm.DB, ps []Payment) (map[int6
 // SetPaymentStatus records the provider's final word on a payment that was not paid.
 func SetPaymentStatus(ctx context.Context, db *gorm.DB, id int64, status string, now time.Time) error {
 	return db.WithContext(ctx).Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ? AND status = ?", status, now, id, PaymentOpen).Error
-}
-
-// OrderByNo finds an order by number.
-func OrderByNo(ctx context.Context, db *gorm.DB, orderNo string) (*Order, error) {
-	var o Order
-	err := db.WithContext(ctx).Where("order_no = ?", orderNo).Take(&o).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, errs.New(errs.NotFound, "no such order")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("order %s: %w", orderNo, err)
-	}
-	return &o, nil
 }

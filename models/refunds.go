@@ -67,9 +67,9 @@ func (r *Refund) audit() refundAudit {
 	return refundAudit{r.OrderNo, r.ProviderID, r.AmountCents, r.Kind, r.Reason, r.Status}
 }
 
-// requestRefund records, in tx, that payment p's money must go back; a payment with a refund already
+// RequestRefund records, in tx, that payment p's money must go back; a payment with a refund already
 // keeps that one.
-func requestRefund(tx *gorm.DB, who Actor, p *Payment, kind, reason string, now time.Time) error {
+func RequestRefund(tx *gorm.DB, who Actor, p *Payment, kind, reason string, now time.Time) error {
 	r := Refund{OrderID: p.OrderID, OrderNo: p.OrderNo, PaymentID: p.ID, ProviderID: p.ProviderID, AmountCents: p.AmountCents,
 		Kind: kind, Reason: reason, Status: RefundPending, CreatedAt: now, UpdatedAt: now}
 	if who.ID != 0 {
@@ -190,60 +190,27 @@ func RetryRefunds(ctx context.Context, db *gorm.DB, who Actor, orderNo string, n
 // maxRefundReason is how long an admin's reason may be, in characters.
 const maxRefundReason = 500
 
-// RefundOrder is an admin's refund of a paid order that was not shipped: the order becomes refunded
-// (its unit is not sold again: the sale's count stays what was sold), each paid payment of it gets a
-// refund to be made, and the whole is audited with the reason. Refunding a refunded order changes
-// nothing; a shipped or unpaid one answers order_state.
-func RefundOrder(ctx context.Context, db *gorm.DB, who Actor, orderNo, reason string, now time.Time) (*Order, error) {
+// CleanRefundReason checks an admin's reason for a refund (the buyer sees it): not empty, at most 500
+// characters, no control characters. It answers it trimmed.
+func CleanRefundReason(reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
 	switch {
 	case strings.TrimFunc(reason, invisible) == "":
-		return nil, errs.Bad(errs.W("reason", "reason_required"))
+		return "", errs.Bad(errs.W("reason", "reason_required"))
 	case utf8.RuneCountInString(reason) > maxRefundReason:
-		return nil, errs.Bad(errs.W("reason", "max_chars", maxRefundReason))
+		return "", errs.Bad(errs.W("reason", "max_chars", maxRefundReason))
 	case BadText(reason, true):
-		return nil, errs.Bad(errs.W("reason", "control_chars"))
+		return "", errs.Bad(errs.W("reason", "control_chars"))
 	}
-	var o Order
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		err := tx.Clauses(lockForUpdate).Where("order_no = ?", orderNo).Take(&o).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return errs.New(errs.NotFound, "no such order")
-		}
-		if err != nil {
-			return err
-		}
-		switch o.Status {
-		case OrderRefunded:
-			return nil
-		case OrderShipped:
-			return errs.New(errs.OrderState, "this order was shipped: it cannot be refunded here (a return comes first)")
-		case OrderPaid:
-		default:
-			return errs.Newf(errs.OrderState, "this order is %s: only a paid order can be refunded", o.Status)
-		}
-		var paid []Payment
-		if err := tx.Where("order_id = ? AND status = ?", o.ID, PaymentPaid).Order("id").Find(&paid).Error; err != nil {
-			return err
-		}
-		for i := range paid {
-			if err := requestRefund(tx, who, &paid[i], RefundByAdmin, reason, now); err != nil {
-				return err
-			}
-		}
-		before := map[string]any{"status": o.Status}
-		o.Status, o.RefundedAt, o.RefundReason, o.UpdatedAt = OrderRefunded, &now, reason, now
-		if err := tx.Model(&o).Select("status", "refunded_at", "refund_reason", "updated_at").Updates(&o).Error; err != nil {
-			return err
-		}
-		return Audit(tx, who, "order.refund", "order:"+o.OrderNo, before, map[string]any{"status": o.Status, "reason": reason}, now)
-	})
-	if err != nil {
-		var e *errs.Error
-		if errors.As(err, &e) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("refund order %s: %w", orderNo, err)
+	return reason, nil
+}
+
+// UnsettledRefunds lists the refunds not done yet (refused by the provider, or on their way), newest
+// first, at most limit.
+func UnsettledRefunds(ctx context.Context, db *gorm.DB, limit int) ([]Refund, error) {
+	var out []Refund
+	if err := db.WithContext(ctx).Where("status <> ?", RefundDone).Order("id DESC").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("unsettled refunds: %w", err)
 	}
-	return &o, nil
+	return out, nil
 }

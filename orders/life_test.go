@@ -1,9 +1,8 @@
-package models_test
+package orders_test
 
 import (
 	"context"
-	"fmt"
-	"sync"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"seckill/errs"
 	"seckill/internal/testenv"
 	"seckill/models"
+	"seckill/orders"
 )
 
 // After the win, on both databases the product runs on (PostgreSQL, and SQLite in demo mode): money
@@ -26,6 +26,7 @@ func TestAfterTheWinOnBothDatabases(t *testing.T) {
 			db := open(t)
 			ctx := context.Background()
 			now := time.Now().UTC()
+			svc := &orders.Service{DB: db, Now: func() time.Time { return now }, Log: slog.New(slog.DiscardHandler)}
 			merchant, err := models.CreateUser(ctx, db, "m1", "hash", models.RoleMerchant)
 			if err != nil {
 				t.Fatal(err)
@@ -50,24 +51,24 @@ func TestAfterTheWinOnBothDatabases(t *testing.T) {
 				return p
 			}
 			lateP, paidP := pay(late, "sbx_late"), pay(paid, "sbx_paid")
-			if ok, err := models.CancelUnpaid(ctx, db, late, now); !ok || err != nil {
-				t.Fatalf("cancel: %v %v", ok, err)
+			if release, err := svc.CancelInBooks(ctx, late); release == 0 || err != nil {
+				t.Fatalf("cancel: %v %v", release, err)
 			}
 			for range 2 { // the callback and the poll both see it paid
-				if _, err := models.MarkPaid(ctx, db, lateP, now); err != nil {
+				if _, err := svc.Paid(ctx, lateP); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if rs, _ := models.RefundsOfOrder(ctx, db, late.ID); len(rs) != 1 || rs[0].Kind != models.RefundLatePayment || rs[0].Status != models.RefundPending {
 				t.Errorf("the late payment's refunds: %+v", rs)
 			}
-			if out, err := models.MarkPaid(ctx, db, paidP, now); err != nil || !out.Paid {
+			if out, err := svc.Paid(ctx, paidP); err != nil || out != orders.PaidNow {
 				t.Fatalf("pay: %+v %v", out, err)
 			}
 
 			// Shipped by its merchant only; then an admin cannot refund it.
 			ship := models.Shipment{Carrier: "顺丰", TrackingNo: "SF123456"}
-			if _, _, err := models.ShipOrder(ctx, db, merchant.ID+1, "SKpaid", ship, now); errs.Code(err) != errs.NotFound {
+			if _, _, err := svc.Ship(ctx, merchant.ID+1, "SKpaid", ship); errs.Code(err) != errs.NotFound {
 				t.Errorf("another merchant shipping the order: %v, want not found", err)
 			}
 			page, total, err := models.ActivityOrders(ctx, db, merchant.ID, a.ID, models.ToShip, 1)
@@ -75,18 +76,18 @@ func TestAfterTheWinOnBothDatabases(t *testing.T) {
 				t.Fatalf("to ship: %v %d %v", page, total, err)
 			}
 			admin := models.Actor{ID: 9, Username: "admin"}
-			if out, _, err := models.ShipOrder(ctx, db, merchant.ID, "SKpaid", ship, now); err != nil || out != models.ShipDone {
+			if out, _, err := svc.Ship(ctx, merchant.ID, "SKpaid", ship); err != nil || out != orders.ShipDone {
 				t.Fatalf("ship: %s %v", out, err)
 			}
-			if _, err := models.RefundOrder(ctx, db, admin, "SKpaid", "changed my mind", now); errs.Code(err) != errs.OrderState {
+			if _, _, err := svc.Refund(ctx, admin, "SKpaid", "changed my mind"); errs.Code(err) != errs.OrderState {
 				t.Errorf("refunding a shipped order: %v, want order_state", err)
 			}
 			db.Model(&models.Order{}).Where("order_no = ?", "SKpaid").Update("status", models.OrderPaid)
-			o, err := models.RefundOrder(ctx, db, admin, "SKpaid", "changed my mind", now)
-			if err != nil || o.Status != models.OrderRefunded {
+			out, o, err := svc.Refund(ctx, admin, "SKpaid", "changed my mind")
+			if err != nil || out != orders.Refunded || o.Status != models.OrderRefunded {
 				t.Fatalf("refund: %v %v", o, err)
 			}
-			if _, err := models.RefundOrder(ctx, db, admin, "SKpaid", "again", now); err != nil {
+			if out, _, err := svc.Refund(ctx, admin, "SKpaid", "again"); err != nil || out != orders.RefundedAlready {
 				t.Errorf("refunding again: %v", err)
 			}
 			rs, _ := models.RefundsOfOrder(ctx, db, paid.ID)
@@ -109,16 +110,16 @@ func TestAfterTheWinOnBothDatabases(t *testing.T) {
 			db.Model(&models.Order{}).Where("order_no = ?", "SKpaid").Updates(map[string]any{"status": models.OrderShipped})
 			firstShipped := now.Add(-time.Hour)
 			db.Model(&models.Order{}).Where("order_no = ?", "SKpaid").Update("shipped_at", firstShipped)
-			rows := []models.ShipRow{
+			rows := []orders.ShipRow{
 				{OrderNo: "SKc1", Shipment: models.Shipment{Carrier: "EMS", TrackingNo: "EA0001"}},
 				{OrderNo: "SKc2", Shipment: models.Shipment{Carrier: "顺丰", TrackingNo: "SF0002"}},
 				{OrderNo: "SKpaid", Shipment: models.Shipment{Carrier: "顺丰", TrackingNo: "SF0003"}},
 				{OrderNo: "SKnone", Shipment: models.Shipment{Carrier: "顺丰", TrackingNo: "SF0004"}},
 			}
-			if err := models.ShipOrders(ctx, db, merchant.ID, a.ID, rows, now); err != nil {
+			if err := svc.ShipAll(ctx, merchant.ID, a.ID, rows); err != nil {
 				t.Fatal(err)
 			}
-			if rows[0].Outcome != models.ShipDone || rows[2].Outcome != models.ShipCorrected || errs.Code(rows[3].Err) != errs.NotFound {
+			if rows[0].Outcome != orders.ShipDone || rows[2].Outcome != orders.ShipCorrected || errs.Code(rows[3].Err) != errs.NotFound {
 				t.Errorf("the rows: %+v", rows)
 			}
 			for no, want := range map[string]string{"SKc1": "EMS EA0001", "SKc2": "顺丰 SF0002", "SKpaid": "顺丰 SF0003"} {
@@ -136,57 +137,5 @@ func TestAfterTheWinOnBothDatabases(t *testing.T) {
 				t.Errorf("refund states: %v %v", states, err)
 			}
 		})
-	}
-}
-
-// Two merchants' items taking the same file at once: while one item lets the file go (removed, or
-// replaced), the other's taking it must not lose its images to the cleanup of unused uploads.
-func TestSharedUploadIsNotDeletedUnderAnotherItem(t *testing.T) {
-	db := testenv.Postgres(t)
-	ctx := context.Background()
-	now := time.Now().UTC()
-	var who [2]models.Actor
-	var acts [2]int64
-	var items [2]int64
-	for i := range who {
-		u, err := models.CreateUser(ctx, db, fmt.Sprintf("shop%d", i), "hash", models.RoleMerchant)
-		if err != nil {
-			t.Fatal(err)
-		}
-		who[i] = models.Actor{ID: u.ID, Username: u.Username}
-		a, err := models.CreateActivity(ctx, db, who[i], models.ActivityInput{Name: "A", StartsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour)}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		it, err := models.AddItem(ctx, db, who[i], a.ID, models.ItemInput{Name: "I", OriginalPriceCents: 2, SeckillPriceCents: 1, Stock: 1}, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		acts[i], items[i] = a.ID, it.ID
-	}
-	sizes := map[string][]byte{"960": []byte("large"), "480": []byte("small")}
-	for round := range 60 {
-		sum := fmt.Sprintf("%032x", round)
-		if _, err := models.SetItemImage(ctx, db, who[0], acts[0], items[0], sum, sizes, now); err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() { // the first lets it go
-			defer wg.Done()
-			if _, err := models.RemoveItemImage(ctx, db, who[0], acts[0], items[0], now); err != nil {
-				t.Error(err)
-			}
-		}()
-		go func() { // the second takes the same file
-			defer wg.Done()
-			if _, err := models.SetItemImage(ctx, db, who[1], acts[1], items[1], sum, sizes, now); err != nil {
-				t.Error(err)
-			}
-		}()
-		wg.Wait()
-		if _, err := models.ImageData(ctx, db, models.ImageName(sum, "960")); err != nil {
-			t.Fatalf("round %d: the second item shows an upload whose image is gone: %v", round, err)
-		}
 	}
 }

@@ -1,0 +1,166 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"seckill/models"
+	"seckill/payment"
+)
+
+// CancelOutcome is what cancelling an unpaid order did.
+type CancelOutcome int
+
+// The outcomes of Cancel.
+const (
+	// Cancelled: the order is cancelled and its unit is back on sale.
+	Cancelled CancelOutcome = iota + 1
+	// CancelledRestockLater: the order is cancelled; Redis failed to take its unit back, which the unpaid
+	// timeout's next round puts back (the error says why).
+	CancelledRestockLater
+	// NotPending: the order, as the caller read it, was not waiting for payment: nothing was done.
+	NotPending
+	// PaidMeanwhile: closing its payments at the provider found one paid: the order is paid now.
+	PaidMeanwhile
+	// NoLongerPending: it was paid or cancelled elsewhere while this cancel ran: nothing more was done.
+	NoLongerPending
+	// ProviderDown: the provider could not say whether an open payment was paid: nothing changed (the
+	// error says why).
+	ProviderDown
+)
+
+// forgotten is how long after its making a payment the provider does not know can no longer be paid.
+const forgotten = 10 * time.Minute
+
+// Cancel cancels an order that waits for payment: its buyer's cancel (handlers/orders.go) and its
+// deadline's (the unpaid timeout, jobs/payments.go) are this one operation. Every open payment is closed
+// at the provider first: if one was paid after all, the order is paid; if the provider cannot say,
+// nothing is cancelled because of the provider's failure alone. Then the order is cancelled and its unit
+// goes back on sale (or, if Redis fails, at the timeout's next round).
+//
+// The error is not nil for ProviderDown and CancelledRestockLater (why), and when the database failed
+// (the outcome is then 0).
+func (s *Service) Cancel(ctx context.Context, o *models.Order) (CancelOutcome, error) {
+	if o.Status != models.OrderPendingPayment {
+		return NotPending, nil
+	}
+	ps, err := models.OpenPayments(ctx, s.DB, o.ID)
+	if err != nil {
+		return 0, err
+	}
+	paid := false
+	for i := range ps {
+		st, err := s.Provider.Close(ctx, ps[i].ProviderID)
+		if payment.IsNotFound(err) && s.Now().Sub(ps[i].CreatedAt) > forgotten {
+			st, err = payment.StatusClosed, nil // the provider has long forgotten it: it cannot be paid
+		}
+		if err != nil && paid {
+			break // the order is paid: what is left open, the poll follows
+		}
+		if err != nil {
+			return ProviderDown, err
+		}
+		if st == payment.StatusPaid {
+			if _, err := s.Paid(ctx, &ps[i]); err != nil {
+				return 0, err
+			}
+			paid = true
+		}
+	}
+	if paid {
+		return PaidMeanwhile, nil
+	}
+	releaseID, err := s.CancelInBooks(ctx, o)
+	if err != nil {
+		return 0, err
+	}
+	if releaseID == 0 {
+		return NoLongerPending, nil
+	}
+	s.closeLate(ctx, o, ps)
+	if err := s.Restock(ctx, releaseID, o.ItemID, o.OrderNo); err != nil {
+		return CancelledRestockLater, err
+	}
+	return Cancelled, nil
+}
+
+// CancelInBooks is Cancel's half in the database, in one transaction: the order cancelled (only from
+// pending_payment), its unit given back (stock_sold − 1, a release row pending in the stock log), its
+// payments closed in the books. It answers the release row's id, or 0 when the order no longer waited
+// for payment. Cancel calls it once the provider has closed the payments; the unit is not back in Redis
+// yet (Restock).
+func (s *Service) CancelInBooks(ctx context.Context, o *models.Order) (int64, error) {
+	now := s.Now()
+	var releaseID int64
+	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		n, err := apply(tx, moveCancel, []int64{o.ID}, now, map[string]any{"cancelled_at": now})
+		if err != nil || n == 0 {
+			return err
+		}
+		if releaseID, err = models.ReleaseUnit(tx, o, now); err != nil {
+			return err
+		}
+		return models.ClosePayments(tx, o.ID, now)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cancel order %s: %w", o.OrderNo, err)
+	}
+	return releaseID, nil
+}
+
+// closeLate closes at the provider the payments of a cancelled order that were made while it was being
+// cancelled (a Pay in another tab between the payments' list and the cancel): the cancel closed them in
+// the database only. No payment can be made once the order is cancelled. One the provider cannot close
+// is open in the books again, for the poll to follow; one paid meanwhile is recorded paid and its money
+// goes back (a refund).
+func (s *Service) closeLate(ctx context.Context, o *models.Order, closed []models.Payment) {
+	all, err := models.PaymentsOfOrder(ctx, s.DB, o.ID)
+	if err != nil {
+		s.Log.Error("payments of a cancelled order", "order", o.OrderNo, "err", err)
+		return
+	}
+	known := map[string]bool{}
+	for _, p := range closed {
+		known[p.ProviderID] = true
+	}
+	for _, p := range all {
+		if known[p.ProviderID] || p.Status != models.PaymentClosed {
+			continue
+		}
+		var st string
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			if st, err = s.Provider.Close(ctx, p.ProviderID); err == nil || payment.IsNotFound(err) {
+				break
+			}
+		}
+		switch {
+		case payment.IsNotFound(err):
+		case err != nil:
+			// Still open at the provider, perhaps: open in the books again, so that the poller keeps asking,
+			// closes it, or finds its money and refunds it.
+			s.Log.Warn("a payment of a cancelled order could not be closed at the provider: the poller follows it", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			if err := models.ReopenPayment(ctx, s.DB, p.ID, s.Now()); err != nil {
+				s.Log.Error("refund_needed: a payment of a cancelled order may be paid later and is followed by nobody", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			}
+		case st == payment.StatusPaid:
+			// Paid while the order was being cancelled: recorded paid, and refunded.
+			if _, err := s.Paid(ctx, &p); err != nil {
+				s.Log.Error("refund_needed: a paid payment of a cancelled order could not be recorded: refund it by hand", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			}
+		}
+	}
+}
+
+// Restock puts a cancelled order's unit back on sale in Redis (once per order) and records its release
+// done; on failure the release stays pending and the unpaid timeout's next round tries again.
+func (s *Service) Restock(ctx context.Context, releaseID, itemID int64, orderNo string) error {
+	if _, err := s.Ledger.Restock(ctx, itemID, orderNo); err != nil {
+		return err
+	}
+	s.Flags.Restocked(ctx, itemID)
+	return models.Restocked(ctx, s.DB, releaseID)
+}

@@ -1,0 +1,108 @@
+// Package orders owns an order's life after the win: the table of its allowed status changes
+// (transitions.go), and the operations on it (choose an address, pay, the provider's news, cancel and
+// expire, ship, refund), each answering a typed outcome. Every status change goes through it.
+package orders
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"seckill/errs"
+	"seckill/models"
+	"seckill/payment"
+	"seckill/stock"
+)
+
+// Service makes the operations on orders. The handlers call it for their people, the jobs for the
+// deadline and the provider's news.
+type Service struct {
+	DB       *gorm.DB
+	Provider payment.Provider
+	// Ledger and Flags put a cancelled order's unit back on sale in Redis.
+	Ledger    *stock.Ledger
+	Flags     *stock.Flags
+	NotifyURL string // where the provider calls back about a payment
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+// payGrace is how close to its deadline an order can no longer start a payment: a payment is made well
+// before the unpaid timeout can cancel its order (and recorded only if the order still waits for it).
+const payGrace = 30 * time.Second
+
+// ChooseAddress gives one of the user's unpaid orders a copy of one of the user's addresses, and
+// answers the order. Another user's order or address is not found; an order that no longer waits for
+// payment answers order_state.
+func (s *Service) ChooseAddress(ctx context.Context, userID int64, orderNo string, addressID int64) (*models.Order, error) {
+	a, err := models.AddressOfUser(ctx, s.DB, userID, addressID)
+	if err != nil {
+		return nil, err
+	}
+	o, err := models.OrderOfUser(ctx, s.DB, userID, orderNo)
+	if err != nil {
+		return nil, err
+	}
+	if o.Status != models.OrderPendingPayment {
+		return nil, errs.Newf(errs.OrderState, "this order is %s: its address can no longer change", o.Status)
+	}
+	d := a.Delivery
+	ok, err := models.SetOrderAddress(ctx, s.DB, o.ID, d, s.Now())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errs.New(errs.OrderState, "this order no longer waits for payment: its address can no longer change")
+	}
+	o.Address = &d
+	return o, nil
+}
+
+// Payment is where the buyer pays an order: the provider's payment and its page.
+type Payment struct {
+	ID     string
+	PayURL string
+}
+
+var errAddressRequired = errs.New(errs.AddressRequired, "choose a delivery address for this order before paying")
+
+// Pay makes (or gives back) a payment of one of the user's orders at the provider, while the order waits
+// for payment, well before its deadline, with its address chosen. A provider that cannot be reached
+// answers payment_unavailable; an order paid or cancelled while its payment was being made answers
+// order_state, and that payment is closed at the provider.
+func (s *Service) Pay(ctx context.Context, userID int64, orderNo string) (*Payment, error) {
+	o, err := models.OrderOfUser(ctx, s.DB, userID, orderNo)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	if o.Status != models.OrderPendingPayment {
+		return nil, errs.Newf(errs.OrderState, "this order is %s: there is nothing to pay", o.Status)
+	}
+	if !now.Before(o.PayDeadline.Add(-payGrace)) {
+		return nil, errs.New(errs.OrderState, "the time to pay this order is over")
+	}
+	if o.Address == nil {
+		return nil, errAddressRequired
+	}
+	created, err := s.Provider.Create(ctx, payment.Request{OrderNo: o.OrderNo, AmountCents: o.PriceCents, NotifyURL: s.NotifyURL})
+	if errors.Is(err, payment.ErrUnavailable) {
+		return nil, errs.New(errs.PaymentUnavailable, "payment is unavailable right now: try again in a minute (your order keeps its deadline)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, added, err := models.AddPayment(ctx, s.DB, o, created.ID, now)
+	if err != nil {
+		return nil, err
+	}
+	if !added {
+		// The order was paid or cancelled while the payment was being made: it must not be payable.
+		_, _ = s.Provider.Close(context.WithoutCancel(ctx), created.ID)
+		return nil, errs.New(errs.OrderState, "this order no longer waits for payment")
+	}
+	return &Payment{ID: p.ProviderID, PayURL: created.PayURL}, nil
+}
