@@ -82,7 +82,7 @@ type Server struct {
 	UnpaidTimeout *jobs.UnpaidTimeout
 	Refunds       *jobs.Refunds
 	Reconcile     *jobs.Reconcile
-	Queue         *jobs.Queue
+	Queue         *jobs.Rooms
 
 	site     site // the handlers the route table maps
 	buyLimit *ratelimit.Local
@@ -96,8 +96,8 @@ type site struct {
 	static   *handlers.Static
 	pages    *handlers.Pages
 	accounts *handlers.Accounts
-	qr       *handlers.QRLogin
-	catalog  *handlers.Catalog
+	qr       *handlers.QRLoginAPI
+	catalog  *handlers.CatalogAPI
 	buy      *handlers.Buy
 	queue    *handlers.Queue
 	orders   *handlers.Orders
@@ -109,7 +109,7 @@ type site struct {
 	merchant *handlers.Merchant
 	admin    *handlers.Admin
 	consoles *handlers.Consoles
-	sandbox  *handlers.Sandbox // nil unless the sandbox is mounted (demo mode, PAY_SANDBOX=on)
+	sandbox  *handlers.SandboxAPI // nil unless the sandbox is mounted (demo mode, PAY_SANDBOX=on)
 }
 
 // The workers Start runs beside the jobs, by name.
@@ -364,7 +364,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	shop := catalog.New(d.DB, d.Now, time.Second, d.Log)
 	s.Stops = catalog.NewStops(shop, d.Redis, d.Log)
 	s.Captchas = captcha.New(d.Redis, s.Drawing, 200*time.Millisecond, cfg.CaptchaPool)
-	s.Queue = &jobs.Queue{Catalog: shop, Line: s.Line, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
+	s.Queue = &jobs.Rooms{Catalog: shop, Line: s.Line, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
 		Admission: stock.Admission{Overbook: cfg.QueueOverbook, Rate: cfg.QueueRate, Turn: cfg.QueueTurn}}
 	s.Captchas.Expected = expectedShoppers(shop, s.Flags.SoldOut, d.Now, cfg.PreheatWindow)
 	places, err := s.openPlaces(cfg)
@@ -377,15 +377,15 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
-	books := jobs.Books{DB: d.DB}
-	stats := &handlers.Stats{DB: d.DB, Ledger: s.Ledger, Line: s.Line, Answers: s.Answers, Now: d.Now}
+	books := jobs.DBBooks{DB: d.DB}
+	stats := &handlers.Live{DB: d.DB, Ledger: s.Ledger, Line: s.Line, Answers: s.Answers, Now: d.Now}
 	s.site = site{
 		health:   &handlers.Health{DB: d.DB, Redis: d.Redis},
 		static:   &handlers.Static{Files: files},
 		pages:    &handlers.Pages{DB: d.DB, Catalog: shop, Left: left, Now: d.Now, Views: views},
 		accounts: accounts,
-		qr:       &handlers.QRLogin{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now, Places: places},
-		catalog:  &handlers.Catalog{Catalog: shop, Left: left, Now: d.Now},
+		qr:       &handlers.QRLoginAPI{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now, Places: places},
+		catalog:  &handlers.CatalogAPI{Catalog: shop, Left: left, Now: d.Now},
 		buy: &handlers.Buy{
 			Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Captchas: accounts.Captchas,
 			Loader: &catalog.Loader{Catalog: shop, Stops: s.Stops, Ledger: s.Ledger, Books: books, Now: d.Now},
@@ -638,15 +638,15 @@ func NewSandboxApp(cfg Config, rdb redis.UniversalClient, log *slog.Logger, now 
 }
 
 // newSandbox is the payment sandbox served at baseURL, calling the shop back at notifyURL.
-func newSandbox(cfg Config, rdb redis.UniversalClient, limits *ratelimit.Shared, baseURL, notifyURL string, now func() time.Time) *handlers.Sandbox {
+func newSandbox(cfg Config, rdb redis.UniversalClient, limits *ratelimit.Shared, baseURL, notifyURL string, now func() time.Time) *handlers.SandboxAPI {
 	secret := cfg.CallbackSecret()
-	return &handlers.Sandbox{Pay: payment.NewSandbox(rdb, baseURL, secret, notifyURL, now), Key: payment.APIKey(secret),
+	return &handlers.SandboxAPI{Pay: payment.NewSandbox(rdb, baseURL, secret, notifyURL, now), Key: payment.APIKey(secret),
 		Limits: limits, RateLimitIP: cfg.RateLimitIP, Now: now}
 }
 
 // sandboxRoutes are the provider's routes, under /sandbox wherever it is served: its API for merchants
 // (with their API key), and the payer's page.
-func sandboxRoutes(r fiber.Router, sandbox *handlers.Sandbox) {
+func sandboxRoutes(r fiber.Router, sandbox *handlers.SandboxAPI) {
 	api := r.Group("/api", sandbox.RequireKey)
 	api.Post("/payments", sandbox.Create)
 	api.Get("/payments/:id", sandbox.Query)

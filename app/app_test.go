@@ -319,7 +319,7 @@ func TestCatalogComesFromMemory(t *testing.T) {
 	s := startLive(t, liveOpts{noBackground: true})
 	now := s.Clock.Now()
 	act, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	b := newBrowser(t, s.URL)

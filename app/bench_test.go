@@ -162,7 +162,7 @@ func benchServerLogging(b *testing.B, stockTotal int64, logging bool) (*Server, 
 		b.Fatal(err)
 	}
 	_, item := testenv.Sale(b, db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
-	if _, err := srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
+	if _, err := srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: db}, item.ID); err != nil {
 		b.Fatal(err)
 	}
 	return srv, listen(b, srv.Fiber), item.ID

@@ -312,7 +312,7 @@ func TestSoldOutItemInABrowser(t *testing.T) {
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1, now.Add(-time.Minute), now.Add(time.Hour))
 	first := makeShoppers(t, s, "first", 1)[0]
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Srv.Ledger.Take(context.Background(), item.ID, first.id, issuePath(t, s, item.ID, first.id), "SKfirst"); err != nil {

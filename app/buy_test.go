@@ -93,7 +93,7 @@ func TestRush(t *testing.T) {
 	s := startLive(t, liveOpts{tune: func(c *Config) { c.RateLimitIP = false }})
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 100, now.Add(-time.Minute), now.Add(time.Hour))
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	buyers := makeShoppers(t, s, "rush", 5000)
@@ -301,7 +301,7 @@ func TestSoldOutIsAnsweredFromMemory(t *testing.T) {
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 1, now.Add(-time.Minute), now.Add(time.Hour))
 	buyers := makeShoppers(t, s, "so", 3)
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	client := &http.Client{Timeout: 10 * time.Second}

@@ -45,7 +45,7 @@ func merchantSale(t *testing.T, s *liveServer, merchant string, stock int64) (*b
 	if err := s.DB.Model(&models.Activity{}).Where("id = ?", a.ID).Update("merchant_id", u.ID).Error; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	return b, a, item

@@ -70,7 +70,7 @@ func newPaySale(t *testing.T, s *liveServer, stockTotal int64) (models.Item, fun
 	t.Helper()
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, stockTotal, now.Add(-time.Minute), now.Add(24*time.Hour))
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	return item, func(name string) (*browser, models.Order) { return orderFor(t, s, item, name) }

@@ -28,7 +28,7 @@ func queueSale(t *testing.T, db *gorm.DB, s *liveServer, stockTotal int64) (mode
 	}
 	act.SaleMode, act.QueueOpensAt = models.SaleQueue, &opens
 	if s != nil {
-		if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
+		if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: db}, item.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestWaitingRoomFromJoinToSoldOut(t *testing.T) {
 	db := testenv.Postgres(t)
 	act, item := queueSale(t, db, nil, 2)
 	s := startLive(t, liveOpts{db: db, only: []string{"queue", "sold_out_flags", "preheat"}})
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: db}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	id := itoa(item.ID)
@@ -154,7 +154,7 @@ func TestQueueStatusPollCostsAtMostOneRedisCommand(t *testing.T) {
 	_, item := queueSale(t, db, nil, 1)
 	s := startLive(t, liveOpts{db: db, noBackground: true})
 	ctx := context.Background()
-	if _, err := s.Srv.Ledger.Preheat(ctx, jobs.Books{DB: db}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	shoppers := make([]*browser, 4)
@@ -207,7 +207,7 @@ func TestInstanceLostWithShoppersInLine(t *testing.T) {
 	a := startLive(t, liveOpts{db: db, noBackground: true})
 	b := startLive(t, liveOpts{db: db, rdb: a.Redis, noBackground: true})
 	ctx := context.Background()
-	if _, err := a.Srv.Ledger.Preheat(ctx, jobs.Books{DB: db}, item.ID); err != nil {
+	if _, err := a.Srv.Ledger.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	path := "/api/items/" + itoa(item.ID) + "/queue"

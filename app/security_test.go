@@ -285,7 +285,7 @@ func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
 	b.register("junk_buyer", passwordOf("junk"))
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"987654", "987655", strconv.FormatInt(item.ID, 10)} {

@@ -181,7 +181,7 @@ func TestEmergencyStopDuringARush(t *testing.T) {
 	})
 	// The books agree: everything taken became an order (or is on its way), nothing beyond stock.
 	waitDrained(t, a, item.ID)
-	if _, err := a.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
+	if _, err := a.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: db}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	var orders int64
@@ -202,7 +202,7 @@ func TestPauseInABrowser(t *testing.T) {
 	withRole(t, s, "pause_chief", models.RoleAdmin)
 	now := s.Clock.Now()
 	_, item := testenv.Sale(t, s.DB, 5, now.Add(-time.Minute), now.Add(time.Hour))
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: s.DB}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	shopper := chrome(t)
@@ -272,7 +272,7 @@ func TestTurnInterruptedByAPauseKeepsItsTime(t *testing.T) {
 	db := testenv.Postgres(t)
 	act, item := queueSale(t, db, nil, 5)
 	s := startLive(t, liveOpts{db: db, only: []string{"queue", "sold_out_flags", "preheat", "stops", "order_consumer"}})
-	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.Books{DB: db}, item.ID); err != nil {
+	if _, err := s.Srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: db}, item.ID); err != nil {
 		t.Fatal(err)
 	}
 	admin := withRole(t, s, "turn_pauser", models.RoleAdmin)

@@ -34,7 +34,7 @@ func TestEnsureLoadsOnlyASaleOnNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ledger := testenv.Ledger(rdb, time.Now)
-	l := &catalog.Loader{Catalog: cat, Stops: stops, Ledger: ledger, Books: jobs.Books{DB: db}, Now: time.Now}
+	l := &catalog.Loader{Catalog: cat, Stops: stops, Ledger: ledger, Books: jobs.DBBooks{DB: db}, Now: time.Now}
 	for _, c := range []struct {
 		name string
 		item int64

@@ -142,8 +142,8 @@ func (h *Accounts) setCookie(c *fiber.Ctx, name, value string, expires time.Time
 	})
 }
 
-// StartSession issues a new session for u and sets its cookie.
-func (h *Accounts) StartSession(c *fiber.Ctx, u *models.User) error {
+// startSession issues a new session for u and sets its cookie.
+func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	if u.BlockedAt != nil {
 		return errBlocked
 	}
@@ -171,7 +171,7 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 		CaptchaID     string `json:"captcha_id"`
 		CaptchaAnswer string `json:"captcha_answer"`
 	}
-	if err := ParseJSON(c, &in); err != nil {
+	if err := parseJSON(c, &in); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
@@ -215,7 +215,7 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.StartSession(c, u); err != nil {
+	if err := h.startSession(c, u); err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(userJSON(u))
@@ -224,7 +224,7 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 // Login checks a username and password and starts a new session.
 func (h *Accounts) Login(c *fiber.Ctx) error {
 	var in credentials
-	if err := ParseJSON(c, &in); err != nil {
+	if err := parseJSON(c, &in); err != nil {
 		return err
 	}
 	if in.Username == "" || in.Password == "" {
@@ -278,7 +278,7 @@ func (h *Accounts) Login(c *fiber.Ctx) error {
 		return h.failed(ctx, ipKey)
 	}
 	_ = h.Limits.Reset(ctx, userKey)
-	if err := h.StartSession(c, u); err != nil {
+	if err := h.startSession(c, u); err != nil {
 		return err
 	}
 	return c.JSON(userJSON(u))
@@ -327,7 +327,7 @@ func (h *Accounts) SetRole(c *fiber.Ctx) error {
 	var in struct {
 		Role string `json:"role"`
 	}
-	if err := ParseJSON(c, &in); err != nil {
+	if err := parseJSON(c, &in); err != nil {
 		return err
 	}
 	who, err := actor(c, h.DB)

@@ -41,7 +41,7 @@ func (h *Addresses) List(c *fiber.Ctx) error {
 func (h *Addresses) Add(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	var d models.Delivery
-	if err := ParseJSON(c, &d); err != nil {
+	if err := parseJSON(c, &d); err != nil {
 		return err
 	}
 	a, err := models.AddAddress(c.UserContext(), h.DB, s.UserID, d)
@@ -59,7 +59,7 @@ func (h *Addresses) Update(c *fiber.Ctx) error {
 		return err
 	}
 	var d models.Delivery
-	if err := ParseJSON(c, &d); err != nil {
+	if err := parseJSON(c, &d); err != nil {
 		return err
 	}
 	a, err := models.UpdateAddress(c.UserContext(), h.DB, s.UserID, id, d)
@@ -93,7 +93,7 @@ func (h *Addresses) Choose(c *fiber.Ctx) error {
 	var body struct {
 		AddressID int64 `json:"address_id"`
 	}
-	if err := ParseJSON(c, &body); err != nil {
+	if err := parseJSON(c, &body); err != nil {
 		return err
 	}
 	if body.AddressID <= 0 {

@@ -23,13 +23,13 @@ type Admin struct {
 	Ledger        *stock.Ledger
 	Line          *stock.Line // a resumed sale's turns get the pause back
 	Books         stock.Books // the sales as the database has them, to load an approved one at once
-	Stats         *Stats
+	Stats         *Live
 	PreheatWindow time.Duration
 	QueueOpens    time.Duration // how long before its start a queue sale's waiting room opens
 	Now           func() time.Time
 }
 
-func (h *Admin) withMerchants(c *fiber.Ctx, acts []models.Activity) ([]ManagedActivityJSON, error) {
+func (h *Admin) withMerchants(c *fiber.Ctx, acts []models.Activity) ([]managedActivityJSON, error) {
 	ids := make([]int64, 0, len(acts))
 	for _, a := range acts {
 		ids = append(ids, a.MerchantID)
@@ -39,7 +39,7 @@ func (h *Admin) withMerchants(c *fiber.Ctx, acts []models.Activity) ([]ManagedAc
 		return nil, err
 	}
 	now := h.Now()
-	out := make([]ManagedActivityJSON, 0, len(acts))
+	out := make([]managedActivityJSON, 0, len(acts))
 	for i := range acts {
 		out = append(out, managedJSON(&acts[i], names[acts[i].MerchantID], now))
 	}
@@ -70,7 +70,7 @@ func (h *Admin) Reject(c *fiber.Ctx) error {
 	var in struct {
 		Reason string `json:"reason"`
 	}
-	if err := ParseJSON(c, &in); err != nil {
+	if err := parseJSON(c, &in); err != nil {
 		return err
 	}
 	return h.review(c, false, in.Reason)
@@ -170,7 +170,7 @@ func (h *Admin) giveTurnsBack(ctx context.Context, a *models.Activity, paused ti
 	return nil
 }
 
-// ActivityStats answers an activity's live figures.
+// activityStats answers an activity's live figures.
 func (h *Admin) ActivityStats(c *fiber.Ctx) error {
 	id, err := pathID(c, "id", "activity")
 	if err != nil {
@@ -180,7 +180,7 @@ func (h *Admin) ActivityStats(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.Stats.Of(c, a)
+	st, err := h.Stats.of(c, a)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (h *Admin) ActivityStats(c *fiber.Ctx) error {
 
 // Users answers the users with their roles.
 func (h *Admin) Users(c *fiber.Ctx) error {
-	users, total, page, err := SearchUsers(c, h.DB)
+	users, total, page, err := searchUsers(c, h.DB)
 	if err != nil {
 		return err
 	}
@@ -202,12 +202,12 @@ func (h *Admin) Users(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-// UsersPerPage is how many users a page of the admin's search shows.
-const UsersPerPage = 100
+// usersPerPage is how many users a page of the admin's search shows.
+const usersPerPage = 100
 
-// SearchUsers reads ?q= (part of a name, any case; 100 characters at most) and ?page= (from 1) and
+// searchUsers reads ?q= (part of a name, any case; 100 characters at most) and ?page= (from 1) and
 // answers that page of the users found, how many there are, and the page.
-func SearchUsers(c *fiber.Ctx, db *gorm.DB) ([]models.User, int64, int, error) {
+func searchUsers(c *fiber.Ctx, db *gorm.DB) ([]models.User, int64, int, error) {
 	q, err := queryText(c, "q", 100)
 	if err != nil {
 		return nil, 0, 0, err
@@ -220,12 +220,12 @@ func SearchUsers(c *fiber.Ctx, db *gorm.DB) ([]models.User, int64, int, error) {
 		}
 		page = n
 	}
-	users, total, err := models.SearchUsers(c.UserContext(), db, q, UsersPerPage, (page-1)*UsersPerPage)
+	users, total, err := models.SearchUsers(c.UserContext(), db, q, usersPerPage, (page-1)*usersPerPage)
 	return users, total, page, err
 }
 
-// AuditJSON is an audit row.
-type AuditJSON struct {
+// auditJSON is an audit row.
+type auditJSON struct {
 	ID      int64     `json:"id"`
 	ActorID int64     `json:"actor_id"`
 	Actor   string    `json:"actor"`
@@ -242,9 +242,9 @@ func (h *Admin) Audit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := make([]AuditJSON, len(rows))
+	out := make([]auditJSON, len(rows))
 	for i, r := range rows {
-		out[i] = AuditJSON{r.ID, r.ActorID, r.Actor, r.Action, r.Target, r.Before, r.After, r.CreatedAt.UTC()}
+		out[i] = auditJSON{r.ID, r.ActorID, r.Actor, r.Action, r.Target, r.Before, r.After, r.CreatedAt.UTC()}
 	}
 	return c.JSON(out)
 }

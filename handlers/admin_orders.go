@@ -25,16 +25,16 @@ type AdminOrders struct {
 	Now func() time.Time
 }
 
-// PaymentJSON is a payment as an admin sees it.
-type PaymentJSON struct {
+// paymentJSON is a payment as an admin sees it.
+type paymentJSON struct {
 	PaymentID   string    `json:"payment_id"`
 	Status      string    `json:"status"`
 	AmountCents int64     `json:"amount_cents"`
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// RefundJSON is a refund as an admin sees it.
-type RefundJSON struct {
+// refundJSON is a refund as an admin sees it.
+type refundJSON struct {
 	PaymentID   string     `json:"payment_id"`
 	AmountCents int64      `json:"amount_cents"`
 	Kind        string     `json:"kind"` // late_payment or admin
@@ -46,15 +46,15 @@ type RefundJSON struct {
 	DoneAt      *time.Time `json:"done_at"`
 }
 
-// AdminOrderJSON is one order as an admin sees it.
-type AdminOrderJSON struct {
-	Order    OrderJSON     `json:"order"`
+// adminOrderJSON is one order as an admin sees it.
+type adminOrderJSON struct {
+	Order    orderJSON     `json:"order"`
 	Buyer    string        `json:"buyer"`
-	Payments []PaymentJSON `json:"payments"`
-	Refunds  []RefundJSON  `json:"refunds"`
+	Payments []paymentJSON `json:"payments"`
+	Refunds  []refundJSON  `json:"refunds"`
 }
 
-func (h *AdminOrders) view(c *fiber.Ctx, no string) (*AdminOrderJSON, error) {
+func (h *AdminOrders) view(c *fiber.Ctx, no string) (*adminOrderJSON, error) {
 	ctx := c.UserContext()
 	o, err := models.OrderByNo(ctx, h.DB, no)
 	if err != nil {
@@ -76,12 +76,12 @@ func (h *AdminOrders) view(c *fiber.Ctx, no string) (*AdminOrderJSON, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &AdminOrderJSON{Order: views[0], Buyer: names[o.UserID], Payments: []PaymentJSON{}, Refunds: []RefundJSON{}}
+	out := &adminOrderJSON{Order: views[0], Buyer: names[o.UserID], Payments: []paymentJSON{}, Refunds: []refundJSON{}}
 	for _, p := range ps {
-		out.Payments = append(out.Payments, PaymentJSON{p.ProviderID, p.Status, p.AmountCents, p.CreatedAt.UTC()})
+		out.Payments = append(out.Payments, paymentJSON{p.ProviderID, p.Status, p.AmountCents, p.CreatedAt.UTC()})
 	}
 	for _, r := range rs {
-		out.Refunds = append(out.Refunds, RefundJSON{r.ProviderID, r.AmountCents, r.Kind, r.Reason, r.Status, r.Attempts, r.LastError, r.CreatedAt.UTC(), utc(r.DoneAt)})
+		out.Refunds = append(out.Refunds, refundJSON{r.ProviderID, r.AmountCents, r.Kind, r.Reason, r.Status, r.Attempts, r.LastError, r.CreatedAt.UTC(), utc(r.DoneAt)})
 	}
 	return out, nil
 }

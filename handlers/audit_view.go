@@ -11,27 +11,27 @@ import (
 	"seckill/models"
 )
 
-// AuditView is an audit row as a person reads it: who did what, when, and what changed, field by field,
+// auditView is an audit row as a person reads it: who did what, when, and what changed, field by field,
 // in words.
-type AuditView struct {
+type auditView struct {
 	At      time.Time
 	Actor   string
 	Action  string // in words
 	Target  string
-	Changes []AuditChange
+	Changes []auditChange
 }
 
-// AuditChange is one field an action changed (or set, or took away).
-type AuditChange struct {
+// auditChange is one field an action changed (or set, or took away).
+type auditChange struct {
 	Field, Before, After string
 	Times                bool // Before and After are times (RFC 3339): the page shows them in local time
 }
 
 // auditViews turns audit rows into what the audit page shows, in tr's words.
-func auditViews(rows []models.AuditLog, tr i18n.Tr) []AuditView {
-	out := make([]AuditView, len(rows))
+func auditViews(rows []models.AuditLog, tr i18n.Tr) []auditView {
+	out := make([]auditView, len(rows))
 	for i, r := range rows {
-		out[i] = AuditView{At: r.CreatedAt, Actor: r.Actor, Action: words(tr, "audit."+r.Action, r.Action), Target: r.Target,
+		out[i] = auditView{At: r.CreatedAt, Actor: r.Actor, Action: words(tr, "audit."+r.Action, r.Action), Target: r.Target,
 			Changes: changes(r.Before, r.After, tr)}
 	}
 	return out
@@ -46,7 +46,7 @@ func words(tr i18n.Tr, key, fallback string) string {
 }
 
 // changes compares two JSON objects field by field: the fields whose value differs, in a stable order.
-func changes(before, after string, tr i18n.Tr) []AuditChange {
+func changes(before, after string, tr i18n.Tr) []auditChange {
 	var b, a map[string]any
 	_ = json.Unmarshal([]byte(before), &b)
 	_ = json.Unmarshal([]byte(after), &a)
@@ -62,7 +62,7 @@ func changes(before, after string, tr i18n.Tr) []AuditChange {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var out []AuditChange
+	var out []auditChange
 	for _, k := range names {
 		bv, bok := b[k]
 		av, aok := a[k]
@@ -72,7 +72,7 @@ func changes(before, after string, tr i18n.Tr) []AuditChange {
 		}
 		_, bt := bv.(string)
 		_, at := av.(string)
-		out = append(out, AuditChange{Field: words(tr, "field."+k, k), Before: bs, After: as,
+		out = append(out, auditChange{Field: words(tr, "field."+k, k), Before: bs, After: as,
 			Times: (bt || !bok || bv == nil) && (at || !aok || av == nil) && (isTime(bs) || isTime(as))})
 	}
 	return out

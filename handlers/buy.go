@@ -153,7 +153,7 @@ type captchaInput struct {
 // readCaptcha reads a captcha's fields, answering bad_request when one is missing.
 func readCaptcha(c *fiber.Ctx) (captchaInput, error) {
 	var in captchaInput
-	if err := ParseJSON(c, &in); err != nil {
+	if err := parseJSON(c, &in); err != nil {
 		return in, err
 	}
 	return in, requireCaptcha(in.CaptchaID, in.CaptchaAnswer)

@@ -19,10 +19,10 @@ import (
 	"seckill/stock"
 )
 
-// Catalog serves the public list of sales and their items, from memory (catalog.Catalog's snapshot and
+// CatalogAPI serves the public list of sales and their items, from memory (catalog.Catalog's snapshot and
 // the stock-left cache): a poll costs no query and no Redis round trip. Answers may be kept a second by
 // nginx or a CDN (Cache-Control), and a client that has the current one gets 304 (ETag).
-type Catalog struct {
+type CatalogAPI struct {
 	Catalog *catalog.Catalog
 	Left    *stock.LeftCache
 	Now     func() time.Time
@@ -67,9 +67,9 @@ type ItemJSON struct {
 	ServerTime         time.Time  `json:"server_time"`
 }
 
-// StockLeft is an item's stock left: Redis's count (at most a second old) while its sale is loaded, else
+// stockLeft is an item's stock left: Redis's count (at most a second old) while its sale is loaded, else
 // what the database knows.
-func StockLeft(ctx context.Context, cache *stock.LeftCache, it *models.Item) int64 {
+func stockLeft(ctx context.Context, cache *stock.LeftCache, it *models.Item) int64 {
 	if cache != nil {
 		if left, ok := cache.Left(ctx, it.ID); ok {
 			return max(left, 0)
@@ -78,13 +78,13 @@ func StockLeft(ctx context.Context, cache *stock.LeftCache, it *models.Item) int
 	return max(it.StockTotal-it.StockSold, 0)
 }
 
-// LeftOf maps every item of the activities to its stock left, for pages.
-func LeftOf(ctx context.Context, cache *stock.LeftCache, acts []models.Activity) map[int64]int64 {
+// leftOf maps every item of the activities to its stock left, for pages.
+func leftOf(ctx context.Context, cache *stock.LeftCache, acts []models.Activity) map[int64]int64 {
 	out := map[int64]int64{}
 	for i := range acts {
 		for j := range acts[i].Items {
 			it := &acts[i].Items[j]
-			out[it.ID] = StockLeft(ctx, cache, it)
+			out[it.ID] = stockLeft(ctx, cache, it)
 		}
 	}
 	return out
@@ -129,14 +129,14 @@ func utc(t *time.Time) *time.Time {
 }
 
 // Activities answers the approved activities that have not ended, soonest first.
-func (h *Catalog) Activities(c *fiber.Ctx) error {
+func (h *CatalogAPI) Activities(c *fiber.Ctx) error {
 	snap, err := h.Catalog.Snapshot(c.UserContext())
 	if err != nil {
 		return err
 	}
 	now := h.Now()
 	acts := snap.Open(now)
-	left := LeftOf(c.UserContext(), h.Left, acts)
+	left := leftOf(c.UserContext(), h.Left, acts)
 	out := make([]ActivityJSON, 0, len(acts))
 	for i := range acts {
 		out = append(out, activityJSON(&acts[i], left, now))
@@ -145,7 +145,7 @@ func (h *Catalog) Activities(c *fiber.Ctx) error {
 }
 
 // Activity answers one approved activity.
-func (h *Catalog) Activity(c *fiber.Ctx) error {
+func (h *CatalogAPI) Activity(c *fiber.Ctx) error {
 	id, err := pathID(c, "id", "activity")
 	if err != nil {
 		return err
@@ -158,12 +158,12 @@ func (h *Catalog) Activity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	left, now := LeftOf(c.UserContext(), h.Left, []models.Activity{*a}), h.Now()
+	left, now := leftOf(c.UserContext(), h.Left, []models.Activity{*a}), h.Now()
 	return catalogJSON(c, activityJSON(a, left, now), etag(snap.Version, left, now))
 }
 
 // Item answers one item of an approved activity.
-func (h *Catalog) Item(c *fiber.Ctx) error {
+func (h *CatalogAPI) Item(c *fiber.Ctx) error {
 	id, err := pathID(c, "id", "item")
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func (h *Catalog) Item(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	left, now := StockLeft(c.UserContext(), h.Left, it), h.Now()
+	left, now := stockLeft(c.UserContext(), h.Left, it), h.Now()
 	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
 	c.Set(fiber.HeaderETag, itemTag(snap.Version, it.ID, left, now))
 	if c.Fresh() {
@@ -208,7 +208,7 @@ const maxItemBodies = 4096
 // snapshot's version too, which is right because only approved items are served and an approved sale is
 // never edited (only drafts and rejected sales are): should approved sales ever change (a pause, say),
 // their change must reach the key.
-func (h *Catalog) itemPrefix(it *models.Item, a *models.Activity, left int64, version uint64) []byte {
+func (h *CatalogAPI) itemPrefix(it *models.Item, a *models.Activity, left int64, version uint64) []byte {
 	h.once.Do(func() { h.bodies = expirable.NewLRU[int64, itemBody](maxItemBodies, nil, time.Minute) })
 	if b, ok := h.bodies.Get(it.ID); ok && b.version == version && b.left == left {
 		return b.prefix

@@ -30,9 +30,9 @@ func niceTop(peak int64) int64 {
 	}
 }
 
-// ChartSVG draws the buy endpoint's answers per second as an SVG line chart, one line per answer seen;
+// chartSVG draws the buy endpoint's answers per second as an SVG line chart, one line per answer seen;
 // with none, it says empty.
-func ChartSVG(points []stock.Point, title, empty string) []byte {
+func chartSVG(points []stock.Point, title, empty string) []byte {
 	const w, h, left, right, top, bottom = 860, 300, 50, 150, 16, 30
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	var peak int64 = 1

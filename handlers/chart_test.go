@@ -16,13 +16,13 @@ func TestChartScaleAndEmpty(t *testing.T) {
 		}
 	}
 	one := []stock.Point{{At: time.Now(), Counts: map[string]int64{"queued": 1}}, {At: time.Now(), Counts: map[string]int64{"queued": 0}}}
-	svg := string(ChartSVG(one, "t", "nothing"))
+	svg := string(chartSVG(one, "t", "nothing"))
 	for _, label := range []string{">4</text>", ">3</text>", ">2</text>", ">1</text>", ">0</text>"} {
 		if !strings.Contains(svg, label) {
 			t.Errorf("a peak of 1: the grid lacks %s", label)
 		}
 	}
-	if empty := string(ChartSVG(nil, "t", "No buy answers")); !strings.Contains(empty, "No buy answers") {
+	if empty := string(chartSVG(nil, "t", "No buy answers")); !strings.Contains(empty, "No buy answers") {
 		t.Error("an empty chart says nothing")
 	}
 }

@@ -20,19 +20,19 @@ import (
 // JSON API; these pages only show.
 type Consoles struct {
 	DB    *gorm.DB
-	Stats *Stats
-	Jobs  JobRuns
-	Books BooksCheck
+	Stats *Live
+	Jobs  jobRuns
+	Books booksCheck
 	Now   func() time.Time
 }
 
-// JobRuns answers every background job's last round (the jobs' Runs).
-type JobRuns interface {
+// jobRuns answers every background job's last round (the jobs' Runs).
+type jobRuns interface {
 	All(ctx context.Context) ([]jobreport.Run, error)
 }
 
-// BooksCheck answers the items whose books did not add up in the reconciler's last round.
-type BooksCheck interface {
+// booksCheck answers the items whose books did not add up in the reconciler's last round.
+type booksCheck interface {
 	Mismatches() []jobreport.Mismatch
 }
 
@@ -106,13 +106,13 @@ func (h *Consoles) live(c *fiber.Ctx, a *models.Activity, base, back, backLabel 
 }
 
 func (h *Consoles) chart(c *fiber.Ctx, a *models.Activity) error {
-	st, err := h.Stats.Of(c, a)
+	st, err := h.Stats.of(c, a)
 	if err != nil {
 		return err
 	}
 	noStore(c)
 	c.Set(fiber.HeaderContentType, "image/svg+xml")
-	return c.Send(ChartSVG(st.Answers, a.Name, i18n.For(Lang(c)).T("live.noAnswers")))
+	return c.Send(chartSVG(st.Answers, a.Name, i18n.For(Lang(c)).T("live.noAnswers")))
 }
 
 func (h *Consoles) merchantOwn(c *fiber.Ctx) (*models.Activity, bool, error) {
@@ -220,11 +220,11 @@ func (h *Consoles) AdminUsers(c *fiber.Ctx) error {
 	if _, ok, err := pageRole(c, h.Now(), models.RoleAdmin); !ok {
 		return err
 	}
-	users, total, page, err := SearchUsers(c, h.DB)
+	users, total, page, err := searchUsers(c, h.DB)
 	if err != nil {
 		return err
 	}
-	last := max(int((total+UsersPerPage-1)/UsersPerPage), 1)
+	last := max(int((total+usersPerPage-1)/usersPerPage), 1)
 	noStore(c)
 	return c.Render("admin_users", PageData(c, h.Now(), "adm.users", "Users", users, "Query", c.Query("q"), "Total", total,
 		"Page", page, "Prev", page-1, "Next", page+1, "Last", last,

@@ -30,9 +30,9 @@ type Fulfilment struct {
 	Now    func() time.Time
 }
 
-// OrdersPage is one page of an activity's orders.
+// ordersPage is one page of an activity's orders.
 type OrdersPage struct {
-	Orders  []OrderJSON `json:"orders"`
+	Orders  []orderJSON `json:"orders"`
 	Page    int         `json:"page"`
 	PerPage int         `json:"per_page"`
 	Total   int64       `json:"total"`
@@ -51,15 +51,15 @@ func filter(c *fiber.Ctx) (string, error) {
 
 // ActivityOrders answers one page of an activity's paid and shipped orders: ?status=, ?page= (from 1).
 func (h *Fulfilment) ActivityOrders(c *fiber.Ctx) error {
-	page, err := h.OrdersPage(c)
+	page, err := h.ordersPage(c)
 	if err != nil {
 		return err
 	}
 	return c.JSON(page)
 }
 
-// OrdersPage reads the page of orders a request asks for (the API's and the console page's).
-func (h *Fulfilment) OrdersPage(c *fiber.Ctx) (*OrdersPage, error) {
+// ordersPage reads the page of orders a request asks for (the API's and the console page's).
+func (h *Fulfilment) ordersPage(c *fiber.Ctx) (*OrdersPage, error) {
 	s, _ := SessionOf(c)
 	id, err := pathID(c, "id", "activity")
 	if err != nil {
@@ -158,7 +158,7 @@ func (h *Fulfilment) Ship(c *fiber.Ctx) error {
 		return err
 	}
 	var in models.Shipment
-	if err := ParseJSON(c, &in); err != nil {
+	if err := parseJSON(c, &in); err != nil {
 		return err
 	}
 	outcome, o, err := h.Orders.Ship(c.UserContext(), s.UserID, no, in)
@@ -189,8 +189,8 @@ type RowError struct {
 	Fields  map[string]string `json:"fields,omitempty"`
 }
 
-// ShipmentsResult is what a CSV sent back did.
-type ShipmentsResult struct {
+// shipmentsResult is what a CSV sent back did.
+type shipmentsResult struct {
 	Shipped   int        `json:"shipped"`    // orders shipped now
 	Corrected int        `json:"corrected"`  // shipped orders whose carrier or tracking number changed
 	Unchanged int        `json:"unchanged"`  // shipped already, as the row says
@@ -224,7 +224,7 @@ func (h *Fulfilment) Shipments(c *fiber.Ctx) error {
 		return err
 	}
 	lang := Lang(c)
-	res := ShipmentsResult{Errors: []RowError{}}
+	res := shipmentsResult{Errors: []RowError{}}
 	bad := func(r RowError) {
 		res.Bad++
 		res.Errors = append(res.Errors, r)
@@ -356,11 +356,11 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 	return out, nil
 }
 
-// MaxUpload is the largest file a merchant uploads (an item's image, a CSV sent back), and MaxUploadBody
+// maxUpload is the largest file a merchant uploads (an item's image, a CSV sent back), and MaxUploadBody
 // the largest request body carrying one (the multipart envelope's few lines on top).
 const (
-	MaxUpload     = 5 << 20
-	MaxUploadBody = MaxUpload + 64<<10
+	maxUpload     = 5 << 20
+	MaxUploadBody = maxUpload + 64<<10
 )
 
 // IsUpload reports whether a request for uri (path and query) is one of the upload routes.
@@ -374,7 +374,7 @@ func IsUpload(uri string) bool {
 // of bodyTypes. A file over MaxUpload answers too_large.
 func uploaded(c *fiber.Ctx, field string, bodyTypes ...string) ([]byte, error) {
 	tooLarge := func(n int64) error {
-		return errs.Newf(errs.TooLarge, "%s: the file is %.1f MB: at most %d MB can be sent", field, float64(n)/(1<<20), MaxUpload>>20)
+		return errs.Newf(errs.TooLarge, "%s: the file is %.1f MB: at most %d MB can be sent", field, float64(n)/(1<<20), maxUpload>>20)
 	}
 	ct := strings.ToLower(strings.TrimSpace(strings.SplitN(c.Get(fiber.HeaderContentType), ";", 2)[0]))
 	if ct == fiber.MIMEMultipartForm {
@@ -382,7 +382,7 @@ func uploaded(c *fiber.Ctx, field string, bodyTypes ...string) ([]byte, error) {
 		if err != nil {
 			return nil, errs.Bad(errs.W(field, "choose_file"))
 		}
-		if fh.Size > MaxUpload {
+		if fh.Size > maxUpload {
 			return nil, tooLarge(fh.Size)
 		}
 		f, err := fh.Open()
@@ -390,11 +390,11 @@ func uploaded(c *fiber.Ctx, field string, bodyTypes ...string) ([]byte, error) {
 			return nil, err
 		}
 		defer f.Close()
-		return io.ReadAll(io.LimitReader(f, MaxUpload+1))
+		return io.ReadAll(io.LimitReader(f, maxUpload+1))
 	}
 	for _, t := range bodyTypes {
 		if ct == t {
-			if len(c.Body()) > MaxUpload {
+			if len(c.Body()) > maxUpload {
 				return nil, tooLarge(int64(len(c.Body())))
 			}
 			return c.Body(), nil
@@ -409,7 +409,7 @@ func (h *Fulfilment) Page(c *fiber.Ctx) error {
 	if _, ok, err := pageRole(c, h.Now(), models.RoleMerchant); !ok {
 		return err
 	}
-	page, err := h.OrdersPage(c)
+	page, err := h.ordersPage(c)
 	if err != nil {
 		return err
 	}

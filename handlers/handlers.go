@@ -48,8 +48,8 @@ func RequireRole(roles ...string) fiber.Handler {
 	}
 }
 
-// ParseJSON decodes the request body into v, answering bad_request for a body that is not that JSON.
-func ParseJSON(c *fiber.Ctx, v any) error {
+// parseJSON decodes the request body into v, answering bad_request for a body that is not that JSON.
+func parseJSON(c *fiber.Ctx, v any) error {
 	if err := json.Unmarshal(c.Body(), v); err != nil {
 		return errBadBody
 	}
@@ -124,7 +124,7 @@ func reasoned(c *fiber.Ctx, db *gorm.DB, optional bool) (models.Actor, string, e
 		Reason string `json:"reason"`
 	}
 	if !optional || len(c.Body()) > 0 {
-		if err := ParseJSON(c, &in); err != nil {
+		if err := parseJSON(c, &in); err != nil {
 			return models.Actor{}, "", err
 		}
 	}

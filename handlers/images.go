@@ -58,9 +58,9 @@ func NewImages(db *gorm.DB, rdb redis.UniversalClient, now func() time.Time, log
 // strangerQueries is how many queries a second an instance makes for image names it does not know.
 const strangerQueries = 10
 
-// MaxKnownImages bounds the sums an instance keeps in memory (16 bytes each, about 40 with the map's
+// maxKnownImages bounds the sums an instance keeps in memory (16 bytes each, about 40 with the map's
 // own): about 20 MB. A shop with more uploads than that queries for every name, as before the set.
-const MaxKnownImages = 500_000
+const maxKnownImages = 500_000
 
 // imagesChannel carries the sum of every new upload to the other instances.
 const imagesChannel = "seckill:images"
@@ -99,7 +99,7 @@ func (k *knownSums) add(sum [16]byte) {
 	if k.sums == nil {
 		k.sums = map[[16]byte]struct{}{}
 	}
-	if len(k.sums) >= MaxKnownImages {
+	if len(k.sums) >= maxKnownImages {
 		k.complete = false
 		return
 	}
@@ -129,7 +129,7 @@ func (h *Images) Run(ctx context.Context) error {
 func (h *Images) reload(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	list, err := models.ImageSums(ctx, h.DB, MaxKnownImages+1)
+	list, err := models.ImageSums(ctx, h.DB, maxKnownImages+1)
 	if err != nil {
 		if ctx.Err() == nil && h.Log != nil {
 			h.Log.Warn("the stored images' names could not be read: unknown names are looked up", "err", err)
@@ -143,9 +143,9 @@ func (h *Images) reload(ctx context.Context) {
 			sums[sum] = struct{}{}
 		}
 	}
-	complete := len(list) <= MaxKnownImages
+	complete := len(list) <= maxKnownImages
 	if !complete && h.Log != nil {
-		h.Log.Warn("more stored images than an instance keeps the names of: unknown names are looked up", "most", MaxKnownImages)
+		h.Log.Warn("more stored images than an instance keeps the names of: unknown names are looked up", "most", maxKnownImages)
 	}
 	h.known.replace(sums, complete)
 }

@@ -12,13 +12,13 @@ import (
 // Merchant serves the merchant console's API: a merchant's own activities and their items.
 type Merchant struct {
 	DB         *gorm.DB
-	Stats      *Stats
+	Stats      *Live
 	ImageHosts []string // IMAGE_HOSTS: the hosts whose https:// addresses an item's image_url may name
 	Now        func() time.Time
 }
 
-// ManagedActivityJSON is an activity as its merchant and the admins see it.
-type ManagedActivityJSON struct {
+// managedActivityJSON is an activity as its merchant and the admins see it.
+type managedActivityJSON struct {
 	ActivityJSON
 	MerchantID   int64      `json:"merchant_id"`
 	Merchant     string     `json:"merchant,omitempty"`
@@ -31,12 +31,12 @@ type ManagedActivityJSON struct {
 	UpdatedAt    time.Time  `json:"updated_at"`
 }
 
-func managedJSON(a *models.Activity, merchant string, now time.Time) ManagedActivityJSON {
+func managedJSON(a *models.Activity, merchant string, now time.Time) managedActivityJSON {
 	left := map[int64]int64{}
 	for _, it := range a.Items {
 		left[it.ID] = max(it.StockTotal-it.StockSold, 0)
 	}
-	return ManagedActivityJSON{ActivityJSON: activityJSON(a, left, now), MerchantID: a.MerchantID, Merchant: merchant,
+	return managedActivityJSON{ActivityJSON: activityJSON(a, left, now), MerchantID: a.MerchantID, Merchant: merchant,
 		ReviewReason: a.ReviewReason, ReviewedAt: a.ReviewedAt, PausedAt: utc(a.PausedAt), EndedEarly: a.EndedEarly, StopReason: a.StopReason,
 		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
 }
@@ -49,7 +49,7 @@ func (h *Merchant) Activities(c *fiber.Ctx) error {
 		return err
 	}
 	now := h.Now()
-	out := make([]ManagedActivityJSON, 0, len(acts))
+	out := make([]managedActivityJSON, 0, len(acts))
 	for i := range acts {
 		out = append(out, managedJSON(&acts[i], "", now))
 	}
@@ -75,7 +75,7 @@ type validator interface{ Validate(now time.Time) error }
 
 // change reads what a merchant's change needs: the input from the body (checked), and who makes it.
 func (h *Merchant) change(c *fiber.Ctx, in validator) (models.Actor, error) {
-	if err := ParseJSON(c, in); err != nil {
+	if err := parseJSON(c, in); err != nil {
 		return models.Actor{}, err
 	}
 	if err := in.Validate(h.Now()); err != nil {
@@ -202,7 +202,7 @@ func (h *Merchant) Submit(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"state": a.State})
 }
 
-// ActivityStats answers the live figures of one of the merchant's activities.
+// activityStats answers the live figures of one of the merchant's activities.
 func (h *Merchant) ActivityStats(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	id, err := pathID(c, "id", "activity")
@@ -213,7 +213,7 @@ func (h *Merchant) ActivityStats(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.Stats.Of(c, a)
+	st, err := h.Stats.of(c, a)
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,8 @@ type Orders struct {
 	Log    *slog.Logger
 }
 
-// OrderJSON is the contract's `order`.
-type OrderJSON struct {
+// orderJSON is the contract's `order`.
+type orderJSON struct {
 	OrderNo     string    `json:"order_no"`
 	ItemID      int64     `json:"item_id"`
 	ActivityID  int64     `json:"activity_id"`
@@ -45,17 +45,17 @@ type OrderJSON struct {
 	RefundStatus string `json:"refund_status"`
 	// Payment is the order's newest payment (one order's answer only; absent in lists): "open" while it
 	// can be paid, "closed" once the payer cancelled it or it was closed (a new one can be made), "paid".
-	Payment *PaymentStateJSON `json:"payment,omitempty"`
+	Payment *paymentStateJSON `json:"payment,omitempty"`
 }
 
-// PaymentStateJSON is where an order's newest payment stands.
-type PaymentStateJSON struct {
+// paymentStateJSON is where an order's newest payment stands.
+type paymentStateJSON struct {
 	PaymentID string `json:"payment_id"`
 	Status    string `json:"status"`
 }
 
 // orderViews turns orders into what the API and the pages show, with their items' names.
-func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]OrderJSON, error) {
+func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]orderJSON, error) {
 	ids := make([]int64, 0, len(orders))
 	for _, o := range orders {
 		ids = append(ids, o.ItemID)
@@ -72,9 +72,9 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]OrderJSON, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]OrderJSON, len(orders))
+	out := make([]orderJSON, len(orders))
 	for i, o := range orders {
-		out[i] = OrderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: names[o.ItemID],
+		out[i] = orderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: names[o.ItemID],
 			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC(), Address: o.Address,
 			PaidAt: utc(o.PaidAt), ShippedAt: utc(o.ShippedAt), Carrier: o.Carrier, TrackingNo: o.TrackingNo,
 			RefundedAt: utc(o.RefundedAt), RefundReason: o.RefundReason, RefundStatus: refunds[o.ID]}
@@ -121,7 +121,7 @@ func sendOrder(c *fiber.Ctx, db *gorm.DB, o *models.Order) error {
 		return err
 	}
 	if p != nil {
-		out[0].Payment = &PaymentStateJSON{PaymentID: p.ProviderID, Status: p.Status}
+		out[0].Payment = &paymentStateJSON{PaymentID: p.ProviderID, Status: p.Status}
 	}
 	return c.JSON(out[0])
 }

@@ -123,7 +123,7 @@ func (h *Pages) Home(c *fiber.Ctx) error {
 			return 0, "", nil, err
 		}
 		acts := snap.Open(now)
-		return 200, "home", PageData(c, now, "home.title", "Activities", acts, "Left", LeftOf(c.UserContext(), h.Left, acts)), nil
+		return 200, "home", PageData(c, now, "home.title", "Activities", acts, "Left", leftOf(c.UserContext(), h.Left, acts)), nil
 	})
 }
 
@@ -139,7 +139,7 @@ func (h *Pages) Item(c *fiber.Ctx) error {
 			return 0, "", nil, err
 		}
 		words, _ := json.Marshal(i18n.Words(Lang(c), "err.", "buy.", "queue."))
-		data := PageData(c, h.Now(), "", "Item", it, "Activity", act, "Left", StockLeft(c.UserContext(), h.Left, it), "Words", string(words))
+		data := PageData(c, h.Now(), "", "Item", it, "Activity", act, "Left", stockLeft(c.UserContext(), h.Left, it), "Words", string(words))
 		data["Title"] = it.Name
 		return 200, "item", data, nil
 	})

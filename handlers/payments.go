@@ -38,7 +38,7 @@ func (h *Payments) Pay(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	img, err := PNGDataURL(p.PayURL)
+	img, err := pngDataURL(p.PayURL)
 	if err != nil {
 		return err
 	}

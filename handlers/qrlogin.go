@@ -20,8 +20,8 @@ const QRBindCookie = "sk_qr"
 
 var qrPerIP = ratelimit.Limit{Rate: 20, Burst: 20, Period: time.Minute}
 
-// QRLogin serves logging a PC in by scanning a code with a logged-in phone.
-type QRLogin struct {
+// QRLoginAPI serves logging a PC in by scanning a code with a logged-in phone.
+type QRLoginAPI struct {
 	Accounts *Accounts
 	QR       *auth.QRLogin
 	BaseURL  string
@@ -34,8 +34,8 @@ type Places interface {
 	City(ip, lang string) string
 }
 
-// PNGDataURL encodes content as a QR code in a data: URL that an <img> shows.
-func PNGDataURL(content string) (string, error) {
+// pngDataURL encodes content as a QR code in a data: URL that an <img> shows.
+func pngDataURL(content string) (string, error) {
 	png, err := qrcode.Encode(content, qrcode.Medium, 256)
 	if err != nil {
 		return "", err
@@ -44,7 +44,7 @@ func PNGDataURL(content string) (string, error) {
 }
 
 // Create makes a code for this browser.
-func (h *QRLogin) Create(c *fiber.Ctx) error {
+func (h *QRLoginAPI) Create(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	if h.Accounts.RateLimitIP {
 		if err := h.Accounts.Limits.Allow(ctx, "qr:ip:"+addressKey(c), qrPerIP); err != nil {
@@ -66,7 +66,7 @@ func (h *QRLogin) Create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	img, err := PNGDataURL(h.BaseURL + "/m/qr/" + code.ID)
+	img, err := pngDataURL(h.BaseURL + "/m/qr/" + code.ID)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (h *QRLogin) Create(c *fiber.Ctx) error {
 }
 
 // State answers the code's state to the browser that made it; the first read of confirmed logs it in.
-func (h *QRLogin) State(c *fiber.Ctx) error {
+func (h *QRLoginAPI) State(c *fiber.Ctx) error {
 	bind := c.Cookies(QRBindCookie)
 	if bind == "" {
 		return errs.New(errs.NotFound, "no such login code")
@@ -94,7 +94,7 @@ func (h *QRLogin) State(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Accounts.StartSession(c, u); err != nil {
+	if err := h.Accounts.startSession(c, u); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"state": p.State, "user": userJSON(u)})
@@ -103,7 +103,7 @@ func (h *QRLogin) State(c *fiber.Ctx) error {
 // Scan records that this phone scanned the code and shows it what a person needs to judge the PC: where
 // it is (its address, a city when there is a location database, whether it is on the phone's network),
 // its browser and time, and the numbers to pick the one the PC shows from.
-func (h *QRLogin) Scan(c *fiber.Ctx) error {
+func (h *QRLoginAPI) Scan(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	scan, err := h.QR.Scan(c.UserContext(), c.Params("id"), s.IDString(), s.UserID)
 	if err != nil {
@@ -126,7 +126,7 @@ func (h *QRLogin) Scan(c *fiber.Ctx) error {
 
 // Confirm logs the PC in when the body carries the number the PC shows. A body without it (none, not
 // JSON, another number) answers bad_code and cancels the code: the person makes a new one.
-func (h *QRLogin) Confirm(c *fiber.Ctx) error {
+func (h *QRLoginAPI) Confirm(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	var body struct {
 		Code string `json:"code"`
@@ -139,7 +139,7 @@ func (h *QRLogin) Confirm(c *fiber.Ctx) error {
 }
 
 // Cancel refuses the PC.
-func (h *QRLogin) Cancel(c *fiber.Ctx) error {
+func (h *QRLoginAPI) Cancel(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	if err := h.QR.Cancel(c.UserContext(), c.Params("id"), s.IDString()); err != nil {
 		return err

@@ -55,8 +55,8 @@ func (h *Queue) init() {
 	})
 }
 
-// QueueJSON is the contract's `queue`.
-type QueueJSON struct {
+// queueJSON is the contract's `queue`.
+type queueJSON struct {
 	State        string     `json:"state"`
 	Ticket       *string    `json:"ticket"`
 	Position     *int64     `json:"position"`
@@ -92,7 +92,7 @@ func (h *Queue) queueItem(ctx context.Context, itemID int64) (*models.Item, *mod
 	}
 	// The catalog knows the item's shard count: the ledger need not ask Redis for it (a poll before the
 	// sale is loaded would otherwise cost a command more).
-	h.Ledger.RememberOnce(it.ID, it.StockShards)
+	h.Ledger.SetShardsIfUnknown(it.ID, it.StockShards)
 	return it, a, nil
 }
 
@@ -163,7 +163,7 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 	if err != nil {
 		return err
 	}
-	out := QueueJSON{State: t.State, QueueOpensAt: a.QueueOpensAt, StartsAt: a.StartsAt.UTC(), ServerTime: now.UTC(), Paused: paused,
+	out := queueJSON{State: t.State, QueueOpensAt: a.QueueOpensAt, StartsAt: a.StartsAt.UTC(), ServerTime: now.UTC(), Paused: paused,
 		StockLeft: h.left(it, t.Left, t.LeftKnown), SeedHash: nonEmpty(&t.SeedHash)}
 	switch t.State {
 	case stock.LineOut, stock.LineEnded:
@@ -209,8 +209,8 @@ func nonZero(n int64) *int64 {
 	return &n
 }
 
-// DrawJSON is the contract's `draw`.
-type DrawJSON struct {
+// drawJSON is the contract's `draw`.
+type drawJSON struct {
 	ItemID   int64      `json:"item_id"`
 	SeedHash *string    `json:"seed_hash"`
 	Seed     *string    `json:"seed"`
@@ -235,7 +235,7 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := DrawJSON{ItemID: itemID}
+	out := drawJSON{ItemID: itemID}
 	if h.Now().Before(*a.QueueOpensAt) {
 		return c.JSON(out)
 	}
@@ -283,7 +283,7 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 // its fields are numbers, times and hex or fixed words that need no escaping (TestQueueJSONByHand holds it
 // to encoding/json's answer). times are the sale's two times as appendSaleTimes writes them, made once
 // per sale (nil: written here).
-func sendQueue(c *fiber.Ctx, q *QueueJSON, times []byte) error {
+func sendQueue(c *fiber.Ctx, q *queueJSON, times []byte) error {
 	b := make([]byte, 0, 384)
 	b = append(b, `{"state":"`...)
 	b = append(b, q.State...)

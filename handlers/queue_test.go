@@ -18,7 +18,7 @@ func TestQueueJSONByHand(t *testing.T) {
 	pos, ahead, wait := int64(1234), int64(0), int64(20)
 	ends := time.Date(2026, 11, 23, 10, 0, 30, 123456789, time.UTC)
 	opens := time.Date(2026, 11, 23, 9, 50, 0, 0, time.UTC)
-	for _, q := range []QueueJSON{
+	for _, q := range []queueJSON{
 		{State: stock.LineOut, StartsAt: opens.Add(10 * time.Minute), ServerTime: ends},
 		{State: stock.LineWaiting, Ticket: &ticket, StockLeft: 312, QueueOpensAt: &opens, StartsAt: opens, SeedHash: &hash, ServerTime: ends},
 		{State: stock.LineWaiting, Ticket: &ticket, Position: &pos, Ahead: &ahead, WaitSeconds: &wait, StockLeft: -1, StartsAt: opens, ServerTime: ends},

@@ -13,9 +13,9 @@ import (
 	"seckill/ratelimit"
 )
 
-// Sandbox serves the stand-in payment provider: its API for the shop (with the shop's API key) and its
+// SandboxAPI serves the stand-in payment provider: its API for the shop (with the shop's API key) and its
 // page for the payer.
-type Sandbox struct {
+type SandboxAPI struct {
 	Pay         *payment.Sandbox
 	Key         string // the API key the shop sends
 	Limits      *ratelimit.Shared
@@ -27,7 +27,7 @@ type Sandbox struct {
 var payerPerIP = ratelimit.Limit{Rate: 30, Burst: 30, Period: time.Minute}
 
 // RequireKey refuses the provider's API to a caller without the shop's API key.
-func (h *Sandbox) RequireKey(c *fiber.Ctx) error {
+func (h *SandboxAPI) RequireKey(c *fiber.Ctx) error {
 	got, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.Key)) != 1 {
 		return errs.New(errs.Unauthenticated, "the provider's API needs the merchant's API key (Authorization: Bearer …)")
@@ -36,7 +36,7 @@ func (h *Sandbox) RequireKey(c *fiber.Ctx) error {
 }
 
 // payer counts one press of Pay or Cancel from this address.
-func (h *Sandbox) payer(c *fiber.Ctx) error {
+func (h *SandboxAPI) payer(c *fiber.Ctx) error {
 	if !h.RateLimitIP {
 		return nil
 	}
@@ -54,9 +54,9 @@ func sandboxStatus(c *fiber.Ctx, st string, err error) error {
 }
 
 // Create is the provider's API: make a payment.
-func (h *Sandbox) Create(c *fiber.Ctx) error {
+func (h *SandboxAPI) Create(c *fiber.Ctx) error {
 	var r payment.Request
-	if err := ParseJSON(c, &r); err != nil {
+	if err := parseJSON(c, &r); err != nil {
 		return err
 	}
 	if !payment.ValidRequest(r) {
@@ -70,21 +70,21 @@ func (h *Sandbox) Create(c *fiber.Ctx) error {
 }
 
 // Query is the provider's API: a payment's status.
-func (h *Sandbox) Query(c *fiber.Ctx) error {
+func (h *SandboxAPI) Query(c *fiber.Ctx) error {
 	st, err := h.Pay.Query(c.UserContext(), c.Params("id"))
 	return sandboxStatus(c, st, err)
 }
 
 // Close is the provider's API: close a payment.
-func (h *Sandbox) Close(c *fiber.Ctx) error {
+func (h *SandboxAPI) Close(c *fiber.Ctx) error {
 	st, err := h.Pay.Close(c.UserContext(), c.Params("id"))
 	return sandboxStatus(c, st, err)
 }
 
 // Refund is the provider's API: give a paid payment's money back (once).
-func (h *Sandbox) Refund(c *fiber.Ctx) error {
+func (h *SandboxAPI) Refund(c *fiber.Ctx) error {
 	var r payment.RefundRequest
-	if err := ParseJSON(c, &r); err != nil {
+	if err := parseJSON(c, &r); err != nil {
 		return err
 	}
 	if !payment.ValidRefund(r) {
@@ -98,7 +98,7 @@ func (h *Sandbox) Refund(c *fiber.Ctx) error {
 }
 
 // Page is what the payment's QR code opens: the amount, the order, Pay and Cancel.
-func (h *Sandbox) Page(c *fiber.Ctx) error {
+func (h *SandboxAPI) Page(c *fiber.Ctx) error {
 	p, err := h.Pay.Get(c.UserContext(), c.Params("id"))
 	if payment.IsNotFound(err) {
 		return errs.New(errs.NotFound, "no such payment")
@@ -110,7 +110,7 @@ func (h *Sandbox) Page(c *fiber.Ctx) error {
 }
 
 // Confirm is the payer pressing Pay.
-func (h *Sandbox) Confirm(c *fiber.Ctx) error {
+func (h *SandboxAPI) Confirm(c *fiber.Ctx) error {
 	if err := h.payer(c); err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (h *Sandbox) Confirm(c *fiber.Ctx) error {
 }
 
 // Cancel is the payer pressing Cancel.
-func (h *Sandbox) Cancel(c *fiber.Ctx) error {
+func (h *SandboxAPI) Cancel(c *fiber.Ctx) error {
 	if err := h.payer(c); err != nil {
 		return err
 	}

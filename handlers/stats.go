@@ -10,9 +10,9 @@ import (
 	"seckill/stock"
 )
 
-// Stats computes an activity's live figures: stock and orders per item from Redis and PostgreSQL, and
+// Live computes an activity's live figures: stock and orders per item from Redis and PostgreSQL, and
 // the buy's answers per second over the last minutes.
-type Stats struct {
+type Live struct {
 	DB      *gorm.DB
 	Ledger  *stock.Ledger
 	Line    *stock.Line
@@ -21,8 +21,8 @@ type Stats struct {
 	Window  time.Duration // how far back the answers go (default 5 minutes)
 }
 
-// ItemStats are an item's figures, and (summed) an activity's.
-type ItemStats struct {
+// itemStats are an item's figures, and (summed) an activity's.
+type itemStats struct {
 	ID              int64      `json:"id,omitempty"`
 	Name            string     `json:"name,omitempty"`
 	StockTotal      int64      `json:"stock_total"`
@@ -33,11 +33,11 @@ type ItemStats struct {
 	OrdersShipped   int64      `json:"orders_shipped"` // of those, shipped
 	OrdersCancelled int64      `json:"orders_cancelled"`
 	OrdersRefunded  int64      `json:"orders_refunded"` // paid, then refunded: sold, the money given back
-	Line            *LineStats `json:"line,omitempty"`  // a queue sale's item: its waiting room
+	Line            *lineStats `json:"line,omitempty"`  // a queue sale's item: its waiting room
 }
 
-// LineStats are the figures of an item's waiting room.
-type LineStats struct {
+// lineStats are the figures of an item's waiting room.
+type lineStats struct {
 	State    string `json:"state"` // open, drawing, drawn ("" before the room opens)
 	Joined   int64  `json:"joined"`
 	LetIn    int64  `json:"let_in"`
@@ -48,15 +48,15 @@ type LineStats struct {
 	Seed     string `json:"seed"` // once the draw is written
 }
 
-// ActivityStats is the contract's stats with the items' and the answers per second added.
-type ActivityStats struct {
-	ItemStats
-	Items   []ItemStats   `json:"items"`
+// activityStats is the contract's stats with the items' and the answers per second added.
+type activityStats struct {
+	itemStats
+	Items   []itemStats   `json:"items"`
 	Answers []stock.Point `json:"answers"`
 }
 
-// Of computes an activity's figures.
-func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
+// of computes an activity's figures.
+func (h *Live) of(c *fiber.Ctx, a *models.Activity) (*activityStats, error) {
 	ctx := c.UserContext()
 	// What is queued is read before the orders: an order written in between is then counted twice for a
 	// moment (queued and written) rather than not at all, so "nothing queued" always comes with every
@@ -71,11 +71,11 @@ func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &ActivityStats{Items: []ItemStats{}}
+	out := &activityStats{Items: []itemStats{}}
 	ids := make([]int64, 0, len(a.Items))
 	for _, it := range a.Items {
 		ids = append(ids, it.ID)
-		st := ItemStats{ID: it.ID, Name: it.Name, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
+		st := itemStats{ID: it.ID, Name: it.Name, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
 			OrdersPending: counts[it.ID][models.OrderPendingPayment], OrdersPaid: counts[it.ID][models.OrderPaid] + counts[it.ID][models.OrderShipped],
 			OrdersShipped: counts[it.ID][models.OrderShipped], OrdersCancelled: counts[it.ID][models.OrderCancelled],
 			OrdersRefunded: counts[it.ID][models.OrderRefunded]}
@@ -86,7 +86,7 @@ func (h *Stats) Of(c *fiber.Ctx, a *models.Activity) (*ActivityStats, error) {
 		if a.SaleMode == models.SaleQueue {
 			if r, err := h.Line.RoomOf(ctx, it.ID); err == nil {
 				joined := max(r.Tail, r.Entrants)
-				st.Line = &LineStats{State: r.State, Joined: joined, LetIn: r.LetIn, Bought: r.Bought, Missed: r.Missed,
+				st.Line = &lineStats{State: r.State, Joined: joined, LetIn: r.LetIn, Bought: r.Bought, Missed: r.Missed,
 					Waiting: max(r.Tail-r.Cursor, 0), SeedHash: r.SeedHash, Seed: r.Seed}
 			}
 		}

@@ -122,7 +122,7 @@ func (c *OrderConsumer) knowShards(ctx context.Context, itemID int64) error {
 	if err != nil {
 		return err
 	}
-	c.Ledger.Remember(itemID, it.StockShards)
+	c.Ledger.SetShards(itemID, it.StockShards)
 	return nil
 }
 
@@ -188,9 +188,9 @@ func (c *OrderConsumer) finished(ctx context.Context, itemID int64) bool {
 	}
 	// A sale Redis does not hold (it lost it: the preheat loads it again within seconds) is only no
 	// longer followed here; its keys expire only once it is loaded and over.
-	retire := func() error { return c.Ledger.Retire(ctx, itemID, c.Keep) }
+	retire := func() error { return c.Ledger.ExpireSale(ctx, itemID, c.Keep) }
 	if !loaded {
-		retire = func() error { return c.Ledger.Forget(ctx, itemID) }
+		retire = func() error { return c.Ledger.Unfollow(ctx, itemID) }
 	}
 	return retire() == nil
 }
@@ -331,7 +331,7 @@ func (c *OrderConsumer) settle(sctx context.Context, st stock.Stream, msgs []sto
 			if _, err := c.Ledger.Settle(sctx, m, stock.Settlement{Result: stock.FailedValue("sold out"), Rebuy: true}); err != nil {
 				return err
 			}
-			if err := c.Ledger.Unbought(sctx, m.ItemID, m.UserID); err != nil {
+			if err := c.Ledger.BackInLine(sctx, m.ItemID, m.UserID); err != nil {
 				return err
 			}
 		}
@@ -354,7 +354,7 @@ func (c *OrderConsumer) refuse(ctx context.Context, m stock.OrderMessage, cause 
 	}
 	if m.UserID > 0 && m.ItemID > 0 {
 		// A shopper let in from a waiting room keeps their place, and is let in again first.
-		return c.Ledger.Unbought(sctx, m.ItemID, m.UserID)
+		return c.Ledger.BackInLine(sctx, m.ItemID, m.UserID)
 	}
 	return nil
 }

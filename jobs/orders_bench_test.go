@@ -19,7 +19,7 @@ func BenchmarkConsumerDrain(b *testing.B) {
 	ledger := testenv.Ledger(rdb, time.Now)
 	_, item := testenv.Sale(b, db, int64(b.N), time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
 	ctx := context.Background()
-	if _, err := ledger.Preheat(ctx, Books{DB: db}, item.ID); err != nil {
+	if _, err := ledger.Preheat(ctx, DBBooks{DB: db}, item.ID); err != nil {
 		b.Fatal(err)
 	}
 	k := stock.KeysOf(item.ID)

@@ -52,7 +52,7 @@ func newShardedRig(t *testing.T, stockTotal int64, n, shards int) *rig {
 			t.Fatal(err)
 		}
 	}
-	if _, err := r.ledger.Preheat(context.Background(), Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(context.Background(), DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	r.users = testenv.Users(t, r.db, "buyer", n)
@@ -535,7 +535,7 @@ func TestLostSaleIsNotRetired(t *testing.T) {
 		return len(items) == 0
 	})
 	stop()
-	if _, err := r.ledger.Preheat(ctx, Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{k.Sale, k.Buyers, k.Results, k.Stream} {
@@ -565,7 +565,7 @@ func TestRoundsGoOnPastAFailingItem(t *testing.T) {
 	r := newRig(t, 10, 0)
 	ctx := context.Background()
 	_, other := testenv.Sale(t, r.db, 6, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
-	if _, err := r.ledger.Preheat(ctx, Books{DB: r.db}, other.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, DBBooks{DB: r.db}, other.ID); err != nil {
 		t.Fatal(err)
 	}
 	broken := stock.KeysOf(r.item.ID).Sale

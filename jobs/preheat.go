@@ -52,7 +52,7 @@ func (p *Preheat) Once(ctx context.Context) (int, error) {
 	var failed []error
 	for _, a := range acts {
 		for _, it := range a.Items {
-			if _, err := p.Ledger.Preheat(ctx, Books{DB: p.DB}, it.ID); err != nil {
+			if _, err := p.Ledger.Preheat(ctx, DBBooks{DB: p.DB}, it.ID); err != nil {
 				failed = append(failed, err)
 				continue
 			}
@@ -62,13 +62,13 @@ func (p *Preheat) Once(ctx context.Context) (int, error) {
 	return n, errors.Join(failed...)
 }
 
-// Books reads a sale from PostgreSQL for the ledger, which speaks Redis only (stock.Books).
-type Books struct{ DB *gorm.DB }
+// DBBooks reads a sale from PostgreSQL for the ledger, which speaks Redis only (stock.Books).
+type DBBooks struct{ DB *gorm.DB }
 
-var _ stock.Books = Books{}
+var _ stock.Books = DBBooks{}
 
 // Sale is the item's sale as the database has it.
-func (b Books) Sale(ctx context.Context, itemID int64) (stock.Sale, error) {
+func (b DBBooks) Sale(ctx context.Context, itemID int64) (stock.Sale, error) {
 	it, act, err := models.ItemInAnyState(ctx, b.DB, itemID)
 	if err != nil {
 		return stock.Sale{}, err
@@ -80,7 +80,7 @@ func (b Books) Sale(ctx context.Context, itemID int64) (stock.Sale, error) {
 }
 
 // Buyers maps the item's buyers to their order numbers.
-func (b Books) Buyers(ctx context.Context, itemID int64) (map[int64]string, error) {
+func (b DBBooks) Buyers(ctx context.Context, itemID int64) (map[int64]string, error) {
 	ps, err := models.Buyers(ctx, b.DB, itemID)
 	if err != nil {
 		return nil, err

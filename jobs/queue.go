@@ -11,11 +11,11 @@ import (
 	"seckill/stock"
 )
 
-// Queue moves the waiting rooms of queue sales: it opens each room when its time comes (publishing the
+// Rooms moves the waiting rooms of queue sales: it opens each room when its time comes (publishing the
 // hash of the draw's seed), writes the draw at the start, and lets the line in, step by step. Every
 // instance runs it: each step is safe to run anywhere at any time (see stock.Line.Draw and Admit),
 // and the rate holds across all of them.
-type Queue struct {
+type Rooms struct {
 	Catalog   *catalog.Catalog
 	Line      *stock.Line
 	Ledger    *stock.Ledger  // the stock left, to tell the shoppers waiting when it is sold out
@@ -33,12 +33,12 @@ type Queue struct {
 }
 
 // Run steps every open room every Interval until ctx ends.
-func (q *Queue) Run(ctx context.Context) error {
+func (q *Rooms) Run(ctx context.Context) error {
 	return Every(ctx, q.Interval, q.Once, func(err error) { q.Log.Warn("waiting rooms: a step failed", "err", err) })
 }
 
 // Once steps every room that is open now. A room that fails does not hold up the others.
-func (q *Queue) Once(ctx context.Context) error {
+func (q *Rooms) Once(ctx context.Context) error {
 	now := q.Now()
 	if err := q.list(ctx, now); err != nil {
 		return err
@@ -64,7 +64,7 @@ type queueRoom struct {
 const listEvery = 5 * time.Second
 
 // list finds the queue sales that have not ended, at most every listEvery (by the wall clock: an interval).
-func (q *Queue) list(ctx context.Context, now time.Time) error {
+func (q *Rooms) list(ctx context.Context, now time.Time) error {
 	if time.Since(q.listed) < listEvery {
 		return nil
 	}
@@ -92,7 +92,7 @@ func (q *Queue) list(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-func (q *Queue) step(ctx context.Context, itemID int64, w stock.Window, now time.Time) error {
+func (q *Rooms) step(ctx context.Context, itemID int64, w stock.Window, now time.Time) error {
 	if q.opened == nil {
 		q.opened = map[int64]bool{}
 	}

@@ -42,16 +42,16 @@ func (r *Refunds) round(ctx context.Context, counts map[string]int64) error {
 		return err
 	}
 	for i := range due {
-		if err := r.Make(ctx, &due[i], counts); err != nil {
+		if err := r.attempt(ctx, &due[i], counts); err != nil {
 			return err // the provider is down: the rest wait for the next round
 		}
 	}
 	return nil
 }
 
-// Make asks the provider for one refund and records its answer. It answers an error only when the
+// attempt asks the provider for one refund and records its answer. It answers an error only when the
 // provider could not be reached (the refund stays pending) or the database failed.
-func (r *Refunds) Make(ctx context.Context, f *models.Refund, counts map[string]int64) error {
+func (r *Refunds) attempt(ctx context.Context, f *models.Refund, counts map[string]int64) error {
 	st, err := r.Provider.Refund(ctx, f.ProviderID, payment.RefundRequest{RefundID: f.RefundID(), AmountCents: f.AmountCents, Reason: f.Reason})
 	now := r.Now()
 	switch {
@@ -94,7 +94,7 @@ func (r *Refunds) MakeFor(ctx context.Context, orderID int64) error {
 		if fs[i].Status != models.RefundPending {
 			continue
 		}
-		if err := r.Make(ctx, &fs[i], map[string]int64{}); err != nil {
+		if err := r.attempt(ctx, &fs[i], map[string]int64{}); err != nil {
 			return err
 		}
 	}

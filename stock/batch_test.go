@@ -222,7 +222,7 @@ func TestRefusedBatchTakesNothing(t *testing.T) {
 	// Through the ledger, as buys: every buyer of a batch on a closed connection gets an error.
 	gone := testenv.Redis(t)
 	ledger := testenv.Ledger(gone, sc.r.clock.now)
-	ledger.Remember(sc.r.item.ID, 1)
+	ledger.SetShards(sc.r.item.ID, 1)
 	gone.Close()
 	var wg sync.WaitGroup
 	for _, b := range sc.buyers {
@@ -318,7 +318,7 @@ func TestCrowdBooksWithAndWithoutGroupCommit(t *testing.T) {
 		if !on && calls != takes {
 			t.Errorf("group commit off: %d script calls for %d takes", calls, takes)
 		}
-		if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil && !errors.Is(err, context.Canceled) {
+		if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		}
 	}
@@ -436,7 +436,7 @@ func TestBuyersLeaveAStalledShardAtTheirDeadline(t *testing.T) {
 		PoolSize: 4, DisableIdentity: true, Protocol: 2})
 	defer rdb.Close()
 	ledger := testenv.Ledger(rdb, time.Now)
-	ledger.Remember(1, 1)
+	ledger.SetShards(1, 1)
 	const buyers = 1000 // eight batches' worth: waiting for each batch before theirs to time out would take 2.4 s
 	var wg sync.WaitGroup
 	var mu sync.Mutex

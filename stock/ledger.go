@@ -160,7 +160,7 @@ func (l *Ledger) ShardsKnown(ctx context.Context, itemID int64) (int, bool, erro
 			}
 		}
 	}
-	l.Remember(itemID, n)
+	l.SetShards(itemID, n)
 	return n, true, nil
 }
 
@@ -172,12 +172,12 @@ func (l *Ledger) known(itemID int64) bool {
 	return ok
 }
 
-// Remember records an item's shard count, known from the database (stock_shards).
-func (l *Ledger) Remember(itemID int64, n int) { l.shards.Store(itemID, max(n, 1)) }
+// SetShards records an item's shard count, known from the database (stock_shards).
+func (l *Ledger) SetShards(itemID int64, n int) { l.shards.Store(itemID, max(n, 1)) }
 
-// RememberOnce is Remember for callers on a hot path (the catalog knows every item's count): it writes
+// SetShardsIfUnknown is Remember for callers on a hot path (the catalog knows every item's count): it writes
 // only the first time.
-func (l *Ledger) RememberOnce(itemID int64, n int) {
+func (l *Ledger) SetShardsIfUnknown(itemID int64, n int) {
 	if _, ok := l.shards.Load(itemID); !ok {
 		l.shards.LoadOrStore(itemID, max(n, 1))
 	}
@@ -354,11 +354,11 @@ func (l *Ledger) Settle(ctx context.Context, m OrderMessage, s Settlement) (bool
 	return n == 1, nil
 }
 
-// Unbought puts a shopper of the item's waiting room whose order failed back where they were: their
+// BackInLine puts a shopper of the item's waiting room whose order failed back where they were: their
 // place kept, let in again first when there is stock. An item without a room, or a shopper the room
 // knew no purchase of, changes nothing. It is the ledger's (not the Line's): the order consumer calls it
 // as it settles a refused order, beside Settle.
-func (l *Ledger) Unbought(ctx context.Context, itemID, userID int64) error {
+func (l *Ledger) BackInLine(ctx context.Context, itemID, userID int64) error {
 	k := roomKeysOf(itemID)
 	if err := unboughtScript.Run(ctx, l.rdb, []string{k.Room, k.Done, k.InFlight, k.Turns, k.Held, k.Places}, userID).Err(); err != nil {
 		return fmt.Errorf("put user %d back in the line of item %d: %w", userID, itemID, err)

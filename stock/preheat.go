@@ -9,7 +9,7 @@ import (
 )
 
 // Books is what the database knows of a sale, as loading it into Redis needs it. The ledger speaks Redis
-// only: jobs.Books reads these from PostgreSQL.
+// only: jobs.DBBooks reads these from PostgreSQL.
 type Books interface {
 	// Sale is the item's sale as it stands, without its buyers: StockLeft is stock_total minus stock_sold
 	// (the count the order consumer moves under the optimistic lock). An unknown item is errs.NotFound.
@@ -28,7 +28,7 @@ func (l *Ledger) Preheat(ctx context.Context, books Books, itemID int64) (int64,
 		return 0, err
 	}
 	sale.Shards = max(sale.Shards, 1)
-	l.Remember(itemID, sale.Shards) // the database's word: Redis may have lost its own
+	l.SetShards(itemID, sale.Shards) // the database's word: Redis may have lost its own
 	// Every round, and before any shard is loaded: the consumers follow the item's order streams, and
 	// know its shard count, even after the master holding these two keys restarted empty while the
 	// shards themselves survived.

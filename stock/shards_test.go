@@ -49,7 +49,7 @@ func newShardRig(t testing.TB, stockTotal int64, n int) *shardRig {
 	if err := r.db.Model(&r.item).Update("stock_shards", n).Error; err != nil {
 		t.Fatal(err)
 	}
-	left, err := r.ledger.Preheat(context.Background(), jobs.Books{DB: r.db}, r.item.ID)
+	left, err := r.ledger.Preheat(context.Background(), jobs.DBBooks{DB: r.db}, r.item.ID)
 	if err != nil || left != stockTotal {
 		t.Fatalf("preheat: %d left, %v; want %d", left, err, stockTotal)
 	}
@@ -264,7 +264,7 @@ func TestShardedSamePathTwiceIsOneOrder(t *testing.T) {
 	// Units the refused tabs borrowed stay on sale: 8 − 2 fillers − 1 = 5, wherever they landed.
 	settle := func() {
 		r.clock.add(time.Minute)
-		if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+		if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -298,7 +298,7 @@ func TestShardedLoanOfAVanishedBuyIsCredited(t *testing.T) {
 		t.Fatalf("%d left while the unit is in transit, want 1", left)
 	}
 	// Within the grace the loan is left to its buy; after it, preheat credits it to shard 0, once.
-	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := r.ledger.InTransit(ctx, r.item.ID); n != 1 {
@@ -306,7 +306,7 @@ func TestShardedLoanOfAVanishedBuyIsCredited(t *testing.T) {
 	}
 	r.clock.add(10 * time.Second)
 	for range 2 {
-		if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+		if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -341,7 +341,7 @@ func TestShardedLostShardIsRebuiltWithoutOverselling(t *testing.T) {
 	if err := r.rdb.Del(ctx, k.Sale, k.Buyers, k.Results, k.Stream, k.Loans, k.Received).Err(); err != nil {
 		t.Fatal(err)
 	}
-	left, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID)
+	left, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func TestShardedRebuildCountsDeliveredLoansOnce(t *testing.T) {
 	}
 	k := stock.ShardKeys(r.item.ID, 2)
 	r.rdb.Del(ctx, k.Sale, k.Buyers, k.Results, k.Stream, k.Loans, k.Received)
-	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	left, _, _ := r.ledger.Left(ctx, r.item.ID)
@@ -447,11 +447,11 @@ func TestShardedRebuildCountsDeliveredLoansOnce(t *testing.T) {
 	}
 	// Settled loans are deleted a while later; the books still add up.
 	r.clock.add(10 * time.Second)
-	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	r.clock.add(2 * time.Minute)
-	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 4 {
@@ -500,7 +500,7 @@ func TestShardedPreheatNeverTakesARealUnit(t *testing.T) {
 			take.Run(ctx, r.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Received, k.Paths}, now, 15, tok, "SK"+tab, "SK"+tab+":0")
 		}
 	}})
-	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	left, _, _ := r.ledger.Left(ctx, r.item.ID)
@@ -601,7 +601,7 @@ func TestShardedLostShardIsNotSoldOut(t *testing.T) {
 		t.Error("the buyer's result says sold out while a shard is lost")
 	}
 
-	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.ledger.Take(ctx, r.item.ID, 12, tok, "SK12"); err != nil {
@@ -623,7 +623,7 @@ func TestPreheatRestoresTheFollowedItems(t *testing.T) {
 	if items, _ := r.ledger.Streams(ctx); len(items) != 0 {
 		t.Fatalf("followed after the loss: %v", items)
 	}
-	if _, err := r.ledger.Preheat(ctx, jobs.Books{DB: r.db}, r.item.ID); err != nil {
+	if _, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil {
 		t.Fatal(err)
 	}
 	if items, _ := r.ledger.Streams(ctx); len(items) != 1 || items[0] != r.item.ID {

@@ -50,15 +50,15 @@ func (l *Ledger) Streams(ctx context.Context) ([]int64, error) {
 // IsNoGroup reports whether err says the stream or its consumer group is missing (Redis lost them).
 func IsNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
 
-// Forget removes an item from the list of streams the consumers follow.
-func (l *Ledger) Forget(ctx context.Context, itemID int64) error {
+// Unfollow removes an item from the list of streams the consumers follow.
+func (l *Ledger) Unfollow(ctx context.Context, itemID int64) error {
 	return l.rdb.SRem(ctx, streamsKey, itemID).Err()
 }
 
-// Retire lets a sale that is over and drained leave Redis: its keys, every shard's, expire after keep
+// ExpireSale lets a sale that is over and drained leave Redis: its keys, every shard's, expire after keep
 // (the buyers' results stay readable that long), and the consumers stop following it. Written later
 // (a unit given back by an order cancelled after the end), a key keeps the sale's expiry (restock.lua).
-func (l *Ledger) Retire(ctx context.Context, itemID int64, keep time.Duration) error {
+func (l *Ledger) ExpireSale(ctx context.Context, itemID int64, keep time.Duration) error {
 	n, err := l.Shards(ctx, itemID)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (l *Ledger) Retire(ctx context.Context, itemID int64, keep time.Duration) e
 	if err != nil {
 		return fmt.Errorf("retire item %d: %w", itemID, err)
 	}
-	return l.Forget(ctx, itemID)
+	return l.Unfollow(ctx, itemID)
 }
 
 // SaleEnds answers when the item's loaded sale ends, and false when no shard of it is loaded: a shard
