@@ -42,18 +42,20 @@ const migrateLockID = 0x5ec1c111
 // PostgreSQL instances take turns under an advisory lock, and each migration runs in one transaction
 // unless it says otherwise (migrations/README.md).
 func Migrate(ctx context.Context, db *gorm.DB) error {
-	if err := migrateUp(ctx, db, nil); err != nil {
+	if err := migrateUp(ctx, db, nil, LockTimeout); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
 }
 
-// migrateUp is Migrate with the migrations of fsys (nil: the embedded ones of db's dialect).
-func migrateUp(ctx context.Context, db *gorm.DB, fsys fs.FS) error {
+// migrateUp is Migrate with the migrations of fsys (nil: the embedded ones of db's dialect) and a lock
+// timeout of its own.
+func migrateUp(ctx context.Context, db *gorm.DB, fsys fs.FS, lockTimeout time.Duration) error {
 	m, err := newMigrator(ctx, db, fsys)
 	if err != nil {
 		return err
 	}
+	m.lockTimeout = lockTimeout
 	if err := m.baseline(ctx); err != nil {
 		return err
 	}
@@ -131,10 +133,12 @@ type migrator struct {
 	dialect goose.Dialect
 	fsys    fs.FS // the dialect's migrations, files at its root
 	lockID  int64 // PostgreSQL's advisory lock (0 on SQLite)
+	// lockTimeout bounds each wait for a table's lock (PostgreSQL's lock_timeout).
+	lockTimeout time.Duration
 }
 
 func newMigrator(ctx context.Context, db *gorm.DB, fsys fs.FS) (*migrator, error) {
-	m := &migrator{db: db.WithContext(ctx), fsys: fsys}
+	m := &migrator{db: db.WithContext(ctx), fsys: fsys, lockTimeout: LockTimeout}
 	dir := ""
 	switch name := db.Dialector.Name(); name {
 	case "postgres":
@@ -173,7 +177,7 @@ func (m *migrator) provider() (*goose.Provider, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, goose.WithSessionLocker(timeoutLocker{l}))
+		opts = append(opts, goose.WithSessionLocker(timeoutLocker{l, m.lockTimeout}))
 	}
 	// Never Close the provider: it would close the application's pool.
 	return goose.NewProvider(m.dialect, sqlDB, m.fsys, opts...)
@@ -181,7 +185,10 @@ func (m *migrator) provider() (*goose.Provider, error) {
 
 // timeoutLocker is goose's PostgreSQL session lock, with the lock timeout set on the locked session while
 // it migrates, and reset before the connection goes back to the pool.
-type timeoutLocker struct{ lock.SessionLocker }
+type timeoutLocker struct {
+	lock.SessionLocker
+	timeout time.Duration
+}
 
 var _ lock.SessionLocker = timeoutLocker{}
 
@@ -189,7 +196,7 @@ func (l timeoutLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
 	if err := l.SessionLocker.SessionLock(ctx, conn); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, setLockTimeout(false)); err != nil {
+	if _, err := conn.ExecContext(ctx, setLockTimeout(false, l.timeout)); err != nil {
 		return errors.Join(fmt.Errorf("set lock_timeout: %w", err), l.SessionLocker.SessionUnlock(context.WithoutCancel(ctx), conn))
 	}
 	return nil
@@ -200,13 +207,13 @@ func (l timeoutLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error 
 	return errors.Join(err, l.SessionLocker.SessionUnlock(ctx, conn))
 }
 
-// setLockTimeout is the statement that sets LockTimeout, for the transaction only when local.
-func setLockTimeout(local bool) string {
+// setLockTimeout is the statement that sets the lock timeout to d, for the transaction only when local.
+func setLockTimeout(local bool, d time.Duration) string {
 	scope := ""
 	if local {
 		scope = "LOCAL "
 	}
-	return fmt.Sprintf("SET %slock_timeout = %d", scope, LockTimeout.Milliseconds())
+	return fmt.Sprintf("SET %slock_timeout = %d", scope, d.Milliseconds())
 }
 
 // locked runs fn in a transaction that holds the migrations' advisory lock (on PostgreSQL, where it also
@@ -217,7 +224,7 @@ func (m *migrator) locked(fn func(tx *gorm.DB) error) error {
 			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", m.lockID).Error; err != nil {
 				return err
 			}
-			if err := tx.Exec(setLockTimeout(true)).Error; err != nil {
+			if err := tx.Exec(setLockTimeout(true, m.lockTimeout)).Error; err != nil {
 				return err
 			}
 		}
