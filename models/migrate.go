@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ type Migration struct {
 	Version   int64
 	Name      string    // its file, such as 00001_initial.sql
 	Applied   bool      // the database is at this version or past it
-	AppliedAt time.Time // when it ran (zero when not applied, and for version 1 of a database that was marked at it)
+	AppliedAt time.Time // when it ran, or was marked as run (zero when not applied)
 }
 
 // Migrations lists every migration, oldest first, and whether the database has run it. A database made
@@ -247,7 +248,11 @@ func (m *migrator) baseline(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("baseline: the transaction is a %T", tx.Statement.ConnPool)
 		}
-		hasVersions := tx.Migrator().HasTable(VersionTable)
+		tables, err := tx.Migrator().GetTables()
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		hasVersions := slices.Contains(tables, VersionTable)
 		if hasVersions {
 			v, err := store.GetLatestVersion(ctx, conn)
 			if err != nil && !errors.Is(err, database.ErrVersionNotFound) {
@@ -264,7 +269,7 @@ func (m *migrator) baseline(ctx context.Context) error {
 			if err := stmt.Parse(model); err != nil {
 				return err
 			}
-			if !tx.Migrator().HasTable(model) {
+			if !slices.Contains(tables, stmt.Schema.Table) {
 				missing = append(missing, stmt.Schema.Table)
 				continue
 			}
