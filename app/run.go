@@ -34,11 +34,10 @@ var ErrUsage = errors.New("usage")
 
 const usage = `usage:
   seckill [serve]      run the web server and its background jobs (the default)
-  seckill migrate      bring the database schema up to date (every migration not yet run)
-  seckill migrate status
-                       list the migrations and whether the database has run each
-  seckill migrate down undo the newest migration the database has run (down from version 1 drops
-                       every table)
+  seckill migrate [status|down]
+                       bring the database schema up to date (run every migration not yet run); status
+                       lists each migration and whether it ran; down undoes the newest that ran (down
+                       from version 1 drops every table)
   seckill user create --username NAME --password PASS --role shopper|merchant|admin
   seckill sandbox-pay  run the payment sandbox alone, as a separate provider (needs REDIS_URL; the shop
                        then sets PAY_PROVIDER_URL to its address + /sandbox and both share PAY_SECRET)

@@ -303,7 +303,7 @@ func TestMigrateCommandUpgradesAnAutoMigratedDatabase(t *testing.T) {
 	}
 
 	for _, args := range [][]string{{"migrate", "sideways"}, {"migrate", "down", "2"}} {
-		if _, stderr, err := runCLI(t, env, args...); !errors.Is(err, ErrUsage) || !strings.Contains(stderr, "migrate status") {
+		if _, stderr, err := runCLI(t, env, args...); !errors.Is(err, ErrUsage) || !strings.Contains(stderr, "migrate [status|down]") {
 			t.Errorf("%v = %v, stderr %q; want the usage", args, err, stderr)
 		}
 	}
