@@ -57,7 +57,7 @@ lint: ## gofmt and go vet
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-migrate: ## bring the configured database's schema up to date
+migrate: ## run the versioned migrations not yet run on the configured database (go run . migrate status|down)
 	$(GO) run . migrate
 
 clean:

@@ -34,7 +34,10 @@ var ErrUsage = errors.New("usage")
 
 const usage = `usage:
   seckill [serve]      run the web server and its background jobs (the default)
-  seckill migrate      bring the database schema up to date
+  seckill migrate [status|down]
+                       bring the database schema up to date (run every migration not yet run); status
+                       lists each migration and whether it ran; down undoes the newest that ran (down
+                       from version 1 drops every table)
   seckill user create --username NAME --password PASS --role shopper|merchant|admin
   seckill sandbox-pay  run the payment sandbox alone, as a separate provider (needs REDIS_URL; the shop
                        then sets PAY_PROVIDER_URL to its address + /sandbox and both share PAY_SECRET)
@@ -50,7 +53,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 	case "serve":
 		return runServe(ctx, env)
 	case "migrate":
-		return runMigrate(ctx, env)
+		return runMigrate(ctx, args, env)
 	case "user":
 		if len(args) == 0 || args[0] != "create" {
 			fmt.Fprint(env.Stderr, usage)
@@ -100,7 +103,15 @@ func openDB(ctx context.Context, cfg Config) (*gorm.DB, func(), error) {
 	}, nil
 }
 
-func runMigrate(ctx context.Context, env Env) error {
+func runMigrate(ctx context.Context, args []string, env Env) error {
+	step := "up"
+	if len(args) > 0 {
+		step = args[0]
+	}
+	if len(args) > 1 || (step != "up" && step != "status" && step != "down") {
+		fmt.Fprint(env.Stderr, usage)
+		return ErrUsage
+	}
 	cfg, err := LoadConfig(env.Getenv)
 	if err != nil {
 		return err
@@ -110,6 +121,31 @@ func runMigrate(ctx context.Context, env Env) error {
 		return err
 	}
 	defer closeDB()
+	switch step {
+	case "status":
+		ms, err := models.Migrations(ctx, db)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			state := "pending"
+			if m.Applied {
+				state = "applied"
+				if !m.AppliedAt.IsZero() {
+					state += " " + m.AppliedAt.UTC().Format(time.RFC3339)
+				}
+			}
+			fmt.Fprintf(env.Stdout, "%-24s %s\n", m.Name, state)
+		}
+		return nil
+	case "down":
+		m, err := models.MigrateDown(ctx, db)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "undid %05d %s\n", m.Version, m.Name)
+		return nil
+	}
 	if err := models.Migrate(ctx, db); err != nil {
 		return err
 	}

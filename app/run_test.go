@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,5 +223,82 @@ func TestDemoDataFromBeforeTakesThePublishedPasswords(t *testing.T) {
 	}
 	if !auth.CheckPassword(u.PasswordHash, "demo-buyer-pass") {
 		t.Error("the old demo shopper does not log in with the published password demo-buyer-pass")
+	}
+}
+
+// TestMigrateCommandUpgradesAnAutoMigratedDatabase: a database made by the AutoMigrate of before versioned
+// migrations (its schema dump) is taken by `seckill migrate` as version 1, keeps its rows, and takes new
+// ones; `migrate status` says so, `migrate down` undoes version 1 and `migrate` makes it again.
+func TestMigrateCommandUpgradesAnAutoMigratedDatabase(t *testing.T) {
+	ctx := context.Background()
+	rdb := testenv.Redis(t)
+	env := map[string]string{
+		"DATABASE_URL":   testenv.PostgresSchema(t),
+		"REDIS_URL":      testenv.RedisURLFor(rdb),
+		"SESSION_SECRET": goodSecret,
+		"BCRYPT_COST":    "4",
+	}
+	old, err := os.ReadFile("../models/testdata/automigrate_postgres.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := OpenPostgres(ctx, env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if d, err := db.DB(); err == nil {
+			d.Close()
+		}
+	})
+	if err := db.Exec(string(old)).Error; err != nil {
+		t.Fatalf("the old schema: %v", err)
+	}
+	before, err := models.CreateUser(ctx, db, "before", "hash", models.RoleShopper)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	status := func() string {
+		t.Helper()
+		out, _, err := runCLI(t, env, "migrate", "status")
+		if err != nil {
+			t.Fatalf("migrate status: %v", err)
+		}
+		return out
+	}
+	if out, _, err := runCLI(t, env, "migrate"); err != nil || !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate = %q, %v", out, err)
+	}
+	if out := status(); !strings.Contains(out, "00001_initial.sql") || !strings.Contains(out, "applied") || strings.Contains(out, "pending") {
+		t.Errorf("migrate status after the upgrade:\n%s\nwant 00001_initial.sql applied, nothing pending", out)
+	}
+	if u, err := models.UserByUsername(ctx, db, "before"); err != nil || u.ID != before.ID {
+		t.Errorf("the user from before the upgrade: %+v, %v", u, err)
+	}
+	if out, _, err := runCLI(t, env, "user", "create", "--username", "after", "--password", "correct horse", "--role", "shopper"); err != nil {
+		t.Errorf("user create after the upgrade = %q, %v", out, err)
+	}
+
+	if out, _, err := runCLI(t, env, "migrate", "down"); err != nil || !strings.Contains(out, "00001_initial.sql") {
+		t.Fatalf("migrate down = %q, %v; want it to name 00001_initial.sql", out, err)
+	}
+	if out := status(); !strings.Contains(out, "pending") {
+		t.Errorf("migrate status after down:\n%s\nwant 00001_initial.sql pending", out)
+	}
+	if db.Migrator().HasTable(&models.User{}) {
+		t.Error("down from version 1 left the users table")
+	}
+	if out, _, err := runCLI(t, env, "migrate"); err != nil || !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate after down = %q, %v", out, err)
+	}
+	if _, err := models.CreateUser(ctx, db, "again", "hash", models.RoleShopper); err != nil {
+		t.Errorf("a user after migrating again: %v", err)
+	}
+
+	for _, args := range [][]string{{"migrate", "sideways"}, {"migrate", "down", "2"}} {
+		if _, stderr, err := runCLI(t, env, args...); !errors.Is(err, ErrUsage) || !strings.Contains(stderr, "migrate [status|down]") {
+			t.Errorf("%v = %v, stderr %q; want the usage", args, err, stderr)
+		}
 	}
 }
