@@ -197,7 +197,7 @@ func (l timeoutLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
 	if err := l.SessionLocker.SessionLock(ctx, conn); err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, setLockTimeout(false, l.timeout)); err != nil {
+	if _, err := conn.ExecContext(ctx, setLockTimeout, lockTimeoutValue(l.timeout), false); err != nil {
 		return errors.Join(fmt.Errorf("set lock_timeout: %w", err), l.SessionLocker.SessionUnlock(context.WithoutCancel(ctx), conn))
 	}
 	return nil
@@ -208,14 +208,11 @@ func (l timeoutLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error 
 	return errors.Join(err, l.SessionLocker.SessionUnlock(ctx, conn))
 }
 
-// setLockTimeout is the statement that sets the lock timeout to d, for the transaction only when local.
-func setLockTimeout(local bool, d time.Duration) string {
-	scope := ""
-	if local {
-		scope = "LOCAL "
-	}
-	return fmt.Sprintf("SET %slock_timeout = %d", scope, d.Milliseconds())
-}
+// setLockTimeout sets the lock timeout ($1, lockTimeoutValue), for the transaction only when $2 is true
+// (SET LOCAL), else for the session. A constant statement: no SQL is built at run time.
+const setLockTimeout = "SELECT set_config('lock_timeout', $1, $2)"
+
+func lockTimeoutValue(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
 
 // locked runs fn in a transaction that holds the migrations' advisory lock (on PostgreSQL, where it also
 // sets the lock timeout for the transaction).
@@ -225,7 +222,7 @@ func (m *migrator) locked(fn func(tx *gorm.DB) error) error {
 			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", m.lockID).Error; err != nil {
 				return err
 			}
-			if err := tx.Exec(setLockTimeout(true, m.lockTimeout)).Error; err != nil {
+			if err := tx.Exec(setLockTimeout, lockTimeoutValue(m.lockTimeout), true).Error; err != nil {
 				return err
 			}
 		}
