@@ -292,7 +292,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.Runs = jobs.NewRuns(d.Redis, reg, d.Now)
 	s.Preheat.Runs = s.Runs
 	s.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	s.Provider = payment.NewClient(cfg.ProviderURL(), payment.APIKey(cfg.CallbackSecret()), 3*time.Second)
+	s.Provider = payment.NewClient(cfg.providerURL(), payment.APIKey(cfg.callbackSecret()), 3*time.Second)
 	s.Orders = &orders.Service{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log}
 	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Orders: s.Orders, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.Refunds = &jobs.Refunds{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
@@ -322,12 +322,12 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		WriteTimeout:          30 * time.Second,
 	}
 	connTimeouts(&fcfg, cfg)
-	trustProxies(&fcfg, cfg.Proxies())
+	trustProxies(&fcfg, cfg.proxies())
 	s.Fiber = fiber.New(fcfg)
 	s.Fiber.Server().HeaderReceived = bodyTimeout(cfg.BodyTimeout, uploadLimit(cfg.BodyLimit, s.Sessions))
 	s.NoFile = openFileLimit()
-	s.Conns = connlimit.New(connlimit.Options{Total: cfg.ConnCap(s.NoFile), PerAddr: cfg.MaxConnsPerAddr,
-		Exempt: cfg.ProxyPrefixes(), Log: d.Log})
+	s.Conns = connlimit.New(connlimit.Options{Total: cfg.connCap(s.NoFile), PerAddr: cfg.MaxConnsPerAddr,
+		Exempt: cfg.proxyPrefixes(), Log: d.Log})
 	s.Fiber.Server().ConnState = connStates(s.Conns)
 	reg.MustRegister(connMetrics(s.Conns)...)
 	s.Fiber.Use(requestid.New(requestid.Config{Generator: requestIDs()}))
@@ -400,8 +400,8 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		ship:     &handlers.Fulfilment{DB: d.DB, Orders: s.Orders, Now: d.Now},
 		refunds:  &handlers.AdminOrders{DB: d.DB, Orders: s.Orders, Refunds: s.Refunds, Now: d.Now},
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),
-		pay:      &handlers.Payments{DB: d.DB, Orders: s.Orders, Secret: cfg.CallbackSecret(), Now: d.Now},
-		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.ImageHostList(), Now: d.Now},
+		pay:      &handlers.Payments{DB: d.DB, Orders: s.Orders, Secret: cfg.callbackSecret(), Now: d.Now},
+		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.imageHostList(), Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 	}
@@ -616,9 +616,9 @@ func loadViews() (*assets.Set, *html.Engine, error) {
 	return files, engine, nil
 }
 
-// NewSandboxApp is the payment sandbox alone (seckill sandbox-pay): the provider's API and pages, for
+// newSandboxApp is the payment sandbox alone (seckill sandbox-pay): the provider's API and pages, for
 // running the provider as the separate service a real one is.
-func NewSandboxApp(cfg Config, rdb redis.UniversalClient, log *slog.Logger, now func() time.Time) (*fiber.App, error) {
+func newSandboxApp(cfg Config, rdb redis.UniversalClient, log *slog.Logger, now func() time.Time) (*fiber.App, error) {
 	files, engine, err := loadViews()
 	if err != nil {
 		return nil, err
@@ -626,20 +626,20 @@ func NewSandboxApp(cfg Config, rdb redis.UniversalClient, log *slog.Logger, now 
 	fcfg := fiber.Config{AppName: "seckill-sandbox-pay", BodyLimit: cfg.BodyLimit, ErrorHandler: errorHandler(log, now),
 		Views: engine, DisableStartupMessage: true, WriteTimeout: 30 * time.Second}
 	connTimeouts(&fcfg, cfg)
-	trustProxies(&fcfg, cfg.Proxies()) // behind a proxy, the payer's limit counts the payer's address
+	trustProxies(&fcfg, cfg.proxies()) // behind a proxy, the payer's limit counts the payer's address
 	f := fiber.New(fcfg)
 	f.Server().HeaderReceived = bodyTimeout(cfg.BodyTimeout, nil)
 	f.Use(recover.New())
 	f.Use(securityHeaders(cfg))
 	static := &handlers.Static{Files: files}
 	f.Get("/assets/*", static.Serve)
-	sandboxRoutes(f.Group("/sandbox"), newSandbox(cfg, rdb, ratelimit.NewShared(rdb), cfg.ProviderURL(), cfg.PayNotifyURL, now))
+	sandboxRoutes(f.Group("/sandbox"), newSandbox(cfg, rdb, ratelimit.NewShared(rdb), cfg.providerURL(), cfg.PayNotifyURL, now))
 	return f, nil
 }
 
 // newSandbox is the payment sandbox served at baseURL, calling the shop back at notifyURL.
 func newSandbox(cfg Config, rdb redis.UniversalClient, limits *ratelimit.Shared, baseURL, notifyURL string, now func() time.Time) *handlers.SandboxAPI {
-	secret := cfg.CallbackSecret()
+	secret := cfg.callbackSecret()
 	return &handlers.SandboxAPI{Pay: payment.NewSandbox(rdb, baseURL, secret, notifyURL, now), Key: payment.APIKey(secret),
 		Limits: limits, RateLimitIP: cfg.RateLimitIP, Now: now}
 }

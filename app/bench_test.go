@@ -100,7 +100,7 @@ func listen(b *testing.B, f *fiber.App) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = Serve(ctx, f, ln, 5*time.Second) }()
+	go func() { defer close(done); _ = serve(ctx, f, ln, 5*time.Second) }()
 	b.Cleanup(func() { cancel(); <-done })
 	return ln.Addr().String()
 }

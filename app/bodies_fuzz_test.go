@@ -245,7 +245,7 @@ func FuzzJSONBodies(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	s := startFuzzServer(f)
-	secret := s.Cfg.CallbackSecret()
+	secret := s.Cfg.callbackSecret()
 	routes := []struct {
 		as           *browser
 		method, path string
@@ -300,7 +300,7 @@ func FuzzJSONFields(f *testing.F) {
 	f.Add("", "\xff\xfe", "2030-02-30T00:00:00Z", "tomorrow", int64(0), int64(0), int64(0))
 	f.Add("é😀\u2028", "ADMIN", "2030-01-01T00:00:00.999999999Z", "2030-01-01t00:00:00z", int64(-9223372036854775808), int64(299), int64(65))
 	s := startFuzzServer(f)
-	secret := s.Cfg.CallbackSecret()
+	secret := s.Cfg.callbackSecret()
 	reads := []struct {
 		as   *browser
 		path string

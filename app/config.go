@@ -72,26 +72,26 @@ type Config struct {
 	ImageHosts string
 }
 
-// ImageHostList returns the hosts of IMAGE_HOSTS, or nil for none.
-func (c Config) ImageHostList() []string {
+// imageHostList returns the hosts of IMAGE_HOSTS, or nil for none.
+func (c Config) imageHostList() []string {
 	if c.ImageHosts == "" {
 		return nil
 	}
 	return strings.Split(c.ImageHosts, ",")
 }
 
-// ProviderURL is the payment provider's API: PAY_PROVIDER_URL, or the sandbox this server mounts.
-func (c Config) ProviderURL() string {
+// providerURL is the payment provider's API: PAY_PROVIDER_URL, or the sandbox this server mounts.
+func (c Config) providerURL() string {
 	if c.PayProviderURL != "" {
 		return c.PayProviderURL
 	}
 	return c.BaseURL + "/sandbox"
 }
 
-// CallbackSecret checks the provider's callbacks (and makes the provider's API key): PAY_SECRET for a
+// callbackSecret checks the provider's callbacks (and makes the provider's API key): PAY_SECRET for a
 // real provider; the mounted sandbox has one of its own, derived from SESSION_SECRET, so that a sandbox
 // anyone can pay in never signs with a real provider's secret.
-func (c Config) CallbackSecret() string {
+func (c Config) callbackSecret() string {
 	if c.PaySecret != "" && !c.PaySandbox {
 		return c.PaySecret
 	}
@@ -130,8 +130,8 @@ func (c Config) checkPayment() error {
 // SecureCookies reports whether cookies must be marked Secure: the site is served over TLS.
 func (c Config) SecureCookies() bool { return strings.HasPrefix(c.BaseURL, "https://") }
 
-// RedisAddrs returns the cluster addresses when RedisURL names several nodes, else nil.
-func (c Config) RedisAddrs() []string {
+// redisAddrs returns the cluster addresses when RedisURL names several nodes, else nil.
+func (c Config) redisAddrs() []string {
 	if !strings.Contains(c.RedisURL, ",") {
 		return nil
 	}
@@ -142,39 +142,39 @@ func (c Config) RedisAddrs() []string {
 	return addrs
 }
 
-// ListenAddr is the address the server listens on: LISTEN_HOST and PORT.
-func (c Config) ListenAddr() string { return net.JoinHostPort(c.ListenHost, strconv.Itoa(c.Port)) }
+// listenAddr is the address the server listens on: LISTEN_HOST and PORT.
+func (c Config) listenAddr() string { return net.JoinHostPort(c.ListenHost, strconv.Itoa(c.Port)) }
 
-// Proxies returns the trusted proxies' addresses and ranges, or nil when TRUSTED_PROXIES is empty.
-func (c Config) Proxies() []string {
+// proxies returns the trusted proxies' addresses and ranges, or nil when TRUSTED_PROXIES is empty.
+func (c Config) proxies() []string {
 	if c.TrustedProxies == "" {
 		return nil
 	}
 	return strings.Split(c.TrustedProxies, ",")
 }
 
-// ConnReserve is how many of the open-file limit's descriptors are left to everything but the
+// connReserve is how many of the open-file limit's descriptors are left to everything but the
 // public port's connections when MAX_CONNS is unset: PostgreSQL's pool (20), Redis's (256, or 64 a
 // node of a cluster), the operators' listener, files, and a margin. A tenth of the limit, at least
 // 512, at most half of it.
-func ConnReserve(nofile uint64) int {
+func connReserve(nofile uint64) int {
 	n := int(min(nofile, 100_000_000))
 	return min(max(n/10, 512), n/2)
 }
 
-// ConnCap is the most connections the public port holds at once: MAX_CONNS, or the open-file limit
+// connCap is the most connections the public port holds at once: MAX_CONNS, or the open-file limit
 // nofile less ConnReserve.
-func (c Config) ConnCap(nofile uint64) int {
+func (c Config) connCap(nofile uint64) int {
 	if c.MaxConns > 0 {
 		return c.MaxConns
 	}
-	return max(int(min(nofile, 100_000_000))-ConnReserve(nofile), 1)
+	return max(int(min(nofile, 100_000_000))-connReserve(nofile), 1)
 }
 
-// ProxyPrefixes are the trusted proxies as address ranges (a single address is a range of one).
-func (c Config) ProxyPrefixes() []netip.Prefix {
+// proxyPrefixes are the trusted proxies as address ranges (a single address is a range of one).
+func (c Config) proxyPrefixes() []netip.Prefix {
 	var out []netip.Prefix
-	for _, v := range c.Proxies() {
+	for _, v := range c.proxies() {
 		if p, err := netip.ParsePrefix(v); err == nil {
 			out = append(out, p.Masked())
 		} else if a, err := netip.ParseAddr(v); err == nil {
@@ -249,7 +249,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	if c.RedisURL != "" {
-		if addrs := c.RedisAddrs(); addrs != nil {
+		if addrs := c.redisAddrs(); addrs != nil {
 			for _, a := range addrs {
 				if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
 					p.fail("REDIS_URL", fmt.Sprintf("cluster address %q is not host:port", a))

@@ -124,8 +124,8 @@ func fzCheckConfig(t *testing.T, env map[string]string, c Config) {
 	if c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
 		fail("ListenHost %q is not an IP address", c.ListenHost)
 	}
-	if host, p, err := net.SplitHostPort(c.ListenAddr()); err != nil || host != c.ListenHost || p != strconv.Itoa(c.Port) {
-		fail("ListenAddr %q does not split into %q and %d (%v)", c.ListenAddr(), c.ListenHost, c.Port, err)
+	if host, p, err := net.SplitHostPort(c.listenAddr()); err != nil || host != c.ListenHost || p != strconv.Itoa(c.Port) {
+		fail("ListenAddr %q does not split into %q and %d (%v)", c.listenAddr(), c.ListenHost, c.Port, err)
 	}
 	if c.BodyLimit < 1024 || c.BodyLimit > 64<<20 {
 		fail("BodyLimit %d outside 1 KiB-64 MiB", c.BodyLimit)
@@ -142,7 +142,7 @@ func fzCheckConfig(t *testing.T, env map[string]string, c Config) {
 		}
 	}
 	if c.RedisURL != "" {
-		if addrs := c.RedisAddrs(); addrs != nil {
+		if addrs := c.redisAddrs(); addrs != nil {
 			for _, a := range addrs {
 				if _, p, err := net.SplitHostPort(a); err != nil || p == "" {
 					fail("cluster address %q is not host:port", a)
@@ -152,7 +152,7 @@ func fzCheckConfig(t *testing.T, env map[string]string, c Config) {
 			fail("RedisURL %q is not a redis URL", c.RedisURL)
 		}
 	}
-	for _, p := range c.Proxies() {
+	for _, p := range c.proxies() {
 		canonical := ""
 		if strings.Contains(p, "/") {
 			if _, n, err := net.ParseCIDR(p); err == nil {

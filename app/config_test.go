@@ -51,15 +51,15 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			if c.BaseURL != "https://shop.example.com" {
 				t.Errorf("BaseURL = %q, want the trailing slash trimmed", c.BaseURL)
 			}
-			if c.RedisAddrs() != nil {
-				t.Errorf("a redis:// URL is one server, got cluster addresses %v", c.RedisAddrs())
+			if c.redisAddrs() != nil {
+				t.Errorf("a redis:// URL is one server, got cluster addresses %v", c.redisAddrs())
 			}
 		}},
 		{"cluster", map[string]string{
 			"DATABASE_URL": "postgresql://db/seckill", "REDIS_URL": "127.0.0.1:7001, 127.0.0.1:7002,127.0.0.1:7003",
 			"SESSION_SECRET": goodSecret,
 		}, func(t *testing.T, c Config) {
-			got := strings.Join(c.RedisAddrs(), " ")
+			got := strings.Join(c.redisAddrs(), " ")
 			if got != "127.0.0.1:7001 127.0.0.1:7002 127.0.0.1:7003" {
 				t.Errorf("RedisAddrs = %q", got)
 			}
@@ -67,44 +67,44 @@ func TestLoadConfigGoodValues(t *testing.T) {
 		{"trusted proxies", map[string]string{"TRUSTED_PROXIES": " 127.0.0.1, 10.1.2.3/16 ,::1,, 0:0:0:0:0:ffff:c000:0201"},
 			func(t *testing.T, c Config) {
 				// Canonical forms: Fiber compares them with the connection's address as text.
-				got := strings.Join(c.Proxies(), " ")
+				got := strings.Join(c.proxies(), " ")
 				if got != "127.0.0.1 10.1.0.0/16 ::1 192.0.2.1" {
 					t.Errorf("Proxies = %q", got)
 				}
 			}},
 		{"listen host", map[string]string{"LISTEN_HOST": "127.0.0.1", "PORT": "8081"}, func(t *testing.T, c Config) {
-			if c.ListenAddr() != "127.0.0.1:8081" {
-				t.Errorf("ListenAddr = %q", c.ListenAddr())
+			if c.listenAddr() != "127.0.0.1:8081" {
+				t.Errorf("ListenAddr = %q", c.listenAddr())
 			}
 		}},
 		{"listen host ipv6", map[string]string{"LISTEN_HOST": "::1"}, func(t *testing.T, c Config) {
-			if c.ListenAddr() != "[::1]:8080" {
-				t.Errorf("ListenAddr = %q", c.ListenAddr())
+			if c.listenAddr() != "[::1]:8080" {
+				t.Errorf("ListenAddr = %q", c.listenAddr())
 			}
 		}},
 		{"no trusted proxies", map[string]string{"TRUSTED_PROXIES": " "}, func(t *testing.T, c Config) {
-			if c.Proxies() != nil {
-				t.Errorf("Proxies = %q, want none", c.Proxies())
+			if c.proxies() != nil {
+				t.Errorf("Proxies = %q, want none", c.proxies())
 			}
 		}},
 		{"base url follows port", map[string]string{"PORT": "8181"}, func(t *testing.T, c Config) {
 			if c.BaseURL != "http://localhost:8181" {
 				t.Errorf("BaseURL = %q", c.BaseURL)
 			}
-			if c.ListenAddr() != "127.0.0.1:8181" {
-				t.Errorf("ListenAddr = %q, want this machine only (demo mode)", c.ListenAddr())
+			if c.listenAddr() != "127.0.0.1:8181" {
+				t.Errorf("ListenAddr = %q, want this machine only (demo mode)", c.listenAddr())
 			}
 		}},
 		{"a demo answers the network only when told", map[string]string{"LISTEN_HOST": "0.0.0.0"}, func(t *testing.T, c Config) {
-			if c.ListenAddr() != "0.0.0.0:8080" {
-				t.Errorf("ListenAddr = %q, want every interface", c.ListenAddr())
+			if c.listenAddr() != "0.0.0.0:8080" {
+				t.Errorf("ListenAddr = %q, want every interface", c.listenAddr())
 			}
 		}},
 		{"outside demo mode the sandbox is off and the listener is every interface", map[string]string{
 			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret,
 		}, func(t *testing.T, c Config) {
-			if c.PaySandbox || c.ListenAddr() != ":8080" || c.MetricsListen != "127.0.0.1:9090" {
-				t.Errorf("PaySandbox = %v, ListenAddr = %q, MetricsListen = %q", c.PaySandbox, c.ListenAddr(), c.MetricsListen)
+			if c.PaySandbox || c.listenAddr() != ":8080" || c.MetricsListen != "127.0.0.1:9090" {
+				t.Errorf("PaySandbox = %v, ListenAddr = %q, MetricsListen = %q", c.PaySandbox, c.listenAddr(), c.MetricsListen)
 			}
 			if err := c.checkPayment(); err == nil || !strings.Contains(err.Error(), "PAY_PROVIDER_URL") {
 				t.Errorf("serving with no payment provider and no sandbox: %v, want an error naming PAY_PROVIDER_URL", err)
@@ -135,7 +135,7 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			}
 		}},
 		{"image hosts", map[string]string{"IMAGE_HOSTS": " IMG.example.com , cdn.example.net:8443,"}, func(t *testing.T, c Config) {
-			if got := c.ImageHostList(); len(got) != 2 || got[0] != "img.example.com" || got[1] != "cdn.example.net:8443" {
+			if got := c.imageHostList(); len(got) != 2 || got[0] != "img.example.com" || got[1] != "cdn.example.net:8443" {
 				t.Errorf("ImageHostList() = %q", got)
 			}
 		}},
@@ -147,11 +147,11 @@ func TestLoadConfigGoodValues(t *testing.T) {
 		{"the sandbox signs with a secret of its own", map[string]string{"PAY_SANDBOX": "on", "SESSION_SECRET": goodSecret}, func(t *testing.T, c Config) {
 			real := c
 			real.PaySandbox, real.PaySecret = false, "a real provider's secret"
-			if c.CallbackSecret() == real.CallbackSecret() || c.CallbackSecret() == "" {
+			if c.callbackSecret() == real.callbackSecret() || c.callbackSecret() == "" {
 				t.Error("the sandbox signs with the real provider's secret")
 			}
 			real.PaySecret = ""
-			if c.CallbackSecret() == real.CallbackSecret() {
+			if c.callbackSecret() == real.callbackSecret() {
 				t.Error("the sandbox's secret is the default provider secret")
 			}
 		}},

@@ -315,7 +315,7 @@ func TestServeWaitsOutTooManyOpenFiles(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, f, &emfileListener{Listener: raw, n: 20}, 5*time.Second) }()
+	go func() { served <- serve(ctx, f, &emfileListener{Listener: raw, n: 20}, 5*time.Second) }()
 	for i := range 10 {
 		select {
 		case err := <-served:
@@ -346,7 +346,7 @@ func TestConnCapLeavesDescriptorsForTheServices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.nofile, "/", tt.maxConns), func(t *testing.T) {
-			if got := (Config{MaxConns: tt.maxConns}).ConnCap(tt.nofile); got != tt.want {
+			if got := (Config{MaxConns: tt.maxConns}).connCap(tt.nofile); got != tt.want {
 				t.Errorf("ConnCap(%d) with MAX_CONNS=%d = %d, want %d", tt.nofile, tt.maxConns, got, tt.want)
 			}
 		})
@@ -363,7 +363,7 @@ func TestTheOperatorsListenerIsCapped(t *testing.T) {
 	// each holding a descriptor until the header timeout.
 	const extra = 20
 	var conns []net.Conn
-	for range MetricsMaxConns + extra {
+	for range metricsMaxConns + extra {
 		c := dialFrom(t, "127.0.0.1", s.metrics)
 		_, _ = io.WriteString(c, "GET /metrics HTTP/1.1\r\n")
 		conns = append(conns, c)
@@ -377,7 +377,7 @@ func TestTheOperatorsListenerIsCapped(t *testing.T) {
 	}
 	if closed < extra {
 		t.Errorf("%d of %d half-sent connections to the operators' listener were closed at once; want at least the %d beyond its cap of %d",
-			closed, len(conns), extra, MetricsMaxConns)
+			closed, len(conns), extra, metricsMaxConns)
 	}
 	if code, _ := healthz(s.addr, "127.0.0.99", 2*time.Second); code != http.StatusOK {
 		t.Errorf("the public /healthz during the operators' flood: %d; want 200", code)

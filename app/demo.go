@@ -50,8 +50,8 @@ func refreshDemoPasswords(ctx context.Context, db *gorm.DB, bcryptCost int) erro
 	return nil
 }
 
-// OpenSQLite opens (and creates) the demo database file at path.
-func OpenSQLite(path string) (*gorm.DB, error) {
+// openSQLite opens (and creates) the demo database file at path.
+func openSQLite(path string) (*gorm.DB, error) {
 	// WAL lets pages read while the order consumer writes; immediate transactions take the write lock at
 	// BEGIN, so two writers wait for each other instead of failing half-way.
 	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
@@ -82,7 +82,7 @@ func openDemo(ctx context.Context, cfg *Config, log *slog.Logger) (*demoRuntime,
 	cfg.SessionSecret = secret
 
 	dbPath := filepath.Join(cfg.DataDir, "seckill.db")
-	db, err := OpenSQLite(dbPath)
+	db, err := openSQLite(dbPath)
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +150,9 @@ func demoSecret(path string) (string, error) {
 	return secret, nil
 }
 
-// SeedDemo fills an empty database with the demo accounts and an approved queue sale that starts two
+// seedDemo fills an empty database with the demo accounts and an approved queue sale that starts two
 // minutes from now with three items (its waiting room open at once). It does nothing when any user exists, so it runs once per database.
-func SeedDemo(ctx context.Context, db *gorm.DB, now time.Time, bcryptCost int) (bool, error) {
+func seedDemo(ctx context.Context, db *gorm.DB, now time.Time, bcryptCost int) (bool, error) {
 	var n int64
 	if err := db.WithContext(ctx).Model(&models.User{}).Count(&n).Error; err != nil {
 		return false, fmt.Errorf("seed: %w", err)

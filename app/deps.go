@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// OpenPostgres connects to PostgreSQL at url and checks that it answers.
-func OpenPostgres(ctx context.Context, url string) (*gorm.DB, error) {
+// openPostgres connects to PostgreSQL at url and checks that it answers.
+func openPostgres(ctx context.Context, url string) (*gorm.DB, error) {
 	db, err := gorm.Open(postgres.Open(url), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -41,10 +41,10 @@ func gormConfig() *gorm.Config {
 	}
 }
 
-// OpenRedis connects to Redis: one server for a redis:// URL, a Redis Cluster for a list of addresses.
-func OpenRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
+// openRedis connects to Redis: one server for a redis:// URL, a Redis Cluster for a list of addresses.
+func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	var rdb redis.UniversalClient
-	if addrs := cfg.RedisAddrs(); addrs != nil {
+	if addrs := cfg.redisAddrs(); addrs != nil {
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64})
 	} else {
 		opt, err := redis.ParseURL(cfg.RedisURL)

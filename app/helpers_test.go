@@ -396,7 +396,7 @@ func serveOn(t testing.TB, f *fiber.App, ln net.Listener) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, f, ln, 5*time.Second) }()
+	go func() { done <- serve(ctx, f, ln, 5*time.Second) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done

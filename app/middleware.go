@@ -221,7 +221,7 @@ func securityHeaderList(page, hsts bool, imageHosts []string) []header {
 // poll's cost (it asks each request's protocol and writes twelve headers): the profile in
 // docs/performance.md.
 func securityHeaders(cfg Config) fiber.Handler {
-	pages, api := securityHeaderList(true, cfg.SecureCookies(), cfg.ImageHostList()), securityHeaderList(false, cfg.SecureCookies(), nil)
+	pages, api := securityHeaderList(true, cfg.SecureCookies(), cfg.imageHostList()), securityHeaderList(false, cfg.SecureCookies(), nil)
 	return func(c *fiber.Ctx) error {
 		set := pages
 		if strings.HasPrefix(c.Path(), "/api/") {

@@ -331,7 +331,7 @@ func TestForgedAndReplayedCallbacks(t *testing.T) {
 	b, o := buy("target_payer")
 	p := pay(t, b, o.OrderNo)
 	id := p["payment_id"].(string)
-	secret := s.Cfg.CallbackSecret()
+	secret := s.Cfg.callbackSecret()
 	send := func(n payment.Notification, key string) reply {
 		body, _ := json.Marshal(n)
 		return newBrowser(t, s.URL).send("POST", handlers.NotifyPath, body, map[string]string{payment.SignatureHeader: payment.Sign(key, body)})
@@ -378,7 +378,7 @@ func TestSandboxRunsAlone(t *testing.T) {
 	cfg := testConfig()
 	cfg.PaySecret = "a shared secret of the shop and the provider"
 	cfg.PayProviderURL = "http://" + ln.Addr().String() + "/sandbox"
-	f, err := NewSandboxApp(cfg, rdb, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	f, err := newSandboxApp(cfg, rdb, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func TestDoubleClickOnPay(t *testing.T) {
 	if _, _, err := models.AddPayment(context.Background(), s.DB, &o, "sbx_second", s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	extra, err := payment.NewSandbox(s.Redis, s.URL+"/sandbox", s.Cfg.CallbackSecret(), "", time.Now).Create(context.Background(),
+	extra, err := payment.NewSandbox(s.Redis, s.URL+"/sandbox", s.Cfg.callbackSecret(), "", time.Now).Create(context.Background(),
 		payment.Request{OrderNo: o.OrderNo + "-other", AmountCents: o.PriceCents})
 	if err != nil {
 		t.Fatal(err)

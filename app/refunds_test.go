@@ -92,7 +92,7 @@ func TestLatePaymentIsRefundedOnceThoughTheProviderFailsTwice(t *testing.T) {
 		t.Fatalf("the round with the provider back: %v", err)
 	}
 	body, _ := json.Marshal(payment.Notification{PaymentID: id, OrderNo: o.OrderNo, AmountCents: o.PriceCents, Status: payment.StatusPaid, At: s.Clock.Now().Unix()})
-	if r := newBrowser(t, s.URL).send("POST", handlers.NotifyPath, body, map[string]string{payment.SignatureHeader: payment.Sign(s.Cfg.CallbackSecret(), body)}); r.Status != 200 {
+	if r := newBrowser(t, s.URL).send("POST", handlers.NotifyPath, body, map[string]string{payment.SignatureHeader: payment.Sign(s.Cfg.callbackSecret(), body)}); r.Status != 200 {
 		t.Fatalf("the callback again: %d %s", r.Status, r.Body)
 	}
 	for range 2 {

@@ -86,12 +86,12 @@ func openDB(ctx context.Context, cfg Config) (*gorm.DB, func(), error) {
 	var db *gorm.DB
 	var err error
 	if cfg.DatabaseURL != "" {
-		db, err = OpenPostgres(ctx, cfg.DatabaseURL)
+		db, err = openPostgres(ctx, cfg.DatabaseURL)
 	} else {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("DATA_DIR: %w", err)
 		}
-		db, err = OpenSQLite(cfg.DataDir + "/seckill.db")
+		db, err = openSQLite(cfg.DataDir + "/seckill.db")
 	}
 	if err != nil {
 		return nil, nil, err
@@ -214,7 +214,7 @@ func runServe(ctx context.Context, env Env) error {
 		if err := models.Migrate(ctx, d.DB); err != nil {
 			return err
 		}
-		seeded, err := SeedDemo(ctx, d.DB, d.Now(), cfg.BcryptCost)
+		seeded, err := seedDemo(ctx, d.DB, d.Now(), cfg.BcryptCost)
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func runServe(ctx context.Context, env Env) error {
 		}
 		log.Warn("demo accounts (username / password)", "accounts", strings.Join(accounts, ", "), "first_start", seeded)
 	} else {
-		if d.DB, err = OpenPostgres(ctx, cfg.DatabaseURL); err != nil {
+		if d.DB, err = openPostgres(ctx, cfg.DatabaseURL); err != nil {
 			return err
 		}
 		defer func() {
@@ -232,7 +232,7 @@ func runServe(ctx context.Context, env Env) error {
 				_ = sqlDB.Close()
 			}
 		}()
-		if d.Redis, err = OpenRedis(ctx, cfg); err != nil {
+		if d.Redis, err = openRedis(ctx, cfg); err != nil {
 			return err
 		}
 		defer d.Redis.Close()
@@ -265,9 +265,9 @@ func runServe(ctx context.Context, env Env) error {
 	if cfg.PaySandbox && !cfg.Demo {
 		log.Warn("the payment sandbox is mounted (PAY_SANDBOX=on): anyone can pay any order by pressing Pay; for trying the product only")
 	}
-	raw, err := net.Listen("tcp", cfg.ListenAddr())
+	raw, err := net.Listen("tcp", cfg.listenAddr())
 	if err != nil {
-		return fmt.Errorf("LISTEN_HOST and PORT %s: %w", cfg.ListenAddr(), err)
+		return fmt.Errorf("LISTEN_HOST and PORT %s: %w", cfg.listenAddr(), err)
 	}
 	ln := srv.Conns.Listen(raw)
 	logConnCaps(log, cfg, srv.NoFile)
@@ -281,13 +281,13 @@ func runServe(ctx context.Context, env Env) error {
 	} else {
 		log.Info("listening", "addr", ln.Addr().String(), "base_url", cfg.BaseURL)
 	}
-	err = Serve(ctx, srv.Fiber, ln, cfg.ShutdownTimeout)
+	err = serve(ctx, srv.Fiber, ln, cfg.ShutdownTimeout)
 	log.Info("stopped", "err", err)
 	return err
 }
 
-// MetricsMaxConns caps the operators' listener's connections: a Prometheus and a probe or two need few.
-const MetricsMaxConns = 64
+// metricsMaxConns caps the operators' listener's connections: a Prometheus and a probe or two need few.
+const metricsMaxConns = 64
 
 // serveMetrics serves /metrics on the operators' listener, apart from the public port; stop closes it.
 func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr, func(), error) {
@@ -298,7 +298,7 @@ func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr
 	// Capped and waiting out a full descriptor table: a flood of half-sent requests here must not take
 	// the descriptors the public port and the services need (5,000 of them once did). Beyond the cap a
 	// connection is answered at once and closed; an idle keep-alive one goes first.
-	conns := connlimit.New(connlimit.Options{Total: MetricsMaxConns, Log: log})
+	conns := connlimit.New(connlimit.Options{Total: metricsMaxConns, Log: log})
 	cln := conns.Listen(ln)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
@@ -326,13 +326,13 @@ func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr
 // logConnCaps says at start how many descriptors the process may hold and how many connections it
 // takes, warning when the limit leaves less than the caps need.
 func logConnCaps(log *slog.Logger, cfg Config, nofile uint64) {
-	total := cfg.ConnCap(nofile)
+	total := cfg.connCap(nofile)
 	args := []any{"open_file_limit", nofile, "max_conns", total, "max_conns_per_addr", cfg.MaxConnsPerAddr,
 		"header_timeout", cfg.HeaderTimeout, "idle_timeout", cfg.IdleTimeout}
-	if len(cfg.Proxies()) > 0 {
+	if len(cfg.proxies()) > 0 {
 		args = append(args, "per_addr_exempt", cfg.TrustedProxies)
 	}
-	switch need := uint64(total) + uint64(ConnReserve(nofile)); {
+	switch need := uint64(total) + uint64(connReserve(nofile)); {
 	case need > nofile:
 		log.Warn("the open-file limit is below what the connection caps need: accepts will fail and be waited out, and PostgreSQL or Redis may find no descriptor (raise ulimit -n / LimitNOFILE, or lower MAX_CONNS)",
 			append(args, "needs", need)...)
@@ -353,10 +353,10 @@ func openFileLimit() uint64 {
 	return r.Cur
 }
 
-// Serve answers on ln until ctx ends, then stops taking connections and gives the requests in flight up
+// serve answers on ln until ctx ends, then stops taking connections and gives the requests in flight up
 // to timeout to finish. A listener that is not a connlimit one is wrapped in one without caps, so that
 // a full descriptor table is waited out (fasthttp's own accept loop would return, ending the server).
-func Serve(ctx context.Context, f *fiber.App, ln net.Listener, timeout time.Duration) error {
+func serve(ctx context.Context, f *fiber.App, ln net.Listener, timeout time.Duration) error {
 	if _, ok := ln.(*connlimit.Listener); !ok {
 		ln = connlimit.New(connlimit.Options{}).Listen(ln)
 	}
@@ -393,7 +393,7 @@ func runSandbox(ctx context.Context, env Env) error {
 		return fmt.Errorf("PAY_SECRET is required: the sandbox signs its callbacks with it, and the shop checks them with the same")
 	}
 	log := newLogger(cfg, env.Stderr)
-	rdb, err := OpenRedis(ctx, cfg)
+	rdb, err := openRedis(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -402,16 +402,16 @@ func runSandbox(ctx context.Context, env Env) error {
 		cfg.PayProviderURL = cfg.BaseURL + "/sandbox"
 	}
 	cfg.PaySandbox = false // alone, the sandbox signs with PAY_SECRET, which the shop shares
-	f, err := NewSandboxApp(cfg, rdb, log, time.Now)
+	f, err := newSandboxApp(cfg, rdb, log, time.Now)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.ListenAddr())
+	ln, err := net.Listen("tcp", cfg.listenAddr())
 	if err != nil {
-		return fmt.Errorf("LISTEN_HOST and PORT %s: %w", cfg.ListenAddr(), err)
+		return fmt.Errorf("LISTEN_HOST and PORT %s: %w", cfg.listenAddr(), err)
 	}
-	log.Info("payment sandbox listening", "addr", ln.Addr().String(), "pay_urls", cfg.ProviderURL()+"/pay/{id}")
-	return Serve(ctx, f, ln, cfg.ShutdownTimeout)
+	log.Info("payment sandbox listening", "addr", ln.Addr().String(), "pay_urls", cfg.providerURL()+"/pay/{id}")
+	return serve(ctx, f, ln, cfg.ShutdownTimeout)
 }
 
 // lanAddress is this machine's first private IPv4 address on a network ("" when it has none).

@@ -37,7 +37,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, f, ln, 5*time.Second) }()
+	go func() { served <- serve(ctx, f, ln, 5*time.Second) }()
 
 	type result struct {
 		body string
@@ -93,7 +93,7 @@ func TestUserCreate(t *testing.T) {
 		t.Fatalf("user create printed %q, want the new id", out)
 	}
 
-	db, err := OpenPostgres(context.Background(), env["DATABASE_URL"])
+	db, err := openPostgres(context.Background(), env["DATABASE_URL"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestDemoDataFromBeforeTakesThePublishedPasswords(t *testing.T) {
 	if _, err := models.CreateUser(ctx, db, "shopper", old, models.RoleShopper); err != nil {
 		t.Fatal(err)
 	}
-	if seeded, err := SeedDemo(ctx, db, time.Now(), 4); err != nil || seeded {
+	if seeded, err := seedDemo(ctx, db, time.Now(), 4); err != nil || seeded {
 		t.Fatalf("SeedDemo on old demo data = %v, %v; want false, nil (nothing new made)", seeded, err)
 	}
 	u, err := models.UserByUsername(ctx, db, "shopper")
@@ -242,7 +242,7 @@ func TestMigrateCommandUpgradesAnAutoMigratedDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := OpenPostgres(ctx, env["DATABASE_URL"])
+	db, err := openPostgres(ctx, env["DATABASE_URL"])
 	if err != nil {
 		t.Fatal(err)
 	}

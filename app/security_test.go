@@ -388,7 +388,7 @@ func TestSandboxIsNotAPublicService(t *testing.T) {
 		}
 		return doRequest(t, s.Srv.Fiber, req)
 	}
-	key := payment.APIKey(s.Cfg.CallbackSecret())
+	key := payment.APIKey(s.Cfg.callbackSecret())
 	good := `{"order_no":"SK1","amount_cents":100,"notify_url":"` + elsewhere.URL + `"}`
 	if a := create("", good); a.Status != 401 {
 		t.Errorf("an anonymous payment: %d %s, want 401", a.Status, a.Body)
@@ -468,7 +468,7 @@ func TestSecondPaymentByCallbackIsRefunded(t *testing.T) {
 	}
 	// A signed callback whose payment id cannot be one is refused, not a failure (found by fuzzing).
 	body := []byte(`{"payment_id":"sbx_\u0000","order_no":"` + o.OrderNo + `","amount_cents":1,"status":"paid","at":` + strconv.FormatInt(s.Clock.Now().Unix(), 10) + `}`)
-	signed := map[string]string{payment.SignatureHeader: payment.Sign(s.Cfg.CallbackSecret(), body)}
+	signed := map[string]string{payment.SignatureHeader: payment.Sign(s.Cfg.callbackSecret(), body)}
 	if r := newBrowser(t, s.URL).send("POST", handlers.NotifyPath, body, signed); r.Status != 400 {
 		t.Errorf("a callback with a NUL in its payment id: %d %s, want 400", r.Status, r.Body)
 	}
@@ -488,7 +488,7 @@ func notify(t *testing.T, s *liveServer, n payment.Notification) {
 	t.Helper()
 	body := []byte(`{"payment_id":"` + n.PaymentID + `","order_no":"` + n.OrderNo + `","amount_cents":` + strconv.FormatInt(n.AmountCents, 10) +
 		`,"status":"` + n.Status + `","at":` + strconv.FormatInt(n.At, 10) + `}`)
-	signed := map[string]string{payment.SignatureHeader: payment.Sign(s.Cfg.CallbackSecret(), body)}
+	signed := map[string]string{payment.SignatureHeader: payment.Sign(s.Cfg.callbackSecret(), body)}
 	if r := newBrowser(t, s.URL).send("POST", handlers.NotifyPath, body, signed); r.Status != 200 {
 		t.Fatalf("notify: %d %s", r.Status, r.Body)
 	}

@@ -18,7 +18,7 @@ func warnAtStart(ctx context.Context, cfg Config, d Deps) {
 	}
 	var bad []string
 	for _, it := range items {
-		if !models.ValidImageURL(it.ImageURL, cfg.ImageHostList()) {
+		if !models.ValidImageURL(it.ImageURL, cfg.imageHostList()) {
 			bad = append(bad, fmt.Sprintf("%d:%s", it.ID, it.ImageURL))
 		}
 	}

@@ -22,9 +22,9 @@ import (
 	"seckill/models"
 )
 
-// Keep is how long after its end a sale stays in the snapshot; an older one is looked up on its own
+// keep is how long after its end a sale stays in the snapshot; an older one is looked up on its own
 // (and remembered for a TTL), as is anything the snapshot does not hold.
-const Keep = 30 * 24 * time.Hour
+const keep = 30 * 24 * time.Hour
 
 // maxLookups bounds the remembered lookups of sales outside the snapshot; lookupsPerSecond bounds the
 // queries they make.
@@ -128,7 +128,7 @@ func (c *Catalog) rebuild(ctx context.Context) (*Snapshot, error) {
 	defer cancel()
 	seq := c.seq.Add(1)
 	now := c.now()
-	acts, err := models.ApprovedEndingAfter(ctx, c.db, now.Add(-Keep))
+	acts, err := models.ApprovedEndingAfter(ctx, c.db, now.Add(-keep))
 	if err != nil {
 		if b := c.cur.Load(); b != nil {
 			c.log.Warn("catalog: rebuild failed, serving the last snapshot", "built", b.snap.Built, "err", err)

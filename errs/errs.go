@@ -146,15 +146,15 @@ func Limited(retryAfter time.Duration) *Error {
 	return &Error{Code: RateLimited, Message: "too many requests, try again shortly", RetryAfter: retryAfter}
 }
 
-// MaxEcho is how many characters of a client's value an error quotes back (an order number it does not
+// maxEcho is how many characters of a client's value an error quotes back (an order number it does not
 // know, say): the value may be megabytes, the answer stays small.
-const MaxEcho = 64
+const maxEcho = 64
 
 // Echo is a client's value as an error quotes it: its first MaxEcho characters, and "…" when it had more.
 func Echo(s string) string {
 	n := 0
 	for i := range s {
-		if n == MaxEcho {
+		if n == maxEcho {
 			return strings.ToValidUTF8(s[:i], "\uFFFD") + "…"
 		}
 		n++

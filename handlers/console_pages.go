@@ -89,7 +89,7 @@ func (h *Consoles) MerchantActivity(c *fiber.Ctx) error {
 			"stock_shards": max(it.StockShards, 1)})
 		itemJSON[it.ID] = string(b)
 	}
-	_, editErr := models.Next(a.State, models.ActEdit)
+	_, editErr := models.NextActivityState(a.State, models.ActEdit)
 	noStore(c)
 	data := PageData(c, h.Now(), "nav.merchant", "Activity", a, "Locked", editErr != nil, "ItemJSON", itemJSON)
 	data["Title"] = a.Name

@@ -33,12 +33,9 @@ type Reconcile struct {
 	Gauge    *prometheus.GaugeVec // seckill_stock_mismatch{item}
 
 	mu    sync.Mutex
-	found []Mismatch
+	found []jobreport.Mismatch
 	prev  map[int64]int64 // last round's differences: a mismatch counts once it lasts two rounds
 }
-
-// Mismatch is an item whose books do not add up (defined where the consoles read it).
-type Mismatch = jobreport.Mismatch
 
 // NewReconcileGauge makes and registers the mismatch gauge.
 func NewReconcileGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
@@ -56,10 +53,10 @@ func (r *Reconcile) Run(ctx context.Context) error {
 }
 
 // Mismatches answers what the last round found.
-func (r *Reconcile) Mismatches() []Mismatch {
+func (r *Reconcile) Mismatches() []jobreport.Mismatch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Mismatch(nil), r.found...)
+	return append([]jobreport.Mismatch(nil), r.found...)
 }
 
 func (r *Reconcile) round(ctx context.Context, counts map[string]int64) error {
@@ -67,7 +64,7 @@ func (r *Reconcile) round(ctx context.Context, counts map[string]int64) error {
 	if err != nil {
 		return err
 	}
-	var found []Mismatch
+	var found []jobreport.Mismatch
 	var failed []error
 	diffs := map[int64]int64{}
 	for _, id := range ids {
@@ -102,28 +99,28 @@ func (r *Reconcile) round(ctx context.Context, counts map[string]int64) error {
 
 // check reads one item's books, and false when there is nothing to compare: a shard is not loaded (a
 // rebuild is due), or the item is gone from the database (the consumer refuses its orders).
-func (r *Reconcile) check(ctx context.Context, id int64) (Mismatch, bool, error) {
+func (r *Reconcile) check(ctx context.Context, id int64) (jobreport.Mismatch, bool, error) {
 	left, complete, err := r.Ledger.Left(ctx, id)
 	if err != nil || !complete {
-		return Mismatch{}, false, err
+		return jobreport.Mismatch{}, false, err
 	}
 	it, _, err := models.ItemInAnyState(ctx, r.DB, id)
 	if err != nil {
-		return Mismatch{}, false, nil
+		return jobreport.Mismatch{}, false, nil
 	}
 	queued, err := r.Ledger.Backlog(ctx, id)
 	if err != nil {
-		return Mismatch{}, false, err
+		return jobreport.Mismatch{}, false, err
 	}
 	transit, err := r.Ledger.InTransit(ctx, id)
 	if err != nil {
-		return Mismatch{}, false, err
+		return jobreport.Mismatch{}, false, err
 	}
 	live, err := models.LiveOrders(ctx, r.DB, id)
 	if err != nil {
-		return Mismatch{}, false, err
+		return jobreport.Mismatch{}, false, err
 	}
-	m := Mismatch{ItemID: id, StockTotal: it.StockTotal, RedisLeft: left, Queued: queued, InTransit: transit, LiveOrders: live}
+	m := jobreport.Mismatch{ItemID: id, StockTotal: it.StockTotal, RedisLeft: left, Queued: queued, InTransit: transit, LiveOrders: live}
 	m.Difference = m.StockTotal - (left + queued + transit + live)
 	return m, true, nil
 }

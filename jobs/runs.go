@@ -18,9 +18,6 @@ import (
 
 const runsKey = "sk:jobs"
 
-// Run is what one round of a job did (defined where the consoles read it).
-type Run = jobreport.Run
-
 // Runs records every job's last round in Redis (so the admin pages see every instance's) and as
 // Prometheus metrics, and keeps jobs that must run once at a time to one instance by a Redis lock.
 type Runs struct {
@@ -66,7 +63,7 @@ func (r *Runs) Once(ctx context.Context, job string, exclusive bool, ttl time.Du
 	start := r.now()
 	counts := map[string]int64{}
 	err := fn(ctx, counts)
-	run := Run{Job: job, Instance: r.instance, At: start.UTC(), Duration: r.now().Sub(start), Counts: counts}
+	run := jobreport.Run{Job: job, Instance: r.instance, At: start.UTC(), Duration: r.now().Sub(start), Counts: counts}
 	result := "ok"
 	if err != nil {
 		result, run.Error, run.LastError = "error", err.Error(), err.Error()
@@ -86,24 +83,24 @@ func (r *Runs) Once(ctx context.Context, job string, exclusive bool, ttl time.Du
 	return err
 }
 
-func (r *Runs) last(ctx context.Context, job string) (*Run, error) {
+func (r *Runs) last(ctx context.Context, job string) (*jobreport.Run, error) {
 	b, err := r.rdb.HGet(ctx, runsKey, job).Bytes()
 	if err != nil {
 		return nil, err
 	}
-	var run Run
+	var run jobreport.Run
 	return &run, json.Unmarshal(b, &run)
 }
 
 // All answers every job's last round, by name.
-func (r *Runs) All(ctx context.Context) ([]Run, error) {
+func (r *Runs) All(ctx context.Context) ([]jobreport.Run, error) {
 	m, err := r.rdb.HGetAll(ctx, runsKey).Result()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Run, 0, len(m))
+	out := make([]jobreport.Run, 0, len(m))
 	for _, v := range m {
-		var run Run
+		var run jobreport.Run
 		if json.Unmarshal([]byte(v), &run) == nil {
 			out = append(out, run)
 		}

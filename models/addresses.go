@@ -35,8 +35,8 @@ type Delivery struct {
 	Postcode  string `gorm:"size:64;not null" json:"postcode"`
 }
 
-// MaxAddresses is how many addresses one shopper's book holds.
-const MaxAddresses = 20
+// maxAddresses is how many addresses one shopper's book holds.
+const maxAddresses = 20
 
 // The fields' limits, in characters.
 const (
@@ -50,8 +50,8 @@ var (
 	postcode   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 -]{1,10}[A-Za-z0-9]$`)
 )
 
-// Clean trims the fields and answers what is wrong with each, in the form's order (none when it is good).
-func (d *Delivery) Clean() []errs.Why {
+// clean trims the fields and answers what is wrong with each, in the form's order (none when it is good).
+func (d *Delivery) clean() []errs.Why {
 	var bad []errs.Why
 	add := func(w *errs.Why) {
 		if w != nil {
@@ -131,7 +131,7 @@ func AddressOfUser(ctx context.Context, db *gorm.DB, userID, id int64) (*Address
 
 // AddAddress adds d to the user's address book, at most MaxAddresses of them (409 conflict beyond).
 func AddAddress(ctx context.Context, db *gorm.DB, userID int64, d Delivery) (*Address, error) {
-	if bad := d.Clean(); len(bad) > 0 {
+	if bad := d.clean(); len(bad) > 0 {
 		return nil, errs.Bad(bad...)
 	}
 	a := Address{UserID: userID, Delivery: d}
@@ -145,8 +145,8 @@ func AddAddress(ctx context.Context, db *gorm.DB, userID int64, d Delivery) (*Ad
 		if err := tx.Model(&Address{}).Where("user_id = ?", userID).Count(&n).Error; err != nil {
 			return err
 		}
-		if n >= MaxAddresses {
-			return errs.Newf(errs.Conflict, "an address book holds %d addresses: delete one first", MaxAddresses)
+		if n >= maxAddresses {
+			return errs.Newf(errs.Conflict, "an address book holds %d addresses: delete one first", maxAddresses)
 		}
 		return tx.Create(&a).Error
 	})
@@ -158,7 +158,7 @@ func AddAddress(ctx context.Context, db *gorm.DB, userID int64, d Delivery) (*Ad
 
 // UpdateAddress changes one of the user's addresses. Orders keep the copy they took.
 func UpdateAddress(ctx context.Context, db *gorm.DB, userID, id int64, d Delivery) (*Address, error) {
-	if bad := d.Clean(); len(bad) > 0 {
+	if bad := d.clean(); len(bad) > 0 {
 		return nil, errs.Bad(bad...)
 	}
 	a, err := AddressOfUser(ctx, db, userID, id)

@@ -6,7 +6,7 @@ import "testing"
 // the text around on a label is refused, beside the field it is in.
 func TestDeliveryFieldsAreReadableLines(t *testing.T) {
 	good := Delivery{Recipient: " 张伟 ", Phone: "+86 (138) 0013-8000", Region: "浙江省", City: "杭州市", Street: "文三路 90 号", Postcode: ""}
-	if bad := good.Clean(); len(bad) != 0 || good.Recipient != "张伟" {
+	if bad := good.clean(); len(bad) != 0 || good.Recipient != "张伟" {
 		t.Fatalf("a good address: %v (recipient %q)", bad, good.Recipient)
 	}
 	for _, c := range []struct{ field, value string }{
@@ -23,7 +23,7 @@ func TestDeliveryFieldsAreReadableLines(t *testing.T) {
 		field := map[string]*string{"recipient": &d.Recipient, "phone": &d.Phone, "region": &d.Region, "city": &d.City,
 			"street": &d.Street, "postcode": &d.Postcode}[c.field]
 		*field = c.value
-		if bad := d.Clean(); len(bad) != 1 || bad[0].Field != c.field {
+		if bad := d.clean(); len(bad) != 1 || bad[0].Field != c.field {
 			t.Errorf("%s %q: %v, want that field alone refused", c.field, c.value, bad)
 		}
 	}

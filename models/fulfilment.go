@@ -94,8 +94,8 @@ const maxCarrier = 50
 
 var trackingNo = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{2,38}[A-Za-z0-9]$`)
 
-// Clean trims the fields and answers what is wrong with each (none when it is good).
-func (s *Shipment) Clean() []errs.Why {
+// clean trims the fields and answers what is wrong with each (none when it is good).
+func (s *Shipment) clean() []errs.Why {
 	var bad []errs.Why
 	if w := lineText("carrier", &s.Carrier, maxCarrier); w != nil {
 		bad = append(bad, *w)
@@ -109,7 +109,7 @@ func (s *Shipment) Clean() []errs.Why {
 
 // Check answers the 400 of a shipment with bad fields: every one of them at once.
 func (s *Shipment) Check() error {
-	if bad := s.Clean(); len(bad) > 0 {
+	if bad := s.clean(); len(bad) > 0 {
 		return errs.Bad(bad...)
 	}
 	return nil

@@ -28,8 +28,8 @@ type ItemInput struct {
 	ImageHosts []string `json:"-"`
 }
 
-// MaxStockShards is the most stock shards an item can be split over.
-const MaxStockShards = 64
+// maxStockShards is the most stock shards an item can be split over.
+const maxStockShards = 64
 
 // AddItem adds an item to a draft or rejected activity of the merchant.
 func AddItem(ctx context.Context, db *gorm.DB, who Actor, activityID int64, in ItemInput, now time.Time) (*Item, error) {
@@ -166,8 +166,8 @@ func (in *ItemInput) Validate(time.Time) error {
 		why = append(why, errs.W("stock", "between", 1, "1,000,000"))
 	}
 	switch {
-	case in.StockShards < 0 || in.StockShards > MaxStockShards:
-		why = append(why, errs.W("stock_shards", "between", 1, MaxStockShards))
+	case in.StockShards < 0 || in.StockShards > maxStockShards:
+		why = append(why, errs.W("stock_shards", "between", 1, maxStockShards))
 	case in.Stock >= 1 && int64(in.StockShards) > in.Stock:
 		why = append(why, errs.W("stock_shards", "not_above_stock"))
 	}

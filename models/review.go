@@ -37,10 +37,10 @@ var transitions = map[string]struct {
 	ActEnd:     {from: []string{ActivityApproved}},
 }
 
-// Next answers the state an action leads an activity to from state, or errs activity_state when the
+// NextActivityState answers the state an action leads an activity to from state, or errs activity_state when the
 // action is not allowed there: draft → pending_review → approved | rejected, rejected → pending_review;
 // only draft and rejected activities can be changed.
-func Next(state, action string) (string, error) {
+func NextActivityState(state, action string) (string, error) {
 	t, ok := transitions[action]
 	if !ok {
 		return "", fmt.Errorf("unknown activity action %q", action)
@@ -78,7 +78,7 @@ func changeActivity(ctx context.Context, db *gorm.DB, who Actor, merchantID, id 
 		} else if err != nil {
 			return err
 		}
-		next, err := Next(a.State, action)
+		next, err := NextActivityState(a.State, action)
 		if err != nil {
 			return err
 		}

@@ -178,7 +178,7 @@ func (c *Client) Close(ctx context.Context, id string) (string, error) {
 // refusal (a key it does not take, a request it does not like) is the shop's to fix and answers
 // ErrUnavailable, so that the refund stays pending and is asked for again.
 func (c *Client) Refund(ctx context.Context, id string, r RefundRequest) (string, error) {
-	r.Reason = truncateUTF8(r.Reason, MaxRefundReasonBytes)
+	r.Reason = truncateUTF8(r.Reason, maxRefundReasonBytes)
 	b, err := c.call(ctx, http.MethodPost, "/api/payments/"+id+"/refund", r, 3)
 	var ref *refusal
 	if errors.As(err, &ref) && ref.status == http.StatusConflict {

@@ -38,7 +38,7 @@ func NewSandbox(rdb redis.UniversalClient, baseURL, secret, notifyURL string, no
 // no flash sale reaches.
 const (
 	maxOrderNo     = 64
-	MaxAmountCents = 100_000_000_000 // ¥1,000,000,000
+	maxAmountCents = 100_000_000_000 // ¥1,000,000,000
 	sandboxTTL     = 24 * time.Hour
 )
 
@@ -47,7 +47,7 @@ var ErrBadRequest = errors.New("sandbox: order_no must be 1 to 64 letters, digit
 
 // ValidRequest reports whether r is within the sandbox's limits.
 func ValidRequest(r Request) bool {
-	if len(r.OrderNo) == 0 || len(r.OrderNo) > maxOrderNo || r.AmountCents <= 0 || r.AmountCents > MaxAmountCents {
+	if len(r.OrderNo) == 0 || len(r.OrderNo) > maxOrderNo || r.AmountCents <= 0 || r.AmountCents > maxAmountCents {
 		return false
 	}
 	for _, c := range r.OrderNo {
@@ -58,9 +58,9 @@ func ValidRequest(r Request) bool {
 	return true
 }
 
-// ValidID reports whether id can be a sandbox payment's id ("sbx_" and 24 hex digits), so that junk
+// validID reports whether id can be a sandbox payment's id ("sbx_" and 24 hex digits), so that junk
 // never reaches Redis.
-func ValidID(id string) bool {
+func validID(id string) bool {
 	if len(id) != 28 || id[:4] != "sbx_" {
 		return false
 	}
@@ -147,7 +147,7 @@ func (s *Sandbox) payURL(id string) string { return s.baseURL + "/pay/" + id }
 
 // Get reads a payment.
 func (s *Sandbox) Get(ctx context.Context, id string) (*SandboxPayment, error) {
-	if !ValidID(id) {
+	if !validID(id) {
 		return nil, ErrNotFound
 	}
 	f, err := s.rdb.HGetAll(ctx, sandboxKey(id)).Result()
@@ -173,7 +173,7 @@ end
 return st`)
 
 func (s *Sandbox) move(ctx context.Context, id, to string) (string, error) {
-	if !ValidID(id) {
+	if !validID(id) {
 		return "", ErrNotFound
 	}
 	st, err := moveScript.Run(ctx, s.rdb, []string{sandboxKey(id)}, to).Text()
@@ -229,19 +229,19 @@ if redis.call('HGET', KEYS[1], 'amount') ~= ARGV[2] then return 'amount' end
 redis.call('HSET', KEYS[1], 'status', 'refunded', 'refund_id', ARGV[1], 'refunded', ARGV[3])
 return 'refunded!'`)
 
-// MaxRefundReasonBytes is the longest reason a refund request carries (the client cuts a longer one).
-const MaxRefundReasonBytes = 2000
+// maxRefundReasonBytes is the longest reason a refund request carries (the client cuts a longer one).
+const maxRefundReasonBytes = 2000
 
 // ValidRefund reports whether r is within the sandbox's limits: a refund id of 1 to 64 printable ASCII
 // characters, an amount from 1 cent, a reason of MaxRefundReasonBytes at most.
 func ValidRefund(r RefundRequest) bool {
-	return ValidProviderID(r.RefundID) && r.AmountCents > 0 && r.AmountCents <= MaxAmountCents && len(r.Reason) <= MaxRefundReasonBytes
+	return ValidProviderID(r.RefundID) && r.AmountCents > 0 && r.AmountCents <= maxAmountCents && len(r.Reason) <= maxRefundReasonBytes
 }
 
 // Refund gives a paid payment's money back, once (asked again, it answers refunded and does nothing),
 // and calls the shop back. The whole amount only: a payment not paid, or another amount, is refused.
 func (s *Sandbox) Refund(ctx context.Context, id string, r RefundRequest) (string, error) {
-	if !ValidID(id) {
+	if !validID(id) {
 		return "", ErrNotFound
 	}
 	if !ValidRefund(r) {

@@ -93,7 +93,7 @@ func TestRefundReasonIsCutForTheProvider(t *testing.T) {
 	if _, err := NewClient(srv.URL, "key", time.Second).Refund(context.Background(), "sbx_1", RefundRequest{RefundID: "RF1", AmountCents: 1, Reason: long}); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Reason) > MaxRefundReasonBytes || !utf8.ValidString(got.Reason) || !strings.HasPrefix(long, got.Reason) || len(got.Reason) < MaxRefundReasonBytes-3 {
+	if len(got.Reason) > maxRefundReasonBytes || !utf8.ValidString(got.Reason) || !strings.HasPrefix(long, got.Reason) || len(got.Reason) < maxRefundReasonBytes-3 {
 		t.Errorf("the provider got a reason of %d bytes (valid UTF-8 %v)", len(got.Reason), utf8.ValidString(got.Reason))
 	}
 }

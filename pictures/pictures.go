@@ -24,18 +24,18 @@ type Size struct {
 	Max  int
 }
 
-// Sizes are the sizes made of every upload: the item page's (960, sharp on a phone's dense screen) and
+// sizes are the sizes made of every upload: the item page's (960, sharp on a phone's dense screen) and
 // the home page's cards (480).
-var Sizes = []Size{{"960", 960}, {"480", 480}}
+var sizes = []Size{{"960", 960}, {"480", 480}}
 
-// MaxBytes bounds the memory one image takes while it is processed: the decoded image (its bytes a pixel
+// maxBytes bounds the memory one image takes while it is processed: the decoded image (its bytes a pixel
 // depend on the file: 1.5 to 3 for a JPEG, 4 for an 8-bit PNG, 8 for a 16-bit one) and, for a photo to be
 // turned upright, a turned copy of 4 a pixel. A phone's 12-megapixel JPEG takes about 84 MB; an image
 // that would take more than 160 MB is refused from its header, before it is decoded. MaxSide bounds each
 // side whatever the bytes.
 const (
-	MaxBytes = 160 << 20
-	MaxSide  = 12_000
+	maxBytes = 160 << 20
+	maxSide  = 12_000
 )
 
 // bytesPerPixel is what a decoded image of the color model takes a pixel (at most; 8 when unknown).
@@ -73,12 +73,12 @@ var ErrTooCostly = errors.New("the JPEG has too many scans to be opened")
 // about 50 ns a block here, and Go's decoder cannot be stopped once started. So a JPEG is refused before
 // it is decoded when it has more than MaxScans scans (libjpeg writes 10 for a progressive colour photo,
 // mozjpeg and jpegtran about as many; a baseline JPEG has 1 to 3), or when its scans would walk more than
-// MaxScanBlocks blocks in all (a 12-megapixel 4:2:0 photo in 10 progressive scans walks about 1.3
+// maxScanBlocks blocks in all (a 12-megapixel 4:2:0 photo in 10 progressive scans walks about 1.3
 // million; the bound is about half a core-second of decoding). 2,000 repeated scans of an 8-megapixel
 // image, 283 KB, took 6.4 core-seconds before; a 5 MB file of them about 4.5 core-minutes.
 const (
-	MaxScans      = 64
-	MaxScanBlocks = 8_000_000
+	maxScans      = 64
+	maxScanBlocks = 8_000_000
 )
 
 // Processed is an upload turned into the images the pages show.
@@ -104,10 +104,10 @@ func Process(raw []byte) (*Processed, error) {
 	if scans.progressive {
 		perPixel += 4 * 4 // a progressive JPEG's decoder keeps every coefficient too: 4 bytes each, up to 4 planes
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > MaxSide || cfg.Height > MaxSide || pixels*perPixel > MaxBytes {
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxSide || cfg.Height > maxSide || pixels*perPixel > maxBytes {
 		return nil, ErrTooBig
 	}
-	if scans.scans > MaxScans || scans.blocks > MaxScanBlocks {
+	if scans.scans > maxScans || scans.blocks > maxScanBlocks {
 		return nil, ErrTooCostly
 	}
 	img, err := imaging.Decode(bytes.NewReader(raw), imaging.AutoOrientation(true))
@@ -117,7 +117,7 @@ func Process(raw []byte) (*Processed, error) {
 	b := img.Bounds()
 	sum := sha256.Sum256(raw)
 	out := &Processed{Sum: hex.EncodeToString(sum[:16]), Variants: map[string][]byte{}, Width: b.Dx(), Height: b.Dy()}
-	for _, s := range Sizes {
+	for _, s := range sizes {
 		// Scaled first, from the decoded image (the copies are the size of the result), then laid on white:
 		// JPEG has no transparency, and a transparent PNG shows on the pages' white.
 		scaled := img

@@ -157,7 +157,7 @@ func TestProcessRefusesCostlyScans(t *testing.T) {
 	}{
 		{"2,000 scans, 283 KB", picturestest.ManyScans(2800, 2800, 2000, 71)},
 		{"a 5 MB file of scans", picturestest.ManyScans(2800, 2800, 84_000, 0)},
-		{"65 scans of a small image", picturestest.ManyScans(64, 64, MaxScans+1, 0)},
+		{"65 scans of a small image", picturestest.ManyScans(64, 64, maxScans+1, 0)},
 		{"40 scans of 7 colour megapixels", picturestest.ManyColourScans(2800, 2600, 40)},
 		// Found by the review: the decoder skips bytes that are no marker, and the walk stopped at them.
 		{"2,000 scans behind one junk byte", junkBefore(picturestest.ManyScans(2700, 2700, 2000, 0), 2, []byte{0})},
@@ -175,7 +175,7 @@ func TestProcessRefusesCostlyScans(t *testing.T) {
 	for name, raw := range map[string][]byte{
 		"a baseline JPEG":                      encoded(t, 600, 400, false),
 		"10 progressive scans":                 picturestest.ManyScans(1024, 1024, 10, 0),
-		"64 scans of a small image":            picturestest.ManyScans(64, 64, MaxScans, 0),
+		"64 scans of a small image":            picturestest.ManyScans(64, 64, maxScans, 0),
 		"10 scans with junk before the second": junkBefore(picturestest.ManyScans(1024, 1024, 10, 0), 2, []byte{0}),
 	} {
 		if _, err := Process(raw); err != nil {

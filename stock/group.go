@@ -16,8 +16,8 @@ import (
 // back, that caller hands each waiter its answer and the next batch (those who arrived meanwhile) to the
 // first of them, who sends it.
 
-// MaxBatch is the most requests in one script call.
-const MaxBatch = 128
+// maxBatch is the most requests in one script call.
+const maxBatch = 128
 
 // waiting is one request in a group: its own fields, and how it is told that it was answered (the
 // channel closed) or that it is to send the next batch (the batch sent on it).
@@ -103,7 +103,7 @@ func (g *group[R]) next(batch []*waiting[R]) {
 	if len(g.pending) == 0 {
 		g.busy = false
 	} else {
-		k := min(len(g.pending), MaxBatch)
+		k := min(len(g.pending), maxBatch)
 		next = g.pending[:k:k]
 		g.pending = append([]*waiting[R](nil), g.pending[k:]...)
 	}

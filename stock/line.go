@@ -197,8 +197,8 @@ type Place struct {
 	Bought   bool      // the user holds a unit of the item (known when their buyers set shares the room's slot)
 }
 
-// In reports whether the shopper joined the room.
-func (p Place) In() bool { return p.Ticket != "" }
+// joined reports whether the shopper joined the room.
+func (p Place) joined() bool { return p.Ticket != "" }
 
 // Standing is a shopper's place in a waiting room, the room itself, and the stock left.
 type Standing struct {

@@ -48,7 +48,7 @@ type Told struct {
 // until the sale resumes; a turn past its grace is missed.
 func Tell(p Place, v RoomView, s Scene) Told {
 	t := Told{State: LineOut}
-	if !p.In() {
+	if !p.joined() {
 		return t
 	}
 	t.Ticket, t.Place = p.Ticket, p.Place

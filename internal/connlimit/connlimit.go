@@ -27,8 +27,8 @@ type Options struct {
 	Log *slog.Logger // where refusals and accept errors are said, at most once in LogEvery
 }
 
-// LogEvery is how often at most the limiter says that it refuses connections or that accept fails.
-const LogEvery = 10 * time.Second
+// logEvery is how often at most the limiter says that it refuses connections or that accept fails.
+const logEvery = 10 * time.Second
 
 // Stats are what a Limiter has counted since it was made, for the metrics.
 type Stats struct {
@@ -229,7 +229,7 @@ func (l *Limiter) logf(msg string, args ...any) {
 	}
 	now := time.Now().UnixNano()
 	last := l.lastLog.Load()
-	if now-last < int64(LogEvery) || !l.lastLog.CompareAndSwap(last, now) {
+	if now-last < int64(logEvery) || !l.lastLog.CompareAndSwap(last, now) {
 		return
 	}
 	l.opts.Log.Warn(msg, args...)
