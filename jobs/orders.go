@@ -331,7 +331,7 @@ func (c *OrderConsumer) settle(sctx context.Context, st stock.Stream, msgs []sto
 			if _, err := c.Ledger.Settle(sctx, m, stock.Settlement{Result: stock.FailedValue("sold out"), Rebuy: true}); err != nil {
 				return err
 			}
-			if err := c.Ledger.BackInLine(sctx, m.ItemID, m.UserID); err != nil {
+			if err := stock.NewLine(c.Ledger).BackInLine(sctx, m.ItemID, m.UserID); err != nil {
 				return err
 			}
 		}
@@ -354,7 +354,7 @@ func (c *OrderConsumer) refuse(ctx context.Context, m stock.OrderMessage, cause 
 	}
 	if m.UserID > 0 && m.ItemID > 0 {
 		// A shopper let in from a waiting room keeps their place, and is let in again first.
-		return c.Ledger.BackInLine(sctx, m.ItemID, m.UserID)
+		return stock.NewLine(c.Ledger).BackInLine(sctx, m.ItemID, m.UserID)
 	}
 	return nil
 }

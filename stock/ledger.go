@@ -354,18 +354,6 @@ func (l *Ledger) Settle(ctx context.Context, m OrderMessage, s Settlement) (bool
 	return n == 1, nil
 }
 
-// BackInLine puts a shopper of the item's waiting room whose order failed back where they were: their
-// place kept, let in again first when there is stock. An item without a room, or a shopper the room
-// knew no purchase of, changes nothing. It is the ledger's (not the Line's): the order consumer calls it
-// as it settles a refused order, beside Settle.
-func (l *Ledger) BackInLine(ctx context.Context, itemID, userID int64) error {
-	k := roomKeysOf(itemID)
-	if err := unboughtScript.Run(ctx, l.rdb, []string{k.Room, k.Done, k.InFlight, k.Turns, k.Held, k.Places}, userID).Err(); err != nil {
-		return fmt.Errorf("put user %d back in the line of item %d: %w", userID, itemID, err)
-	}
-	return nil
-}
-
 // Left answers the stock left in Redis over the item's shards that answer, and whether that is every
 // shard: false when the sale is not loaded, or a shard is lost with its master (and not rebuilt yet) or
 // does not answer, when a count of 0 does not mean sold out. It fails only when no shard answers.

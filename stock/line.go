@@ -614,3 +614,14 @@ func (l *Line) whoBought(ctx context.Context, itemID int64, n int, users []strin
 	}
 	return out, nil
 }
+
+// BackInLine puts a shopper of the item's waiting room whose order failed back where they were: their
+// place kept, let in again first when there is stock. An item without a room, or a shopper the room
+// knew no purchase of, changes nothing. The order consumer calls it as it settles a refused order.
+func (l *Line) BackInLine(ctx context.Context, itemID, userID int64) error {
+	k := roomKeysOf(itemID)
+	if err := unboughtScript.Run(ctx, l.rdb, []string{k.Room, k.Done, k.InFlight, k.Turns, k.Held, k.Places}, userID).Err(); err != nil {
+		return fmt.Errorf("put user %d back in the line of item %d: %w", userID, itemID, err)
+	}
+	return nil
+}

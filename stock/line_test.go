@@ -462,7 +462,7 @@ func TestFailedOrderKeepsThePlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.rdb.SRem(ctx, stock.KeysOf(r.item.ID).Buyers, first)
-	if err := r.ledger.BackInLine(ctx, r.item.ID, first); err != nil {
+	if err := r.line.BackInLine(ctx, r.item.ID, first); err != nil {
 		t.Fatal(err)
 	}
 	room, p := r.place(t, first)
@@ -482,7 +482,7 @@ func TestFailedOrderKeepsThePlace(t *testing.T) {
 		t.Errorf("place 5 was let in before place 1, whose order failed")
 	}
 	// Twice changes nothing more.
-	if err := r.ledger.BackInLine(ctx, r.item.ID, byPlace[9]); err != nil {
+	if err := r.line.BackInLine(ctx, r.item.ID, byPlace[9]); err != nil {
 		t.Fatal(err)
 	}
 	if room, _ := r.place(t, first); room.Bought != 0 {
