@@ -34,10 +34,11 @@ var ErrUsage = errors.New("usage")
 
 const usage = `usage:
   seckill [serve]      run the web server and its background jobs (the default)
-  seckill migrate [status|down]
+  seckill migrate [status|down [--drop-everything]]
                        bring the database schema up to date (run every migration not yet run); status
-                       lists each migration and whether it ran; down undoes the newest that ran (down
-                       from version 1 drops every table)
+                       lists each migration and whether it ran; down undoes the newest that ran (version
+                       1 is the whole schema: undoing it drops every table, and is refused without
+                       --drop-everything)
   seckill user create --username NAME --password PASS --role shopper|merchant|admin
   seckill sandbox-pay  run the payment sandbox alone, as a separate provider (needs REDIS_URL; the shop
                        then sets PAY_PROVIDER_URL to its address + /sandbox and both share PAY_SECRET)
@@ -104,12 +105,22 @@ func openDB(ctx context.Context, cfg Config) (*gorm.DB, func(), error) {
 }
 
 func runMigrate(ctx context.Context, args []string, env Env) error {
-	step := "up"
+	step, dropEverything := "up", false
 	if len(args) > 0 {
-		step = args[0]
+		step, args = args[0], args[1:]
 	}
-	if len(args) > 1 || (step != "up" && step != "status" && step != "down") {
-		fmt.Fprint(env.Stderr, usage)
+	switch {
+	case step == "-h" || step == "--help" || step == "help":
+		fmt.Fprint(env.Stdout, usage)
+		return nil
+	case step != "up" && step != "status" && step != "down":
+		fmt.Fprintf(env.Stderr, "unknown migrate step %q: up (the default), status or down\n%s", step, usage)
+		return ErrUsage
+	case step == "down" && len(args) == 1 && args[0] == "--drop-everything":
+		dropEverything, args = true, nil
+	}
+	if len(args) > 0 {
+		fmt.Fprintf(env.Stderr, "migrate %s takes no %q\n%s", step, strings.Join(args, " "), usage)
 		return ErrUsage
 	}
 	cfg, err := LoadConfig(env.Getenv)
@@ -139,7 +150,7 @@ func runMigrate(ctx context.Context, args []string, env Env) error {
 		}
 		return nil
 	case "down":
-		m, err := models.MigrateDown(ctx, db)
+		m, err := models.MigrateDown(ctx, db, dropEverything)
 		if err != nil {
 			return err
 		}
@@ -149,7 +160,17 @@ func runMigrate(ctx context.Context, args []string, env Env) error {
 	if err := models.Migrate(ctx, db); err != nil {
 		return err
 	}
-	fmt.Fprintln(env.Stdout, "database schema is up to date")
+	ms, err := models.Migrations(ctx, db)
+	if err != nil {
+		return err
+	}
+	newest := "no migration"
+	for _, m := range ms {
+		if m.Applied {
+			newest = fmt.Sprintf("version %d (%s)", m.Version, m.Name)
+		}
+	}
+	fmt.Fprintf(env.Stdout, "database schema is up to date: %s\n", newest)
 	return nil
 }
 

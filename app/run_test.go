@@ -228,7 +228,8 @@ func TestDemoDataFromBeforeTakesThePublishedPasswords(t *testing.T) {
 
 // TestMigrateCommandUpgradesAnAutoMigratedDatabase: a database made by the AutoMigrate of before versioned
 // migrations (its schema dump) is taken by `seckill migrate` as version 1, keeps its rows, and takes new
-// ones; `migrate status` says so, `migrate down` undoes version 1 and `migrate` makes it again.
+// ones; `migrate status` says so, `migrate down` refuses to undo version 1 (every table) unless told
+// --drop-everything, and `migrate` makes it again.
 func TestMigrateCommandUpgradesAnAutoMigratedDatabase(t *testing.T) {
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
@@ -280,8 +281,15 @@ func TestMigrateCommandUpgradesAnAutoMigratedDatabase(t *testing.T) {
 		t.Errorf("user create after the upgrade = %q, %v", out, err)
 	}
 
-	if out, _, err := runCLI(t, env, "migrate", "down"); err != nil || !strings.Contains(out, "00001_initial.sql") {
-		t.Fatalf("migrate down = %q, %v; want it to name 00001_initial.sql", out, err)
+	// The upgraded shop is version 1, the whole schema: a plain down is refused and drops nothing.
+	if _, _, err := runCLI(t, env, "migrate", "down"); !errors.Is(err, models.ErrDropsEverything) {
+		t.Fatalf("migrate down of version 1 = %v; want it refused without --drop-everything", err)
+	}
+	if u, err := models.UserByUsername(ctx, db, "before"); err != nil || u.ID != before.ID {
+		t.Fatalf("the user from before the upgrade after a refused down: %+v, %v", u, err)
+	}
+	if out, _, err := runCLI(t, env, "migrate", "down", "--drop-everything"); err != nil || !strings.Contains(out, "00001_initial.sql") {
+		t.Fatalf("migrate down --drop-everything = %q, %v; want it to name 00001_initial.sql", out, err)
 	}
 	if out := status(); !strings.Contains(out, "pending") {
 		t.Errorf("migrate status after down:\n%s\nwant 00001_initial.sql pending", out)
@@ -296,9 +304,17 @@ func TestMigrateCommandUpgradesAnAutoMigratedDatabase(t *testing.T) {
 		t.Errorf("a user after migrating again: %v", err)
 	}
 
-	for _, args := range [][]string{{"migrate", "sideways"}, {"migrate", "down", "2"}} {
-		if _, stderr, err := runCLI(t, env, args...); !errors.Is(err, ErrUsage) || !strings.Contains(stderr, "migrate [status|down]") {
-			t.Errorf("%v = %v, stderr %q; want the usage", args, err, stderr)
+	for _, tt := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"migrate", "sideways"}, `unknown migrate step "sideways"`},
+		{[]string{"migrate", "down", "2"}, `migrate down takes no "2"`},
+		{[]string{"migrate", "status", "extra"}, `migrate status takes no "extra"`},
+	} {
+		if _, stderr, err := runCLI(t, env, tt.args...); !errors.Is(err, ErrUsage) || !strings.Contains(stderr, tt.says) ||
+			!strings.Contains(stderr, "migrate [status|down") {
+			t.Errorf("%v = %v, stderr %q; want it to say %s, then the usage", tt.args, err, stderr, tt.says)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func migrateUp(ctx context.Context, db *gorm.DB, fsys fs.FS, lockTimeout time.Du
 		slog.InfoContext(ctx, "migrated", "migration", r.Source.Path, "took", r.Duration.Round(time.Millisecond))
 	}
 	if err != nil {
-		return err
+		return plainError(err)
 	}
 	return m.usernameRule(ctx)
 }
@@ -107,9 +107,17 @@ func Migrations(ctx context.Context, db *gorm.DB) ([]Migration, error) {
 	return out, nil
 }
 
+// ErrNothingToUndo is MigrateDown's answer for a database that has run no migration.
+var ErrNothingToUndo = errors.New("nothing to undo: the database has run no migration")
+
+// ErrDropsEverything is MigrateDown's refusal to undo version 1 without dropEverything: version 1 is the
+// whole schema, so undoing it drops every table, data and all (an upgraded shop's too).
+var ErrDropsEverything = errors.New("the newest migration the database has run is version 1, the whole schema: undoing it drops every table and all their data; say so with --drop-everything if that is meant")
+
 // MigrateDown undoes the newest migration the database has run, by its Down section, and returns it.
-// Undoing version 1 drops every table, data and all.
-func MigrateDown(ctx context.Context, db *gorm.DB) (Migration, error) {
+// Undoing version 1 drops every table, data and all: it is refused (ErrDropsEverything) unless
+// dropEverything says that is meant.
+func MigrateDown(ctx context.Context, db *gorm.DB, dropEverything bool) (Migration, error) {
 	m, err := newMigrator(ctx, db, nil)
 	if err != nil {
 		return Migration{}, err
@@ -121,11 +129,34 @@ func MigrateDown(ctx context.Context, db *gorm.DB) (Migration, error) {
 	if err != nil {
 		return Migration{}, err
 	}
-	r, err := p.Down(ctx)
+	v, err := p.GetDBVersion(ctx)
 	if err != nil {
 		return Migration{}, fmt.Errorf("migrate down: %w", err)
 	}
+	switch {
+	case v == 0:
+		return Migration{}, ErrNothingToUndo
+	case v == 1 && !dropEverything:
+		return Migration{}, ErrDropsEverything
+	}
+	r, err := p.Down(ctx)
+	if err != nil {
+		return Migration{}, fmt.Errorf("migrate down: %w", plainError(err))
+	}
 	return Migration{Version: r.Source.Version, Name: r.Source.Path}, nil
+}
+
+// plainError says goose's partial-migration error as what happened: the migration failed and, run in a
+// transaction, was rolled back.
+func plainError(err error) error {
+	var pe *goose.PartialError
+	if errors.As(err, &pe) && pe.Failed != nil {
+		return fmt.Errorf("%s failed and nothing of it was kept: %w", pe.Failed.Source.Path, pe.Err)
+	}
+	if errors.Is(err, goose.ErrNoNextVersion) {
+		return ErrNothingToUndo
+	}
+	return err
 }
 
 // migrator runs the migrations of one dialect on one database.

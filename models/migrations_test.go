@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -311,7 +312,13 @@ func TestMigrateDownAndStatus(t *testing.T) {
 			if err != nil || len(ms) != 1 || ms[0].Name != "00001_initial.sql" || !ms[0].Applied || ms[0].AppliedAt.IsZero() {
 				t.Fatalf("status of a new database = %+v, %v; want 00001_initial.sql applied, with its time", ms, err)
 			}
-			undone, err := models.MigrateDown(ctx, db)
+			if _, err := models.MigrateDown(ctx, db, false); !errors.Is(err, models.ErrDropsEverything) {
+				t.Fatalf("down from version 1 without --drop-everything: %v; want ErrDropsEverything", err)
+			}
+			if len(checkTablesLeft(t, db)) != len(models.All()) {
+				t.Fatalf("a refused down dropped tables")
+			}
+			undone, err := models.MigrateDown(ctx, db, true)
 			if err != nil || undone.Version != 1 {
 				t.Fatalf("down = %+v, %v; want version 1 undone", undone, err)
 			}
@@ -322,6 +329,9 @@ func TestMigrateDownAndStatus(t *testing.T) {
 			}
 			if ms, err := models.Migrations(ctx, db); err != nil || ms[0].Applied {
 				t.Errorf("status after down = %+v, %v; want version 1 pending", ms, err)
+			}
+			if _, err := models.MigrateDown(ctx, db, true); !errors.Is(err, models.ErrNothingToUndo) {
+				t.Errorf("down with nothing run: %v; want ErrNothingToUndo", err)
 			}
 			if err := models.Migrate(ctx, db); err != nil {
 				t.Fatal(err)
@@ -417,4 +427,16 @@ ALTER TABLE orders DROP COLUMN note;
 	if err := db.Raw("SHOW lock_timeout").Scan(&setting).Error; err != nil || setting != "0" {
 		t.Errorf("lock_timeout of the pool after migrating = %q, %v; want 0", setting, err)
 	}
+}
+
+// checkTablesLeft names the models whose tables db has.
+func checkTablesLeft(t testing.TB, db *gorm.DB) []string {
+	t.Helper()
+	var left []string
+	for _, m := range models.All() {
+		if db.Migrator().HasTable(m) {
+			left = append(left, fmt.Sprintf("%T", m))
+		}
+	}
+	return left
 }
