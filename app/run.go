@@ -127,6 +127,7 @@ func runMigrate(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	ctx = models.WithLogger(ctx, newLogger(cfg, env.Stderr)) // the migrations' lines read as the server's
 	db, closeDB, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
@@ -232,7 +233,7 @@ func runServe(ctx context.Context, env Env) error {
 		}
 		defer demo.Close()
 		d.DB, d.Redis = demo.db, demo.redis
-		if err := models.Migrate(ctx, d.DB); err != nil {
+		if err := models.Migrate(models.WithLogger(ctx, log), d.DB); err != nil {
 			return err
 		}
 		seeded, err := seedDemo(ctx, d.DB, d.Now(), cfg.BcryptCost)

@@ -49,6 +49,21 @@ func Migrate(ctx context.Context, db *gorm.DB) error {
 	return nil
 }
 
+type loggerKey struct{}
+
+// WithLogger returns ctx carrying log, which the migrations (Migrate, Migrations, MigrateDown) write to,
+// so that their lines read as the server's; without it they write to slog's default logger.
+func WithLogger(ctx context.Context, log *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, log)
+}
+
+func loggerOf(ctx context.Context) *slog.Logger {
+	if log, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok && log != nil {
+		return log
+	}
+	return slog.Default()
+}
+
 // migrateUp is Migrate with the migrations of fsys (nil: the embedded ones of db's dialect) and a lock
 // timeout of its own.
 func migrateUp(ctx context.Context, db *gorm.DB, fsys fs.FS, lockTimeout time.Duration) error {
@@ -66,7 +81,7 @@ func migrateUp(ctx context.Context, db *gorm.DB, fsys fs.FS, lockTimeout time.Du
 	}
 	results, err := p.Up(ctx)
 	for _, r := range results {
-		slog.InfoContext(ctx, "migrated", "migration", r.Source.Path, "took", r.Duration.Round(time.Millisecond))
+		loggerOf(ctx).InfoContext(ctx, "migrated", "migration", r.Source.Path, "took", r.Duration.Round(time.Millisecond))
 	}
 	if err != nil {
 		return plainError(err)
@@ -326,7 +341,7 @@ func (m *migrator) baseline(ctx context.Context) error {
 		if err := store.Insert(ctx, conn, database.InsertRequest{Version: 1}); err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
-		slog.InfoContext(ctx, "a database made before versioned migrations is marked at version 1, its schema", "table", VersionTable)
+		loggerOf(ctx).InfoContext(ctx, "a database made before versioned migrations is marked at version 1, its schema", "table", VersionTable)
 		return nil
 	})
 }
@@ -352,7 +367,7 @@ func (m *migrator) usernameRule(ctx context.Context) error {
 			for i, u := range clashes {
 				names[i] = fmt.Sprintf("%d:%s", u.ID, u.Username)
 			}
-			slog.WarnContext(ctx, "usernames that differ only by case: rename or merge them by hand (id:name); "+
+			loggerOf(ctx).WarnContext(ctx, "usernames that differ only by case: rename or merge them by hand (id:name); "+
 				"the unique index on lower(username) is added by the first migrate after, and new clashes are refused meanwhile",
 				"accounts", strings.Join(names, " "), "index", UsernameIndex)
 			return nil
