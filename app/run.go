@@ -141,7 +141,10 @@ func runMigrate(ctx context.Context, args []string, env Env) error {
 		}
 		for _, m := range ms {
 			state := "pending"
-			if m.Applied {
+			switch {
+			case m.Unrecorded:
+				state = "applied (made before versioned migrations; `seckill migrate` records it)"
+			case m.Applied:
 				state = "applied"
 				if !m.AppliedAt.IsZero() {
 					state += " " + m.AppliedAt.UTC().Format(time.RFC3339)

@@ -268,6 +268,13 @@ func TestMigrateCommandUpgradesAnAutoMigratedDatabase(t *testing.T) {
 		}
 		return out
 	}
+	// A look first: status says version 1 is there, unrecorded, and writes nothing.
+	if out := status(); !strings.Contains(out, "made before versioned migrations") {
+		t.Errorf("migrate status before the upgrade:\n%s\nwant 00001_initial.sql applied, unrecorded", out)
+	}
+	if db.Migrator().HasTable(models.VersionTable) {
+		t.Errorf("migrate status wrote %s", models.VersionTable)
+	}
 	if out, _, err := runCLI(t, env, "migrate"); err != nil || !strings.Contains(out, "up to date") {
 		t.Fatalf("migrate = %q, %v", out, err)
 	}

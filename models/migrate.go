@@ -95,21 +95,34 @@ type Migration struct {
 	Name      string    // its file, such as 00001_initial.sql
 	Applied   bool      // the database is at this version or past it
 	AppliedAt time.Time // when it ran, or was marked as run (zero when not applied)
+	// Unrecorded: the database is this version's schema, made before migrations were versioned, and has no
+	// record of it yet (`seckill migrate` writes one).
+	Unrecorded bool
 }
 
-// Migrations lists every migration, oldest first, and whether the database has run it. A database made
-// before migrations were versioned is first marked at version 1 (which it is), as Migrate would.
+// Migrations lists every migration, oldest first, and whether the database has run it. It writes nothing:
+// a database made before migrations were versioned is said to be at version 1, unrecorded.
 func Migrations(ctx context.Context, db *gorm.DB) ([]Migration, error) {
 	m, err := newMigrator(ctx, db, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.baseline(ctx); err != nil {
+	state, err := m.look(ctx, true)
+	if err != nil {
 		return nil, err
 	}
 	p, err := m.provider()
 	if err != nil {
 		return nil, err
+	}
+	if state != versioned {
+		// Asking goose would make its table: a look changes nothing. An unrecorded database is at version 1.
+		var out []Migration
+		for _, src := range p.ListSources() {
+			out = append(out, Migration{Version: src.Version, Name: src.Path,
+				Applied: state == unrecorded && src.Version == 1, Unrecorded: state == unrecorded && src.Version == 1})
+		}
+		return out, nil
 	}
 	st, err := p.Status(ctx)
 	if err != nil {
@@ -282,7 +295,21 @@ func (m *migrator) locked(fn func(tx *gorm.DB) error) error {
 // as on any database. An empty database is left to the migrations; one that has only some of the tables,
 // or lacks columns (made by a build older than version 1), is refused by name.
 func (m *migrator) baseline(ctx context.Context) error {
-	return m.locked(func(tx *gorm.DB) error {
+	_, err := m.look(ctx, false)
+	return err
+}
+
+// The states look finds a database in.
+const (
+	versioned  = iota // it has a record of its migrations
+	empty             // no tables: version 1 makes it all
+	unrecorded        // the schema of version 1 without a record of it (baseline marks it)
+)
+
+// look says which state the database is in; unless dryRun it marks an unrecorded one at version 1.
+func (m *migrator) look(ctx context.Context, dryRun bool) (int, error) {
+	state := versioned
+	err := m.locked(func(tx *gorm.DB) error {
 		store, err := database.NewStore(m.dialect, VersionTable)
 		if err != nil {
 			return err
@@ -325,10 +352,15 @@ func (m *migrator) baseline(ctx context.Context) error {
 		}
 		switch {
 		case found == 0:
-			return nil // empty: version 1 makes it all
+			state = empty // version 1 makes it all
+			return nil
 		case len(missing) > 0:
 			return fmt.Errorf("the database has tables but no record of migrations, and is not the schema of version 1 (missing %s): "+
 				"run `seckill migrate` of the build it came from first", strings.Join(missing, ", "))
+		}
+		state = unrecorded
+		if dryRun {
+			return nil
 		}
 		if !hasVersions {
 			if err := store.CreateVersionTable(ctx, conn); err != nil {
@@ -344,6 +376,7 @@ func (m *migrator) baseline(ctx context.Context) error {
 		loggerOf(ctx).InfoContext(ctx, "a database made before versioned migrations is marked at version 1, its schema", "table", VersionTable)
 		return nil
 	})
+	return state, err
 }
 
 // UsernameIndex is the unique index that makes usernames unique ignoring case (ADA is taken when ada is).
