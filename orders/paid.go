@@ -39,9 +39,6 @@ func (s *Service) Paid(ctx context.Context, p *models.Payment) (PaidOutcome, err
 		if err != nil {
 			return err
 		}
-		if status, err = models.OrderStatus(tx, p.OrderID); err != nil {
-			return err
-		}
 		switch {
 		case n == 1:
 			out = PaidNow
@@ -49,6 +46,9 @@ func (s *Service) Paid(ctx context.Context, p *models.Payment) (PaidOutcome, err
 		case !first:
 			out = PaidBefore
 			return nil
+		}
+		if status, err = models.OrderStatus(tx, p.OrderID); err != nil {
+			return err
 		}
 		out = PaidRefund // the order was no longer waiting: cancelled, or paid
 		why := "paid after the order was " + status
