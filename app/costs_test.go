@@ -222,11 +222,7 @@ func TestUnknownImagesCostNoQuery(t *testing.T) {
 	merchant := withRole(t, a, "names_shop", models.RoleMerchant)
 	path := imageItem(t, a, merchant)
 	for _, s := range []*liveServer{a, b} { // each instance has read the names (none yet)
-		for start := time.Now(); !s.Srv.site.images.KnowsNames(); time.Sleep(10 * time.Millisecond) {
-			if time.Since(start) > 5*time.Second {
-				t.Fatal("the stored images' names were not read in 5 s")
-			}
-		}
+		testenv.Eventually(t, 5*time.Second, "the stored images' names read", s.Srv.site.images.KnowsNames)
 	}
 
 	stranger := newBrowser(t, b.URL)

@@ -371,7 +371,7 @@ func IsUpload(uri string) bool {
 }
 
 // uploaded reads an uploaded file: the multipart field, or the whole body when the request's type is one
-// of bodyTypes. A file over MaxUpload answers too_large.
+// of bodyTypes. A file over maxUpload answers too_large.
 func uploaded(c *fiber.Ctx, field string, bodyTypes ...string) ([]byte, error) {
 	tooLarge := func(n int64) error {
 		return errs.Newf(errs.TooLarge, "%s: the file is %.1f MB: at most %d MB can be sent", field, float64(n)/(1<<20), maxUpload>>20)

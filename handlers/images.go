@@ -70,7 +70,7 @@ const imagesChannel = "seckill:images"
 const knownRefresh = time.Minute
 
 // knownSums is the set of stored uploads' sums. Until it is loaded, or when the uploads are more than
-// MaxKnownImages, it is not complete and every name is looked up.
+// maxKnownImages, it is not complete and every name is looked up.
 type knownSums struct {
 	mu       sync.RWMutex
 	sums     map[[16]byte]struct{}
@@ -78,7 +78,7 @@ type knownSums struct {
 }
 
 // KnowsNames reports whether the instance knows every stored upload's name (Run has read them, and they
-// are within MaxKnownImages): unknown names then cost no query.
+// are within maxKnownImages): unknown names then cost no query.
 func (h *Images) KnowsNames() bool {
 	h.known.mu.RLock()
 	defer h.known.mu.RUnlock()
