@@ -115,7 +115,7 @@ func TestWeakPasswordsAreRefused(t *testing.T) {
 	}
 }
 
-// TestShippedPasswordsPassTheRules: the demo's accounts are made without the checks (SeedDemo hashes
+// TestShippedPasswordsPassTheRules: the demo's accounts are made without the checks (seedDemo hashes
 // them directly), so their passwords are held to the rules here.
 func TestShippedPasswordsPassTheRules(t *testing.T) {
 	for _, a := range demoAccounts {

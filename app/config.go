@@ -163,7 +163,7 @@ func connReserve(nofile uint64) int {
 }
 
 // connCap is the most connections the public port holds at once: MAX_CONNS, or the open-file limit
-// nofile less ConnReserve.
+// nofile less connReserve.
 func (c Config) connCap(nofile uint64) int {
 	if c.MaxConns > 0 {
 		return c.MaxConns

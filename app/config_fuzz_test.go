@@ -125,7 +125,7 @@ func fzCheckConfig(t *testing.T, env map[string]string, c Config) {
 		fail("ListenHost %q is not an IP address", c.ListenHost)
 	}
 	if host, p, err := net.SplitHostPort(c.listenAddr()); err != nil || host != c.ListenHost || p != strconv.Itoa(c.Port) {
-		fail("ListenAddr %q does not split into %q and %d (%v)", c.listenAddr(), c.ListenHost, c.Port, err)
+		fail("listenAddr %q does not split into %q and %d (%v)", c.listenAddr(), c.ListenHost, c.Port, err)
 	}
 	if c.BodyLimit < 1024 || c.BodyLimit > 64<<20 {
 		fail("BodyLimit %d outside 1 KiB-64 MiB", c.BodyLimit)

@@ -61,7 +61,7 @@ func TestLoadConfigGoodValues(t *testing.T) {
 		}, func(t *testing.T, c Config) {
 			got := strings.Join(c.redisAddrs(), " ")
 			if got != "127.0.0.1:7001 127.0.0.1:7002 127.0.0.1:7003" {
-				t.Errorf("RedisAddrs = %q", got)
+				t.Errorf("redisAddrs = %q", got)
 			}
 		}},
 		{"trusted proxies", map[string]string{"TRUSTED_PROXIES": " 127.0.0.1, 10.1.2.3/16 ,::1,, 0:0:0:0:0:ffff:c000:0201"},
@@ -74,12 +74,12 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			}},
 		{"listen host", map[string]string{"LISTEN_HOST": "127.0.0.1", "PORT": "8081"}, func(t *testing.T, c Config) {
 			if c.listenAddr() != "127.0.0.1:8081" {
-				t.Errorf("ListenAddr = %q", c.listenAddr())
+				t.Errorf("listenAddr = %q", c.listenAddr())
 			}
 		}},
 		{"listen host ipv6", map[string]string{"LISTEN_HOST": "::1"}, func(t *testing.T, c Config) {
 			if c.listenAddr() != "[::1]:8080" {
-				t.Errorf("ListenAddr = %q", c.listenAddr())
+				t.Errorf("listenAddr = %q", c.listenAddr())
 			}
 		}},
 		{"no trusted proxies", map[string]string{"TRUSTED_PROXIES": " "}, func(t *testing.T, c Config) {
@@ -92,19 +92,19 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				t.Errorf("BaseURL = %q", c.BaseURL)
 			}
 			if c.listenAddr() != "127.0.0.1:8181" {
-				t.Errorf("ListenAddr = %q, want this machine only (demo mode)", c.listenAddr())
+				t.Errorf("listenAddr = %q, want this machine only (demo mode)", c.listenAddr())
 			}
 		}},
 		{"a demo answers the network only when told", map[string]string{"LISTEN_HOST": "0.0.0.0"}, func(t *testing.T, c Config) {
 			if c.listenAddr() != "0.0.0.0:8080" {
-				t.Errorf("ListenAddr = %q, want every interface", c.listenAddr())
+				t.Errorf("listenAddr = %q, want every interface", c.listenAddr())
 			}
 		}},
 		{"outside demo mode the sandbox is off and the listener is every interface", map[string]string{
 			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret,
 		}, func(t *testing.T, c Config) {
 			if c.PaySandbox || c.listenAddr() != ":8080" || c.MetricsListen != "127.0.0.1:9090" {
-				t.Errorf("PaySandbox = %v, ListenAddr = %q, MetricsListen = %q", c.PaySandbox, c.listenAddr(), c.MetricsListen)
+				t.Errorf("PaySandbox = %v, listenAddr = %q, MetricsListen = %q", c.PaySandbox, c.listenAddr(), c.MetricsListen)
 			}
 			if err := c.checkPayment(); err == nil || !strings.Contains(err.Error(), "PAY_PROVIDER_URL") {
 				t.Errorf("serving with no payment provider and no sandbox: %v, want an error naming PAY_PROVIDER_URL", err)
@@ -136,7 +136,7 @@ func TestLoadConfigGoodValues(t *testing.T) {
 		}},
 		{"image hosts", map[string]string{"IMAGE_HOSTS": " IMG.example.com , cdn.example.net:8443,"}, func(t *testing.T, c Config) {
 			if got := c.imageHostList(); len(got) != 2 || got[0] != "img.example.com" || got[1] != "cdn.example.net:8443" {
-				t.Errorf("ImageHostList() = %q", got)
+				t.Errorf("imageHostList() = %q", got)
 			}
 		}},
 		{"metrics off", map[string]string{"METRICS_LISTEN": "off"}, func(t *testing.T, c Config) {

@@ -347,7 +347,7 @@ func TestConnCapLeavesDescriptorsForTheServices(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.nofile, "/", tt.maxConns), func(t *testing.T) {
 			if got := (Config{MaxConns: tt.maxConns}).connCap(tt.nofile); got != tt.want {
-				t.Errorf("ConnCap(%d) with MAX_CONNS=%d = %d, want %d", tt.nofile, tt.maxConns, got, tt.want)
+				t.Errorf("connCap(%d) with MAX_CONNS=%d = %d, want %d", tt.nofile, tt.maxConns, got, tt.want)
 			}
 		})
 	}

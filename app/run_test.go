@@ -215,7 +215,7 @@ func TestDemoDataFromBeforeTakesThePublishedPasswords(t *testing.T) {
 		t.Fatal(err)
 	}
 	if seeded, err := seedDemo(ctx, db, time.Now(), 4); err != nil || seeded {
-		t.Fatalf("SeedDemo on old demo data = %v, %v; want false, nil (nothing new made)", seeded, err)
+		t.Fatalf("seedDemo on old demo data = %v, %v; want false, nil (nothing new made)", seeded, err)
 	}
 	u, err := models.UserByUsername(ctx, db, "shopper")
 	if err != nil {

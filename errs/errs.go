@@ -150,7 +150,7 @@ func Limited(retryAfter time.Duration) *Error {
 // know, say): the value may be megabytes, the answer stays small.
 const maxEcho = 64
 
-// Echo is a client's value as an error quotes it: its first MaxEcho characters, and "…" when it had more.
+// Echo is a client's value as an error quotes it: its first maxEcho characters, and "…" when it had more.
 func Echo(s string) string {
 	n := 0
 	for i := range s {

@@ -176,7 +176,7 @@ func (h *Fulfilment) Ship(c *fiber.Ctx) error {
 const MaxShipmentRows = 20_000
 
 // maxRowErrors is how many bad rows an answer lists (it counts them all, and says how many it left out),
-// each with its order number cut to errs.MaxEcho characters: a file of 5 MB of bad order numbers
+// each with its order number cut as errs.Echo cuts them: a file of 5 MB of bad order numbers
 // answered 4 MB of JSON when every one was quoted whole.
 const maxRowErrors = 200
 

@@ -31,7 +31,7 @@ var sizes = []Size{{"960", 960}, {"480", 480}}
 // maxBytes bounds the memory one image takes while it is processed: the decoded image (its bytes a pixel
 // depend on the file: 1.5 to 3 for a JPEG, 4 for an 8-bit PNG, 8 for a 16-bit one) and, for a photo to be
 // turned upright, a turned copy of 4 a pixel. A phone's 12-megapixel JPEG takes about 84 MB; an image
-// that would take more than 160 MB is refused from its header, before it is decoded. MaxSide bounds each
+// that would take more than 160 MB is refused from its header, before it is decoded. maxSide bounds each
 // side whatever the bytes.
 const (
 	maxBytes = 160 << 20
@@ -71,7 +71,7 @@ var ErrTooCostly = errors.New("the JPEG has too many scans to be opened")
 // A JPEG's decoder walks every block of the components a scan names, in every scan, whatever the scan
 // holds: a scan of a few bytes (every block skipped by one end-of-band run) costs as much as a full one,
 // about 50 ns a block here, and Go's decoder cannot be stopped once started. So a JPEG is refused before
-// it is decoded when it has more than MaxScans scans (libjpeg writes 10 for a progressive colour photo,
+// it is decoded when it has more than maxScans scans (libjpeg writes 10 for a progressive colour photo,
 // mozjpeg and jpegtran about as many; a baseline JPEG has 1 to 3), or when its scans would walk more than
 // maxScanBlocks blocks in all (a 12-megapixel 4:2:0 photo in 10 progressive scans walks about 1.3
 // million; the bound is about half a core-second of decoding). 2,000 repeated scans of an 8-megapixel
