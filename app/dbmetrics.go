@@ -65,12 +65,14 @@ func countStatements(db *gorm.DB, m *dbMetrics) (*gorm.DB, error) {
 	// A session with a context of its own has a statement of its own, so the pool set below is this
 	// session's, not the caller's; the configuration is the session's copy.
 	db = db.Session(&gorm.Session{Context: ctx})
-	if _, ok := db.Statement.ConnPool.(*countingPool); !ok {
-		pool := &countingPool{ConnPool: db.Statement.ConnPool, m: m}
-		db.Statement.ConnPool = pool
-		// After a builder's write, GORM puts the configuration's pool back in its statement.
-		db.Config.ConnPool = pool
+	inner := db.Statement.ConnPool
+	if p, ok := inner.(*countingPool); ok { // another server's handle: this one counts into its own
+		inner = p.ConnPool
 	}
+	pool := &countingPool{ConnPool: inner, m: m}
+	db.Statement.ConnPool = pool
+	// After a builder's write, GORM puts the configuration's pool back in its statement.
+	db.Config.ConnPool = pool
 	return db, nil
 }
 
