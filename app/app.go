@@ -251,6 +251,13 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	// other business time.
 	now := d.Now
 	d.DB = d.DB.Session(&gorm.Session{NowFunc: func() time.Time { return now().UTC() }})
+	// Every statement the server sends is counted, by table and kind, and every transaction.
+	reg := prometheus.NewRegistry()
+	counted, err := countStatements(d.DB, newDBMetrics(reg))
+	if err != nil {
+		return nil, err
+	}
+	d.DB = counted
 	if cfg.SessionSecret == "" {
 		return nil, fmt.Errorf("SESSION_SECRET is empty")
 	}
@@ -287,7 +294,6 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		s.closers = append(s.closers, consumerRedis.Close)
 	}
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Runs = jobs.NewRuns(d.Redis, reg, d.Now)
 	s.Preheat.Runs = s.Runs

@@ -1,13 +1,40 @@
-// The pages' one way to call the JSON API: it fetches the CSRF token once and sends it with every
-// state-changing request, and turns error bodies into exceptions with the contract's code.
+// The pages' one way to call the JSON API: it sends the CSRF token with every state-changing request,
+// and turns error bodies into exceptions with the contract's code. A logged-in page's one request on load
+// is GET /api/me (who, and the CSRF token), shared by every script through window.whoami(); a logged-out
+// page asks GET /api/csrf when it first needs a token (a login or registration form).
 (function () {
   "use strict";
-  var token = null;
-  function csrf() {
-    if (token) return Promise.resolve(token);
+  var token = null, me = null;
+  // signedIn: the hint cookie says a session may be there (the session itself is HttpOnly).
+  function signedIn() { return /(^|; )sk_in=1/.test(document.cookie); }
+  // whoami answers {id, username, role, csrf_token} once per page, however many scripts ask; it rejects
+  // (as a 401) without asking when the page is logged out.
+  function whoami() {
+    if (!me) {
+      if (!signedIn()) {
+        var e = new Error("log in first");
+        e.code = "unauthenticated"; e.status = 401;
+        return Promise.reject(e);
+      }
+      me = api("GET", "/api/me").then(function (j) {
+        if (j.csrf_token) token = j.csrf_token;
+        return j;
+      });
+    }
+    return me;
+  }
+  window.whoami = whoami;
+  function fetchCSRF() {
     return fetch("/api/csrf", { credentials: "same-origin" })
       .then(function (r) { return r.json(); })
       .then(function (j) { token = j.token; return token; });
+  }
+  function csrf() {
+    if (token) return Promise.resolve(token);
+    if (me || signedIn()) {
+      return whoami().then(function () { return token || fetchCSRF(); }, fetchCSRF);
+    }
+    return fetchCSRF();
   }
   function api(method, url, body) {
     var headers = { "Accept": "application/json" };
@@ -125,8 +152,8 @@
     var nav = document.getElementById("nav-account");
     if (!nav) return;
     // Logged out (no hint that a session is there): nothing to ask.
-    if (!/(^|; )sk_in=1/.test(document.cookie)) return;
-    api("GET", "/api/me").then(function (me) {
+    if (!signedIn()) return;
+    whoami().then(function (me) {
       nav.innerHTML = "";
       if (me.role === "merchant" || me.role === "admin") {
         var console = document.createElement("a");

@@ -180,7 +180,7 @@
   });
   document.getElementById("captcha-new").addEventListener("click", newCaptcha);
 
-  api("GET", "/api/me").then(function () {
+  whoami().then(function () {
     loggedIn = true; form.hidden = false;
     if (queueMode) { pollQueue(); return; }
     newCaptcha();
