@@ -429,6 +429,16 @@ func TestLinePlacesAndInstances(t *testing.T) {
 		_, r := lineDoc(t, a.URL, item.ID)
 		return r.Header.Get("ETag") != ri.Header.Get("ETag")
 	})
+	// A shopper's browser, with its session, and one with a session that is no more, get the same document
+	// and no cookie.
+	stale := newBrowser(t, a.URL)
+	stale.setCookie(handlers.SessionCookie, "not-a-session")
+	for _, who := range []*browser{ada, stale} {
+		r := who.call("GET", "/api/items/"+itoa(item.ID)+"/line", nil)
+		if r.Status != 200 || len(r.Header.Values("Set-Cookie")) > 0 || r.Header.Get("Cache-Control") != "public, max-age=1" {
+			t.Errorf("the line's document to a browser with cookies: %d, Set-Cookie %v, Cache-Control %q", r.Status, r.Header.Values("Set-Cookie"), r.Header.Get("Cache-Control"))
+		}
+	}
 	// No line for an unknown item or a first-come one.
 	first := newBrowser(t, a.URL)
 	_, fc := testenv.Sale(t, db, 5, time.Now(), time.Now().Add(time.Hour))
