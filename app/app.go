@@ -400,6 +400,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		queue: &handlers.Queue{
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
 			Captchas: s.Captchas, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
 		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders},
@@ -555,6 +556,7 @@ func routes(f *fiber.App, h *site) {
 	api.Post("/items/:id/queue", user, queue.Join)
 	api.Get("/items/:id/queue", user, queue.Status)
 	api.Get("/items/:id/draw", queue.Draw)
+	api.Get("/items/:id/line", queue.PublicLine) // public and cacheable: no session needed, no cookie set
 
 	api.Get("/orders", user, orders.List)
 	api.Get("/orders/:order_no", user, orders.Get)
