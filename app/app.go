@@ -524,6 +524,12 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/register", pages.Register)
 	f.Get("/m/qr/:id", pages.QRPhone)
 
+	// A sold-out item's buys and paths are answered before the session, CSRF and limit checks (the
+	// contract lets them); OnSale publishes the decision for nginx.
+	f.Post("/api/items/:id/path", buy.SoldOutFirst)
+	f.Post("/api/items/:id/buy/:path", buy.SoldOutFirst)
+	f.Get("/api/items/:id/on-sale", buy.OnSale)
+
 	api := f.Group("/api", accounts.RequireCSRF)
 	api.Get("/csrf", accounts.CSRFToken)
 	api.Post("/auth/register", accounts.Register)
