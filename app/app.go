@@ -311,6 +311,9 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	warnAtStart(ctx, cfg, d)
 	reg.MustRegister(captchaMetrics(s.Captchas)...)
+	if cfg.NginxStatusURL != "" {
+		reg.MustRegister(newNginxStatus(cfg.NginxStatusURL))
+	}
 
 	fcfg := fiber.Config{
 		AppName:               "seckill",
