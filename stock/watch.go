@@ -143,7 +143,7 @@ func (w *Watch) View(ctx context.Context, itemID int64) (LineView, error) {
 		if v, ok := w.lines.Get(itemID); ok && time.Since(v.read) < roomViewTTL {
 			return v, nil
 		}
-		st, err := w.line.LineOf(ctx, itemID)
+		st, err := w.line.LineOf(context.WithoutCancel(ctx), itemID) // shared: not ended by the first asker leaving
 		if err != nil {
 			return LineView{}, err
 		}
