@@ -725,6 +725,9 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 		case !d.Drawn:
 		case position == 0: // drawn: the page learns its place once
 			q, _ = ask("place")
+			if at, ok := v.letInSince(position); ok && position > 0 {
+				s.saw(at)
+			}
 		case position <= d.LetIn && (d.LetIn != askedAt || time.Since(asked) >= stillAsk):
 			if at, ok := v.letInSince(position); ok {
 				s.saw(at)
