@@ -652,8 +652,11 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 		adopt(q)
 		return q, true
 	}
+	held := false // the last standing said sold out: the place is kept, and asked again if readmitted moves
+	var readmitted int64
 	// act does what a standing says: done when the shopper has a final answer, rejoin when its turn ran out.
 	act := func(q standing) (done, rejoin bool) {
+		held = false
 		switch q.State {
 		case "your_turn":
 			b, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/buy/%s", sale.ItemID, q.Path), nil, s.u)
@@ -676,7 +679,10 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 		case "bought":
 			end(c.followResult(ctx, sale, s, wait))
 			return true, false
-		case "sold_out", "ended":
+		case "sold_out": // the page shows it, and keeps its place: a unit may come back (readmitted)
+			end("sold out")
+			held = true
+		case "ended":
 			end("sold out")
 			return true, false
 		case "missed", "out":
@@ -689,6 +695,7 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 		return
 	}
 	line := c.public(fmt.Sprintf("/api/items/%d/line", sale.ItemID))
+	var d lineDoc                            // the document as the page last read it
 	askedAt, asked := int64(-1), time.Time{} // the let_in of the last own standing asked, and when
 	for ctx.Err() == nil {
 		if q.State != "" {
@@ -703,8 +710,12 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 				askedAt = -1
 				continue
 			}
-			if q.State != "waiting" {
+			if q.State != "waiting" && q.State != "sold_out" {
 				askedAt = -1 // a turn that did not buy: ask again at the next look
+			}
+			readmitted = d.Readmitted
+			if d.State == "" {
+				readmitted = -1 // the join's answer, before any document: the next one's count is the mark
 			}
 			q = standing{}
 		}
@@ -716,11 +727,13 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 		if err != nil || v.doc.State == "" {
 			continue
 		}
-		d := v.doc
+		d = v.doc
 		switch {
 		case d.over(): // the page shows it; no request of its own
 			s.saw(v.overAt)
-			end("sold out")
+			if s.Final == "" {
+				end("sold out")
+			}
 			return
 		case !d.Drawn:
 		case position == 0: // drawn: the page learns its place once
@@ -728,7 +741,15 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			if at, ok := v.letInSince(position); ok && position > 0 {
 				s.saw(at)
 			}
+		case held:
+			if readmitted < 0 {
+				readmitted = d.Readmitted
+			} else if d.Readmitted != readmitted { // someone below let_in was let in again: it may be this page
+				q, _ = ask("standing")
+			}
 		case position <= d.LetIn && (d.LetIn != askedAt || time.Since(asked) >= stillAsk):
+			// Once for each let_in; and again after a while if the instance asked had not heard of this
+			// let_in yet (it said waiting): the document may come from a fresher instance.
 			if at, ok := v.letInSince(position); ok {
 				s.saw(at)
 			}
