@@ -251,6 +251,13 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	// other business time.
 	now := d.Now
 	d.DB = d.DB.Session(&gorm.Session{NowFunc: func() time.Time { return now().UTC() }})
+	// Every statement the server sends is counted, by table and kind, and every transaction.
+	reg := prometheus.NewRegistry()
+	counted, err := countStatements(d.DB, newDBMetrics(reg))
+	if err != nil {
+		return nil, err
+	}
+	d.DB = counted
 	if cfg.SessionSecret == "" {
 		return nil, fmt.Errorf("SESSION_SECRET is empty")
 	}
@@ -287,7 +294,6 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		s.closers = append(s.closers, consumerRedis.Close)
 	}
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.Runs = jobs.NewRuns(d.Redis, reg, d.Now)
 	s.Preheat.Runs = s.Runs
@@ -311,6 +317,9 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	warnAtStart(ctx, cfg, d)
 	reg.MustRegister(captchaMetrics(s.Captchas)...)
+	if cfg.NginxStatusURL != "" {
+		reg.MustRegister(newNginxStatus(cfg.NginxStatusURL))
+	}
 
 	fcfg := fiber.Config{
 		AppName:               "seckill",
@@ -394,6 +403,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		queue: &handlers.Queue{
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
 			Captchas: s.Captchas, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
 		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders},
@@ -524,6 +534,12 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/register", pages.Register)
 	f.Get("/m/qr/:id", pages.QRPhone)
 
+	// A sold-out item's buys and paths are answered before the session, CSRF and limit checks (the
+	// contract lets them); OnSale publishes the decision for nginx.
+	f.Post("/api/items/:id/path", buy.SoldOutFirst)
+	f.Post("/api/items/:id/buy/:path", buy.SoldOutFirst)
+	f.Get("/api/items/:id/on-sale", buy.OnSale)
+
 	api := f.Group("/api", accounts.RequireCSRF)
 	api.Get("/csrf", accounts.CSRFToken)
 	api.Post("/auth/register", accounts.Register)
@@ -549,6 +565,7 @@ func routes(f *fiber.App, h *site) {
 	api.Post("/items/:id/queue", user, queue.Join)
 	api.Get("/items/:id/queue", user, queue.Status)
 	api.Get("/items/:id/draw", queue.Draw)
+	api.Get("/items/:id/line", queue.PublicLine) // public and cacheable: no session needed, no cookie set
 
 	api.Get("/orders", user, orders.List)
 	api.Get("/orders/:order_no", user, orders.Get)

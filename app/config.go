@@ -49,6 +49,7 @@ type Config struct {
 	PaySandbox      bool          // PAY_SANDBOX: mount the built-in payment sandbox and pay through it; on in demo mode, else off
 	PayNotifyURL    string        // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
 	MetricsListen   string        // METRICS_LISTEN: the operators' listener for /metrics (host:port), or off
+	NginxStatusURL  string        // NGINX_STATUS_URL: nginx's stub_status page, whose counts /metrics shows as seckill_nginx_*; empty for none
 	CaptchaPool     int           // CAPTCHA_POOL: how many captchas each instance may keep drawn ahead of need (about 2.5 kB each)
 	QueueOpens      time.Duration // QUEUE_OPENS: how long before its start a queue sale's waiting room opens
 	QueueOverbook   float64       // QUEUE_OVERBOOK: shoppers let in at a time, per unit of stock left
@@ -273,6 +274,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.ImageHosts = p.hosts("IMAGE_HOSTS")
 	if c.PayNotifyURL = strings.TrimSpace(getenv("PAY_NOTIFY_URL")); c.PayNotifyURL != "" {
 		p.httpURL("PAY_NOTIFY_URL", c.PayNotifyURL)
+	}
+	if c.NginxStatusURL = strings.TrimSpace(getenv("NGINX_STATUS_URL")); c.NginxStatusURL != "" {
+		p.httpURL("NGINX_STATUS_URL", c.NginxStatusURL)
 	}
 	if c.MetricsListen == "off" {
 		c.MetricsListen = ""

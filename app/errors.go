@@ -39,6 +39,7 @@ var statusOf = map[string]int{
 	errs.Queue:              fiber.StatusConflict,
 	errs.FirstCome:          fiber.StatusConflict,
 	errs.QueueNotOpen:       fiber.StatusForbidden,
+	errs.BadPlace:           fiber.StatusBadRequest,
 	errs.Paused:             fiber.StatusForbidden,
 	errs.Blocked:            fiber.StatusForbidden,
 	errs.ActivityState:      fiber.StatusConflict,

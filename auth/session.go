@@ -22,13 +22,17 @@ import (
 	"seckill/models"
 )
 
-// Session is what a session cookie proves: who, in which role, since which login, until when.
+// Session is what a session cookie proves: who (by id and by name), in which role, since which login,
+// until when.
 type Session struct {
 	UserID  int64
 	Version int64 // the user's session version at login; ending the user's sessions bumps it
 	Role    string
 	ID      [16]byte // random at every login, so a login never reuses a session id (no fixation)
 	Expires time.Time
+	// Username is the name at login, so that "who am I" needs no query (names do not change); "" for a
+	// cookie of the format before it (see Upgrade).
+	Username string
 }
 
 // IDString is the session id in hex, for logs and for binding a QR code to the phone session that scanned it.
@@ -45,13 +49,18 @@ func roleCode(role string) byte {
 	return 0
 }
 
+// A cookie is base64url of: the format, the user id, the session version, the expiry (Unix seconds), the
+// role's code, the session id, then (format 2) the username's length and the username, and last the MAC
+// of all before it. Format 1, without the username, is still read; Upgrade spells such a session in format 2.
 const (
-	cookieFormat  = 1
-	payloadLen    = 1 + 8 + 8 + 8 + 1 + 16
-	macLen        = sha256.Size
-	authChannel   = "auth:changed"
-	refreshPeriod = 2 * time.Second
-	refreshMargin = 10 * time.Second
+	cookieFormat   = 2
+	cookieFormatV1 = 1
+	payloadLen     = 1 + 8 + 8 + 8 + 1 + 16 // format 1's payload, the start of format 2's
+	maxNameLen     = 64                     // a longer name (none is: names are 3 to 32) is not carried
+	macLen         = sha256.Size
+	authChannel    = "auth:changed"
+	refreshPeriod  = 2 * time.Second
+	refreshMargin  = 10 * time.Second
 )
 
 // userState is what the sessions of a user whose account changed recently must agree with.
@@ -98,25 +107,51 @@ func derive(secret, purpose string) []byte {
 
 // Issue starts a new session for u and returns it with its cookie value.
 func (s *Sessions) Issue(u *models.User) (Session, string, error) {
-	sess := Session{UserID: u.ID, Version: u.SessionVersion, Role: u.Role, Expires: s.now().Add(s.ttl)}
+	sess := Session{UserID: u.ID, Version: u.SessionVersion, Role: u.Role, Expires: s.now().Add(s.ttl), Username: u.Username}
 	if _, err := rand.Read(sess.ID[:]); err != nil {
 		return Session{}, "", err
 	}
-	buf := make([]byte, payloadLen, payloadLen+macLen)
+	return s.encode(sess)
+}
+
+// Upgrade gives a session whose cookie is of the format before usernames the cookie of the current
+// format, with the user's name: the same session (id, version, expiry), so nothing but its spelling
+// changes.
+func (s *Sessions) Upgrade(sess Session, username string) (Session, string, error) {
+	sess.Username = username
+	return s.encode(sess)
+}
+
+func (s *Sessions) encode(sess Session) (Session, string, error) {
+	if len(sess.Username) > maxNameLen {
+		sess.Username = ""
+	}
+	n := payloadLen + 1 + len(sess.Username)
+	buf := make([]byte, n, n+macLen)
 	buf[0] = cookieFormat
 	binary.BigEndian.PutUint64(buf[1:], uint64(sess.UserID))
 	binary.BigEndian.PutUint64(buf[9:], uint64(sess.Version))
 	binary.BigEndian.PutUint64(buf[17:], uint64(sess.Expires.Unix()))
 	buf[25] = roleCode(sess.Role)
 	copy(buf[26:], sess.ID[:])
+	buf[payloadLen] = byte(len(sess.Username))
+	copy(buf[payloadLen+1:], sess.Username)
 	buf = s.mac.sum(buf, buf)
 	return sess, base64.RawURLEncoding.EncodeToString(buf), nil
+}
+
+// cookieLenOK reports whether a cookie value has the length of one of the formats (checked before any
+// hashing).
+func cookieLenOK(n int) bool {
+	enc := base64.RawURLEncoding
+	return n == enc.EncodedLen(payloadLen+macLen) ||
+		n >= enc.EncodedLen(payloadLen+1+macLen) && n <= enc.EncodedLen(payloadLen+1+maxNameLen+macLen)
 }
 
 // Check returns the session a cookie value proves, if it is genuine, unexpired and not ended. It reads
 // only memory.
 func (s *Sessions) Check(value string) (Session, bool) {
-	if len(value) != base64.RawURLEncoding.EncodedLen(payloadLen+macLen) {
+	if !cookieLenOK(len(value)) {
 		return Session{}, false
 	}
 	sess, ok := s.verified.check(value, s.verify)
@@ -128,14 +163,27 @@ func (s *Sessions) Check(value string) (Session, bool) {
 
 // verify decodes a cookie value and checks its signature.
 func (s *Sessions) verify(value string) (Session, bool) {
-	var raw [payloadLen + macLen]byte
-	// One spelling per cookie: Strict refuses spare bits in the last character, and the length refuses
-	// the line breaks a decoder skips.
-	if n, err := base64.RawURLEncoding.Strict().Decode(raw[:], []byte(value)); err != nil || n != len(raw) {
+	var buf [payloadLen + 1 + maxNameLen + macLen]byte
+	if base64.RawURLEncoding.DecodedLen(len(value)) > len(buf) {
+		return Session{}, false
+	}
+	// One spelling per cookie: Strict refuses spare bits in the last character, and the length (the
+	// format's own, below) refuses the line breaks a decoder skips.
+	n, err := base64.RawURLEncoding.Strict().Decode(buf[:], []byte(value))
+	if err != nil || n != base64.RawURLEncoding.DecodedLen(len(value)) || n < payloadLen+macLen {
+		return Session{}, false
+	}
+	raw := buf[:n]
+	var name []byte
+	switch {
+	case raw[0] == cookieFormatV1 && n == payloadLen+macLen:
+	case raw[0] == cookieFormat && n > payloadLen+macLen && n == payloadLen+1+int(raw[payloadLen])+macLen:
+		name = raw[payloadLen+1 : n-macLen]
+	default:
 		return Session{}, false
 	}
 	var mac [macLen]byte
-	if !hmac.Equal(s.mac.sum(mac[:0], raw[:payloadLen]), raw[payloadLen:]) || raw[0] != cookieFormat {
+	if !hmac.Equal(s.mac.sum(mac[:0], raw[:n-macLen]), raw[n-macLen:]) {
 		return Session{}, false
 	}
 	role := int(raw[25])
@@ -143,10 +191,11 @@ func (s *Sessions) verify(value string) (Session, bool) {
 		return Session{}, false
 	}
 	sess := Session{
-		UserID:  int64(binary.BigEndian.Uint64(raw[1:])),
-		Version: int64(binary.BigEndian.Uint64(raw[9:])),
-		Expires: time.Unix(int64(binary.BigEndian.Uint64(raw[17:])), 0),
-		Role:    roleCodes[role],
+		UserID:   int64(binary.BigEndian.Uint64(raw[1:])),
+		Version:  int64(binary.BigEndian.Uint64(raw[9:])),
+		Expires:  time.Unix(int64(binary.BigEndian.Uint64(raw[17:])), 0),
+		Role:     roleCodes[role],
+		Username: string(name),
 	}
 	copy(sess.ID[:], raw[26:])
 	return sess, true

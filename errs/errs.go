@@ -42,6 +42,7 @@ const (
 	Queue         = "queue"          // the item sells through its waiting room: join the line
 	FirstCome     = "first_come"     // the item sells first come, first served: it has no waiting room
 	QueueNotOpen  = "queue_not_open" // the waiting room opens later
+	BadPlace      = "bad_place"      // a signed place (X-Line-Place) that does not verify for the caller and item
 	Paused        = "paused"         // an admin has paused the sale: buying, paths and turns wait
 	Blocked       = "blocked"        // an admin has blocked the account
 	LastAdmin     = "last_admin"     // the change would leave the shop with no active admin
@@ -59,7 +60,7 @@ const (
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
 	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked, LastAdmin,
-	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge}
+	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace}
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {

@@ -123,16 +123,26 @@ func isJSON(contentType string) bool {
 
 // CSRFToken answers a CSRF token and sets it as a cookie; a browser that has a good one keeps it.
 func (h *Accounts) CSRFToken(c *fiber.Ctx) error {
+	tok, err := h.csrfToken(c)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"token": tok})
+}
+
+// csrfToken is the browser's CSRF token, or a new one when it has none that is good, set as the cookie
+// (for another year) either way.
+func (h *Accounts) csrfToken(c *fiber.Ctx) (string, error) {
 	tok := c.Cookies(CSRFCookie)
 	if !h.CSRF.Valid(tok, tok) {
 		var err error
 		if tok, err = h.CSRF.Token(); err != nil {
-			return err
+			return "", err
 		}
 	}
 	h.setCookie(c, CSRFCookie, tok, h.Now().Add(365*24*time.Hour))
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(fiber.Map{"token": tok})
+	return tok, nil
 }
 
 func (h *Accounts) setCookie(c *fiber.Ctx, name, value string, expires time.Time) {
@@ -305,17 +315,49 @@ func (h *Accounts) Logout(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-// Me answers the logged-in user.
+// meJSON is who the logged-in user is, with the CSRF token its page sends: all a page asks on load.
+type meJSON struct {
+	UserJSON
+	CSRFToken string `json:"csrf_token"`
+}
+
+// Me answers the logged-in user and a CSRF token (set as its cookie, as GET /api/csrf does) from memory:
+// the name from the signed session, the role as the session check knows it now (an admin's change
+// reaches every instance over the auth channel). A cookie of the format before names were in it costs
+// one query, once: it is answered from the database and given back in the current format.
 func (h *Accounts) Me(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
-	u, err := models.UserByID(c.UserContext(), h.DB, s.UserID)
-	if errs.Is(err, errs.NotFound) {
-		return errNeedLogin
+	if s.Username == "" {
+		var err error
+		if s, err = h.upgrade(c, s); err != nil {
+			return err
+		}
 	}
+	tok, err := h.csrfToken(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(userJSON(u))
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(meJSON{UserJSON: UserJSON{ID: s.UserID, Username: s.Username, Role: s.Role}, CSRFToken: tok})
+}
+
+// upgrade gives a session of the cookie format before names its name, from the database, and sets its
+// cookie in the current format (the same session: id, version and expiry).
+func (h *Accounts) upgrade(c *fiber.Ctx, s auth.Session) (auth.Session, error) {
+	u, err := models.UserByID(c.UserContext(), h.DB, s.UserID)
+	if errs.Is(err, errs.NotFound) {
+		return s, errNeedLogin
+	}
+	if err != nil {
+		return s, err
+	}
+	s, value, err := h.Sessions.Upgrade(s, u.Username)
+	if err != nil {
+		return s, err
+	}
+	h.setCookie(c, SessionCookie, value, s.Expires)
+	c.Locals(sessionLocal, s)
+	return s, nil
 }
 
 // SetRole lets an admin change a user's role.

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
 
+	"seckill/auth"
 	"seckill/captcha"
 	"seckill/catalog"
 	"seckill/errs"
@@ -34,12 +35,15 @@ type Queue struct {
 	Captchas    *captcha.Captchas
 	Limits      *ratelimit.Shared
 	RateLimitIP bool
+	Places      *auth.Places  // signs a shopper's place (place_token), checks X-Line-Place
+	Turn        time.Duration // how long a turn lasts (QUEUE_TURN), for the line's document
 	Now         func() time.Time
 
 	once   sync.Once
 	times  saleTimes                     // each queue sale's two times, as answers write them
 	draws  *expirable.LRU[int64, []byte] // the answers of written draws (they never change)
-	flight singleflight.Group            // one read of a draw's tickets at a time
+	flight singleflight.Group            // one read of a draw's tickets at a time; one line document made at a time
+	lines  memo.Map[int64, lineDoc]      // each line's public document, as last made
 }
 
 // Bounds of the memory the handler keeps per instance.
@@ -52,6 +56,7 @@ func (h *Queue) init() {
 	h.once.Do(func() {
 		h.times.Max = maxSaleTimes
 		h.draws = expirable.NewLRU[int64, []byte](maxDraws, nil, 24*time.Hour)
+		h.lines.Max = maxSaleTimes
 	})
 }
 
@@ -70,7 +75,10 @@ type queueJSON struct {
 	SeedHash     *string    `json:"seed_hash"`
 	// Paused: an admin has paused the sale. The line keeps its order; no one is let in, and no turn can
 	// buy, until it resumes.
-	Paused     bool      `json:"paused"`
+	Paused bool `json:"paused"`
+	// PlaceToken is the caller's place, signed (null until the place is known): sent back in X-Line-Place,
+	// any instance answers a shopper the line has not reached from memory.
+	PlaceToken *string   `json:"place_token"`
 	ServerTime time.Time `json:"server_time"`
 }
 
@@ -79,7 +87,11 @@ var (
 	errFirstCome  = errs.Static(errs.FirstCome, "this item sells first come, first served: it has no waiting room")
 	errRoomClosed = errs.Static(errs.QueueNotOpen, "the waiting room is not open yet")
 	errUseQueue   = errs.Static(errs.Queue, "this item sells through its waiting room: join the line")
+	errBadPlace   = errs.Static(errs.BadPlace, "the "+PlaceHeader+" header is not a place signed for you in this item's line")
 )
+
+// PlaceHeader carries a shopper's signed place (the queue answer's place_token) on a status poll.
+const PlaceHeader = "X-Line-Place"
 
 // queueItem answers the item and its activity when it sells through a waiting room.
 func (h *Queue) queueItem(ctx context.Context, itemID int64) (*models.Item, *models.Activity, error) {
@@ -151,15 +163,35 @@ func (h *Queue) Status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if tok := c.Get(PlaceHeader); tok != "" {
+		ticket, place, ok := h.Places.Verify(tok, itemID, s.UserID)
+		if !ok {
+			return errBadPlace
+		}
+		return h.answerAt(c, it, a, s.UserID, ticket, place)
+	}
 	return h.answer(c, it, a, s.UserID)
 }
 
 // answer writes the caller's standing, as the line tells it.
 func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64) error {
+	return h.answerAt(c, it, a, userID, "", 0)
+}
+
+// answerAt writes the caller's standing, as the line tells it: at the place they proved (place > 0), from
+// memory while the line has not reached it.
+func (h *Queue) answerAt(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64, ticket string, place int64) error {
 	now := h.Now()
 	paused := h.Stops.Paused(it.ID)
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	t, err := h.Watch.Standing(c.UserContext(), it.ID, userID, stock.Scene{Now: now, Ends: a.EndsAt, Paused: paused, PausedAt: a.PausedAt})
+	scene := stock.Scene{Now: now, Ends: a.EndsAt, Paused: paused, PausedAt: a.PausedAt}
+	var t stock.Told
+	var err error
+	if place > 0 {
+		t, err = h.Watch.StandingAt(c.UserContext(), it.ID, userID, ticket, place, scene)
+	} else {
+		t, err = h.Watch.Standing(c.UserContext(), it.ID, userID, scene)
+	}
 	if err != nil {
 		return err
 	}
@@ -169,6 +201,11 @@ func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID
 	case stock.LineOut, stock.LineEnded:
 	default:
 		out.Ticket, out.Position = &t.Ticket, nonZero(t.Place)
+		if t.Place > 0 {
+			if tok := h.Places.Sign(it.ID, userID, t.Ticket, t.Place); tok != "" {
+				out.PlaceToken = &tok
+			}
+		}
 	}
 	if t.HasAhead {
 		out.Ahead = &t.Ahead
@@ -280,7 +317,7 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 }
 
 // sendQueue answers q as JSON, written by hand: a status poll is the crowd's most frequent request, and
-// its fields are numbers, times and hex or fixed words that need no escaping (TestQueueJSONByHand holds it
+// its fields are numbers, times and hex, base64url or fixed words that need no escaping (TestQueueJSONByHand holds it
 // to encoding/json's answer). times are the sale's two times as appendSaleTimes writes them, made once
 // per sale (nil: written here).
 func sendQueue(c *fiber.Ctx, q *queueJSON, times []byte) error {
@@ -304,6 +341,7 @@ func sendQueue(c *fiber.Ctx, q *queueJSON, times []byte) error {
 	b = appendStr(b, `,"seed_hash":`, q.SeedHash)
 	b = append(b, `,"paused":`...)
 	b = strconv.AppendBool(b, q.Paused)
+	b = appendStr(b, `,"place_token":`, q.PlaceToken)
 	b = appendTime(b, `,"server_time":`, &q.ServerTime)
 	b = append(b, '}')
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)

@@ -18,6 +18,8 @@
 #                                           created when missing; CLUSTER_FRESH=1 drops and recreates it
 #   CLUSTER_RATE, CLUSTER_BURST  20, 40     nginx's per-address limit on /api/ and pages (requests/s, burst)
 #   CLUSTER_CONNS        512                nginx's cap on connections per address (an IPv6 /64 as one)
+#   CLUSTER_CLIENTS      100000             client connections nginx is sized to hold at once (workers)
+#   CLUSTER_STATUS_PORT  CLUSTER_PORT+1000  nginx's counters (stub_status), read by the instances' /metrics
 #   CLUSTER_APPENDFSYNC  everysec           the Redis nodes' appendfsync (always, everysec, no)
 #   CLUSTER_ADMIN_PASSWORD, CLUSTER_MERCHANT_PASSWORD   cluster-boss-pass, cluster-seller-pass
 #   SECKILL_BIN          (built)            the seckill binary; default: go build -o bin/seckill .
@@ -27,7 +29,7 @@
 # Files in CLUSTER_DIR: cluster.env (what start used; mode 600), session_secret (600), redis-PORT/ (a node's
 # nodes.conf, append-only files, redis.log, redis.pid), cluster-create.log, setup.log (migrate, user
 # create), app-N.log and app-N.pid, nginx.conf and seckill.conf (generated), nginx.pid, nginx-error.log,
-# nginx-temp/. start wipes all but session_secret; a relative CLUSTER_DIR is taken from the repository.
+# nginx-temp/, nginx-cache/ (nginx's cache of shared answers). start wipes all but session_secret; a relative CLUSTER_DIR is taken from the repository.
 # Exit status: 0 done, 1 failed (start prints the failing part's log and stops what it started), 2 usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -118,7 +120,7 @@ save_state() {
   (umask 077 && : >"$STATE")
   {
     printf 'REDIS_PORTS=(%s)\nAPP_PORTS=(%s)\n' "${REDIS_PORTS[*]}" "${APP_PORTS[*]}"
-    for v in LB_PORT DB_URL BIN SECRET_SHA; do printf '%s=%q\n' "$v" "${!v}"; done
+    for v in LB_PORT STATUS_PORT DB_URL BIN SECRET_SHA; do printf '%s=%q\n' "$v" "${!v}"; done
     for v in "${PASS_THROUGH[@]}"; do
       if [ -n "${!v:-}" ]; then printf 'PASS_%s=%q\n' "$v" "${!v}"; fi
     done
@@ -187,6 +189,8 @@ app_env() { # app_env N
     BASE_URL="http://127.0.0.1:$LB_PORT" REDIS_URL="${redis%,}" DATABASE_URL="$DB_URL"
     SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 NODE_ID="$1"
     METRICS_LISTEN="127.0.0.1:$((port + 1000))" PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes)
+  # nginx's counters in the instances' /metrics (a cluster started by an older script has no port).
+  if [ -n "${STATUS_PORT:-}" ]; then APP_ENV+=(NGINX_STATUS_URL="http://127.0.0.1:$STATUS_PORT/nginx_status"); fi
   for v in "${PASS_THROUGH[@]}"; do
     pass=PASS_$v
     if [ -n "${!pass:-}" ]; then APP_ENV+=("$v=${!pass}"); fi
@@ -241,29 +245,53 @@ stop_app() { # stop_app N
   rm -f "$CLUSTER_DIR/app-$1.pid"
 }
 
+# nginx's workers, sized so that nginx can hold CLUSTER_CLIENTS client connections at once while each
+# worker stays within the open-file limit (on some machines a process cannot pass 20,000, root or not):
+#   worker_rlimit_nofile  the limit itself (ulimit -n after raise_open_files; 65,536 at most)
+#   worker_connections    the limit less 512 descriptors for what is not a connection (cache files being
+#                         sent, the logs, the listening sockets), at most 65,536
+#   workers               enough that (worker_connections - 256) x workers >= CLUSTER_CLIENTS, 256 a
+#                         worker being the connections to the instances (in use and kept idle: keepalive
+#                         16 a worker, the rest in flight); at least one a core
+# With ulimit -n 20,000 and 100,000 clients: 19,488 connections a worker, six workers (116,000 in all).
+# The connections are spread evenly over the workers by the kernel (listen ... reuseport).
+nginx_sizes() {
+  local cpus
+  NGINX_NOFILE=$(ulimit -n)
+  [ "$NGINX_NOFILE" != unlimited ] || NGINX_NOFILE=65536
+  if [ "$NGINX_NOFILE" -gt 65536 ]; then NGINX_NOFILE=65536; fi
+  NGINX_CONNS=$((NGINX_NOFILE - 512))
+  if [ "$NGINX_CONNS" -gt 65536 ]; then NGINX_CONNS=65536; fi
+  [ "$NGINX_CONNS" -ge 1024 ] || { say "warning: open files limited to $NGINX_NOFILE: nginx gets 1024 connections per worker"; NGINX_CONNS=1024; }
+  cpus=$(nproc 2>/dev/null || echo 1)
+  NGINX_WORKERS=$(((CLIENTS + NGINX_CONNS - 256 - 1) / (NGINX_CONNS - 256)))
+  if [ "$NGINX_WORKERS" -lt "$cpus" ]; then NGINX_WORKERS=$cpus; fi
+}
+
 write_nginx_conf() {
-  local nofile conns p servers=""
-  # Each proxied client holds two connections (its own and one to an instance), per worker.
-  nofile=$(ulimit -n)
-  [ "$nofile" != unlimited ] || nofile=65536
-  conns=16384
-  if [ $((nofile / 2 - 32)) -lt "$conns" ]; then conns=$((nofile / 2 - 32)); fi
-  [ "$conns" -ge 1024 ] || say "warning: open files limited to $nofile: nginx gets $conns connections per worker"
+  local p servers=""
+  nginx_sizes
   for p in "${APP_PORTS[@]}"; do servers+="server 127.0.0.1:$p max_fails=1 fail_timeout=2s; "; done
-  mkdir -p "$CLUSTER_DIR/nginx-temp"
+  mkdir -p "$CLUSTER_DIR/nginx-temp" "$CLUSTER_DIR/nginx-cache"
   # shellcheck disable=SC2016 # envsubst's list of the variables it may replace, literally
   NGINX_LISTEN="127.0.0.1:$LB_PORT" SECKILL_UPSTREAMS=$servers CLUSTER_RATE=$RATE CLUSTER_BURST=$BURST CLUSTER_CONNS=$CONNS \
-    envsubst '${NGINX_LISTEN} ${SECKILL_UPSTREAMS} ${CLUSTER_RATE} ${CLUSTER_BURST} ${CLUSTER_CONNS}' \
+    NGINX_STATUS_LISTEN="127.0.0.1:$STATUS_PORT" \
+    envsubst '${NGINX_LISTEN} ${SECKILL_UPSTREAMS} ${CLUSTER_RATE} ${CLUSTER_BURST} ${CLUSTER_CONNS} ${NGINX_STATUS_LISTEN}' \
     <"$ROOT/deploy/nginx/seckill.conf.template" >"$CLUSTER_DIR/seckill.conf"
   cat >"$CLUSTER_DIR/nginx.conf" <<CONF
 # Written by scripts/cluster.sh; the server itself is seckill.conf, from deploy/nginx/seckill.conf.template.
-worker_processes auto;
-worker_rlimit_nofile $nofile;
+# Sized for $CLIENTS client connections (CLUSTER_CLIENTS): see nginx_sizes in scripts/cluster.sh.
+worker_processes $NGINX_WORKERS;
+worker_rlimit_nofile $NGINX_NOFILE;
 pid $CLUSTER_DIR/nginx.pid;
 error_log $CLUSTER_DIR/nginx-error.log warn;
-events { worker_connections $conns; }
+events { worker_connections $NGINX_CONNS; }
 http {
     access_log off;
+    # The cache of answers that are the same for everyone (seckill.conf says which): keys for about
+    # 160,000 entries in 20 MB of shared memory, at most 1 GB on disk (images are the big ones), an
+    # entry unused for ten minutes dropped. Wiped at each start.
+    proxy_cache_path $CLUSTER_DIR/nginx-cache levels=1:2 keys_zone=seckill:20m max_size=1g inactive=10m use_temp_path=off;
     client_body_temp_path $CLUSTER_DIR/nginx-temp/body;
     proxy_temp_path $CLUSTER_DIR/nginx-temp/proxy;
     fastcgi_temp_path $CLUSTER_DIR/nginx-temp/fastcgi;
@@ -392,7 +420,8 @@ check_settings() {
     is_port "$p" 65535 || die "CLUSTER_APP_PORTS: '$p' is not a port"
     all+=("$p")
   done
-  all+=("$LB_PORT")
+  is_port "$STATUS_PORT" 65535 || die "CLUSTER_STATUS_PORT must be a port number, got '$STATUS_PORT'"
+  all+=("$LB_PORT" "$STATUS_PORT")
   for p in "${all[@]}"; do
     case $seen in *" $p "*) die "port $p is named twice (Redis bus ports are port+10000)" ;; esac
     seen+="$p "
@@ -401,6 +430,7 @@ check_settings() {
   [[ $RATE =~ ^[1-9][0-9]*$ ]] || die "CLUSTER_RATE must be a whole number of requests per second, got '$RATE'"
   [[ $BURST =~ ^[0-9]+$ ]] || die "CLUSTER_BURST must be a whole number, got '$BURST'"
   [[ $CONNS =~ ^[1-9][0-9]*$ ]] || die "CLUSTER_CONNS must be a whole number of connections, got '$CONNS'"
+  [[ $CLIENTS =~ ^[1-9][0-9]*$ ]] || die "CLUSTER_CLIENTS must be a whole number of connections, got '$CLIENTS'"
   case $APPENDFSYNC in always | everysec | no) ;; *) die "CLUSTER_APPENDFSYNC must be always, everysec or no, got '$APPENDFSYNC'" ;; esac
 }
 
@@ -419,6 +449,7 @@ cmd_start() {
   LB_PORT=${CLUSTER_PORT:-8090}
   DB_URL=${CLUSTER_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/seckill_cluster?sslmode=disable}
   RATE=${CLUSTER_RATE:-20} BURST=${CLUSTER_BURST:-40} CONNS=${CLUSTER_CONNS:-512} APPENDFSYNC=${CLUSTER_APPENDFSYNC:-everysec}
+  CLIENTS=${CLUSTER_CLIENTS:-100000} STATUS_PORT=${CLUSTER_STATUS_PORT:-$((LB_PORT + 1000))}
   ADMIN_PASSWORD=${CLUSTER_ADMIN_PASSWORD:-cluster-boss-pass}
   MERCHANT_PASSWORD=${CLUSTER_MERCHANT_PASSWORD:-cluster-seller-pass}
   local v running
@@ -459,7 +490,7 @@ cmd_start() {
   trap 'exit 130' INT TERM
   rm -f "$CLUSTER_DIR"/app-*.pid "$CLUSTER_DIR"/app-*.log "$CLUSTER_DIR/nginx.pid" "$CLUSTER_DIR/nginx-error.log" \
     "$CLUSTER_DIR/cluster-create.log"
-  rm -rf "$CLUSTER_DIR"/redis-* "$CLUSTER_DIR/nginx-temp"
+  rm -rf "$CLUSTER_DIR"/redis-* "$CLUSTER_DIR/nginx-temp" "$CLUSTER_DIR/nginx-cache"
   SECRET_SHA=$(secret_sha)
   save_state
 

@@ -56,10 +56,15 @@ if k > 0 then
     out[#out + 1] = path
     out[#out + 1] = tostring(ends)
   end
-  -- Those held first, by place: they were let in before the line moved past them.
-  for _, uid in ipairs(redis.call('ZRANGE', KEYS[7], 0, k - 1)) do
+  -- Those held first, by place: they were let in before the line moved past them. The room counts these
+  -- let-ins ('readmitted', which only grows): a held shopper's page asks its own standing when it changes.
+  local held = redis.call('ZRANGE', KEYS[7], 0, k - 1)
+  for _, uid in ipairs(held) do
     redis.call('ZREM', KEYS[7], uid)
     letIn(uid)
+  end
+  if #held > 0 then
+    redis.call('HINCRBY', KEYS[1], 'readmitted', #held)
   end
   local cursor = tonumber(r[2]) or 0
   local line = {}

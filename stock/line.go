@@ -105,6 +105,7 @@ type Room struct {
 	Cursor             int64 // the last place let in
 	LetIn, Bought      int64
 	Missed             int64
+	Readmitted         int64 // let in again below the cursor (held after a turn that ended sold out, or an order that failed)
 }
 
 // OpenRoom opens the item's waiting room with a fresh seed, unless it is open already.
@@ -252,7 +253,7 @@ func (l *Line) StandingOf(ctx context.Context, itemID, userID int64) (Standing, 
 }
 
 var roomFieldNames = []string{"state", "seed", "seed_hash", "opens", "starts", "ends", "drawn_at", "entrants", "tail",
-	"cursor", "let_in", "bought", "missed"}
+	"cursor", "let_in", "bought", "missed", "readmitted"}
 
 func roomFields(ctx context.Context, p redis.Pipeliner, k roomKeys) *redis.SliceCmd {
 	return p.HMGet(ctx, k.Room, roomFieldNames...)
@@ -274,7 +275,7 @@ func parseRoom(v []any) Room {
 		return time.UnixMilli(num(i)).UTC()
 	}
 	r := Room{State: str(0), SeedHash: str(2), Opens: ms(3), Starts: ms(4), End: ms(5), DrawnAt: ms(6),
-		Entrants: num(7), Tail: num(8), Cursor: num(9), LetIn: num(10), Bought: num(11), Missed: num(12)}
+		Entrants: num(7), Tail: num(8), Cursor: num(9), LetIn: num(10), Bought: num(11), Missed: num(12), Readmitted: num(13)}
 	if r.State == RoomDrawn {
 		r.Seed = str(1) // the seed is shown once the draw is written, not before
 	}
@@ -300,6 +301,43 @@ func (l *Line) RoomOf(ctx context.Context, itemID int64) (Room, error) {
 		r.Entrants = joined.Val()
 	}
 	return r, nil
+}
+
+// LineState is a waiting room as the line's public document shows it: the room, how many wait held below
+// its cursor, and the stock left in the item's first shard.
+type LineState struct {
+	Room
+	Held      int64 // held below the cursor: a turn that ended sold out, or an order that failed
+	Left      int64 // in the item's first shard: the whole stock left unless the item is split
+	LeftKnown bool  // false: the sale is not loaded in Redis (Left says nothing)
+}
+
+// LineOf reads the room, how many are held and the stock left in one transaction: every key is on the
+// slot of the item's first shard, so it is one round trip to one node on a Redis Cluster too, and the
+// cursor and the held agree (an admit step moves both at once).
+func (l *Line) LineOf(ctx context.Context, itemID int64) (LineState, error) {
+	k := roomKeysOf(itemID)
+	var fields *redis.SliceCmd
+	var joined, held *redis.IntCmd
+	var left *redis.StringCmd
+	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		fields = roomFields(ctx, p, k)
+		joined = p.HLen(ctx, k.Tickets)
+		held = p.ZCard(ctx, k.Held)
+		left = p.HGet(ctx, ShardKeys(itemID, 0).Sale, "left")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return LineState{}, fmt.Errorf("the line of item %d: %w", itemID, err)
+	}
+	st := LineState{Room: parseRoom(fields.Val()), Held: held.Val()}
+	if st.State == RoomOpen {
+		st.Entrants = joined.Val()
+	}
+	if n, err := strconv.ParseInt(left.Val(), 10, 64); err == nil {
+		st.Left, st.LeftKnown = n, true
+	}
+	return st, nil
 }
 
 // drawChunk is how many places one pipeline writes.

@@ -2,9 +2,11 @@ package stock
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/sync/singleflight"
 
 	"seckill/internal/memo"
 )
@@ -19,6 +21,8 @@ type Watch struct {
 	rate  int // the line's most let in per second, for the wait estimate
 
 	rooms  memo.Map[int64, RoomView]
+	lines  memo.Map[int64, LineView]       // the rooms as the line's public document shows them
+	flight singleflight.Group              // one read of a line at a time, however many ask
 	rates  *expirable.LRU[int64, lineRate] // kept beyond the room's view
 	places [64]memo.Map[placeKey, knownPlace]
 }
@@ -29,6 +33,7 @@ func NewWatch(line *Line, flags *Flags, rate int) *Watch {
 	w := &Watch{line: line, flags: flags, rate: rate}
 	w.rates = expirable.NewLRU[int64, lineRate](maxRoomViews, nil, 10*time.Minute)
 	w.rooms.Max = maxRoomViews
+	w.lines.Max = maxRoomViews
 	for i := range w.places {
 		w.places[i].Max = maxKnownPlaces / len(w.places)
 	}
@@ -102,6 +107,56 @@ func (w *Watch) Standing(ctx context.Context, itemID, userID int64, s Scene) (To
 	return t, nil
 }
 
+// StandingAt tells the shopper at a place they proved (a signed place: their ticket and place in the
+// item's line) their standing: while the line has not reached the place, from the line's view (View: this
+// instance's memory, or one read shared by every caller), else as Standing does.
+func (w *Watch) StandingAt(ctx context.Context, itemID, userID int64, ticket string, place int64, s Scene) (Told, error) {
+	if !s.Now.Before(s.Ends) {
+		return Told{State: LineEnded}, nil
+	}
+	if v, err := w.View(ctx, itemID); err == nil && v.State == RoomDrawn && place > v.Cursor {
+		s.SoldOut = w.flags.SoldOut(itemID)
+		t := Tell(Place{Ticket: ticket, Place: place}, v.RoomView, s)
+		t.SeedHash = v.SeedHash
+		return t, nil
+	}
+	return w.Standing(ctx, itemID, userID, s)
+}
+
+// LineView is a line as its public document shows it: the room's view, how many are held and the stock
+// left in its first shard, as last read.
+type LineView struct {
+	RoomView
+	Held      int64
+	Left      int64
+	LeftKnown bool
+}
+
+// View answers the item's line as read less than a quarter of a second ago, or reads it (Line.LineOf):
+// one read per item at a time, shared by every caller, so a crowd asking at once costs one Redis command
+// a quarter of a second per instance. The read is the room's view for the status polls too.
+func (w *Watch) View(ctx context.Context, itemID int64) (LineView, error) {
+	if v, ok := w.lines.Get(itemID); ok && time.Since(v.read) < roomViewTTL {
+		return v, nil
+	}
+	got, err, _ := w.flight.Do(strconv.FormatInt(itemID, 10), func() (any, error) {
+		if v, ok := w.lines.Get(itemID); ok && time.Since(v.read) < roomViewTTL {
+			return v, nil
+		}
+		st, err := w.line.LineOf(ctx, itemID)
+		if err != nil {
+			return LineView{}, err
+		}
+		v := LineView{RoomView: w.note(itemID, st.Room), Held: st.Held, Left: st.Left, LeftKnown: st.LeftKnown}
+		w.lines.Add(itemID, v)
+		return v, nil
+	})
+	if err != nil {
+		return LineView{}, err
+	}
+	return got.(LineView), nil
+}
+
 // Join puts the shopper in the item's line (Line.Join), and forgets what was known of their place.
 func (w *Watch) Join(ctx context.Context, itemID, userID int64, win Window) (Joined, error) {
 	j, err := w.line.Join(ctx, itemID, userID, win)
@@ -136,3 +191,6 @@ func (w *Watch) note(itemID int64, r Room) RoomView {
 	}
 	return v
 }
+
+// SoldOut reports whether the item is known sold out here (the flags the standing rules read). Memory only.
+func (w *Watch) SoldOut(itemID int64) bool { return w.flags.SoldOut(itemID) }

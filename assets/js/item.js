@@ -77,7 +77,7 @@
         say(r.message || w("err.failed"), "bad");
         // In line, the place is kept and the line tells when to buy again; the failed order is not
         // followed again however long the line still says bought.
-        if (queueMode) { failedOrder = true; clearTimeout(polling); polling = setTimeout(pollQueue, 2000); } else newCaptcha();
+        if (queueMode) { failedOrder = true; own = null; clearTimeout(polling); polling = setTimeout(pollQueue, 2000); } else newCaptcha();
       }
       else if (r.status === "sold_out") { final = true; say(w("err.sold_out"), "bad"); }
       update();
@@ -88,13 +88,12 @@
   // line, and buy with the turn's path when it comes (no second captcha).
   var queueMode = box.dataset.mode === "queue", opens = Date.parse(box.dataset.queueOpens || "");
   var captchaBox = document.getElementById("captcha-box"), queueStatus = document.getElementById("queue-status");
-  var q = null, polling = null;
+  var q = null, polling = null, stopped = false;
   function fmt(key, v) { return w(key).replace("%d", v).replace("%s", v); }
   function sayQueue(text, kind) { queueStatus.hidden = !text; queueStatus.textContent = text; queueStatus.className = "queue-status " + (kind || ""); }
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
   function showQueue(s) {
     if (bought) return;
-    if (s.state !== "bought") failedOrder = false;
     q = s;
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
@@ -127,16 +126,82 @@
     if ((s.state === "out" || s.state === "missed") && queueOpen() && (!captchaId || Date.now() - captchaAt > 240000)) newCaptcha();
     update();
   }
+  // What the page polls is the line's public document (the same for everyone, cached a second): it tells
+  // a waiting page how far the line has been let in, so the page asks its own standing only once after the
+  // draw (to learn its place and the place's signed token), when the line reaches its place, and, held
+  // below the front (its turn ended sold out, or its order failed), when someone held is let in again.
+  var line = null, own = null, place = null, token = null, askedAt = -1, seenReadmitted = -1, held = false, asking = false;
+  function copy(s, more) {
+    var c = {}, k;
+    for (k in s) c[k] = s[k];
+    for (k in more) c[k] = more[k];
+    return c;
+  }
+  // The page's own standing, with its signed place once it has one (any instance answers it from memory).
+  function ownStanding() {
+    if (!token) return api("GET", "/api/items/" + id + "/queue");
+    return fetch("/api/items/" + id + "/queue", { headers: { "Accept": "application/json", "X-Line-Place": token }, credentials: "same-origin" })
+      .then(function (r) {
+        return r.json().then(function (j) {
+          if (!r.ok) { var e = new Error(j.message || "request failed"); e.code = j.error; e.status = r.status; throw e; }
+          return j;
+        });
+      });
+  }
+  function learn(s) {
+    own = s;
+    if (s.position != null) place = s.position;
+    if (s.place_token) token = s.place_token;
+    if (line) { askedAt = line.let_in; seenReadmitted = line.readmitted; }
+    held = failedOrder || ((s.state === "sold_out" || s.state === "waiting") && place != null && line != null && place <= line.let_in);
+    if (s.state !== "bought") failedOrder = false;
+    showQueue(withLine(s));
+    if (s.state === "ended") stopped = true;
+  }
+  function askOwn() {
+    if (asking) return;
+    asking = true;
+    ownStanding().then(function (s) { asking = false; learn(s); }).catch(function (e) {
+      asking = false;
+      if (e.code === "bad_place") { token = null; askOwn(); return; }
+      if (e.code === "unauthenticated") { stopped = true; clearTimeout(polling); sayError(e); }
+    });
+  }
+  // withLine is a standing with what the document knows fresher: the stock left and the pause.
+  function withLine(s) {
+    return line ? copy(s, { stock_left: line.stock_left, paused: line.state === "paused" }) : s;
+  }
+  // The standing of a placed page the line has not reached (or held below it), from the document alone.
+  function fromLine() {
+    var out = !!line.sold_out, ahead = Math.max(place - line.let_in - 1, 0);
+    return withLine(copy(own, { state: out ? "sold_out" : "waiting", position: place, ahead: ahead, path: null, turn_ends_at: null,
+      wait_seconds: out ? null : Math.round(ahead / Math.max(line.rate, 0.01)) }));
+  }
+  function decide() {
+    if (bought) return;
+    var st = own.state;
+    if (line.state === "ended") { stopped = true; showQueue({ state: "ended", stock_left: line.stock_left, paused: false }); return; }
+    if (st === "out" || st === "missed" || st === "ended" || (st === "bought" && !failedOrder) || !line.drawn) { showQueue(withLine(own)); return; }
+    if (place == null) { askOwn(); return; }
+    if (st === "your_turn") {
+      // The turn's time is up (and no pause holds it): what became of it is the page's own to ask.
+      if (Date.parse(own.turn_ends_at) <= window.serverNow() && line.state !== "paused") askOwn();
+      else showQueue(line.sold_out ? fromLine() : withLine(own));
+      return;
+    }
+    var out = !!line.sold_out;
+    if (held ? !out && line.readmitted !== seenReadmitted : !out && place <= line.let_in && askedAt !== line.let_in) { askOwn(); return; }
+    showQueue(fromLine());
+  }
   function pollQueue() {
     clearTimeout(polling);
-    api("GET", "/api/items/" + id + "/queue").then(function (s) {
-      showQueue(s);
-      if (bought || (s.state === "bought" && !failedOrder) || s.state === "ended") return;
-      // Near the front, with a turn, or in the first seconds after the start (when the line moves
-      // fastest and may sell out), the page looks every second; otherwise every two.
-      var soon = window.serverNow() - starts < 15000;
-      polling = setTimeout(pollQueue, s.state === "your_turn" || soon || (s.ahead != null && s.ahead < 50) ? 1000 : 2000);
-    }).catch(function (e) { if (e.code === "unauthenticated") { sayError(e); return; } polling = setTimeout(pollQueue, 2000); });
+    if (stopped || bought) return;
+    api("GET", "/api/items/" + id + "/line").then(function (l) {
+      line = l;
+      if (!own) askOwn(); else decide();
+    }).catch(function () {}).then(function () {
+      if (!stopped && !bought && !(own && own.state === "bought" && !failedOrder)) polling = setTimeout(pollQueue, 1000);
+    });
   }
   if (queueMode) {
     update = function () {
@@ -157,12 +222,12 @@
       if (q && q.state === "your_turn") {
         say(w("buy.wait"));
         api("POST", "/api/items/" + id + "/buy/" + q.path)
-          .then(function () { clearTimeout(polling); failedOrder = false; busy = "queued"; say(w("buy.queued")); follow(); })
-          .catch(function (e) { sayError(e); busy = false; pollQueue(); });
+          .then(function () { clearTimeout(polling); failedOrder = false; own = copy(own, { state: "bought" }); busy = "queued"; say(w("buy.queued")); follow(); })
+          .catch(function (e) { sayError(e); busy = false; askOwn(); });
         return;
       }
       api("POST", "/api/items/" + id + "/queue", { captcha_id: captchaId, captcha_answer: answer.value.trim() })
-        .then(function (s) { captchaId = null; say(""); busy = false; showQueue(s); pollQueue(); })
+        .then(function (s) { captchaId = null; say(""); busy = false; learn(s); pollQueue(); })
         .catch(function (e) { sayError(e); busy = false; newCaptcha(); update(); });
       return;
     }
