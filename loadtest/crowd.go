@@ -58,7 +58,10 @@ type CrowdReport struct {
 	// Statements are the app's own database statements each second of the crowd (seckill_db_statements_total,
 	// summed over the instances; nil when they do not count them), Orders those on the orders table.
 	Statements, Orders []float64
-	Lag                Summary // queue: from the server_time of the line's change a shopper acted on to the shopper seeing it
+	// Transactions are the app's own database transactions each second (seckill_db_transactions_total; nil
+	// when not counted): the figure the budget of PostgreSQL transactions a second is read from.
+	Transactions []float64
+	Lag          Summary // queue: from the server_time of the line's change a shopper acted on to the shopper seeing it
 }
 
 // ReachedPerShopper is the requests that reached the instances in the crowd's window, a shopper.
@@ -217,13 +220,13 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	}
 	crowdCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
 	defer stop()
-	var pg, statements, orders []float64
+	var pg, statements, orders, txs []float64
 	var sampled chan struct{}
 	if transactions != nil || len(o.Metrics) > 0 {
 		sampled = make(chan struct{})
 		go func() {
 			defer close(sampled)
-			pg, statements, orders = sampleEachSecond(crowdCtx, transactions, o.Metrics, before)
+			pg, statements, orders, txs = sampleEachSecond(crowdCtx, transactions, o.Metrics, before)
 		}()
 	}
 	started := time.Now()
@@ -299,7 +302,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		}
 	}
 	cr.Wait, cr.Requests, cr.PGPerSecond, cr.Lag = summarize(lat), rep.Result.Requests, pg, summarize(lag)
-	cr.Statements, cr.Orders = statements, orders
+	cr.Statements, cr.Orders, cr.Transactions = statements, orders, txs
 	var lastTaken time.Time
 	for _, s := range shoppers {
 		if s.Took.After(lastTaken) {
@@ -345,8 +348,10 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 
 // sampleEachSecond reads, each second until ctx ends, PostgreSQL's transactions (when transactions is
 // set) and the app's database statements from the instances' metrics (when urls are given and they count
-// them), and answers each second's growth: transactions, statements, and the statements on orders.
-func sampleEachSecond(ctx context.Context, transactions func(context.Context) (int64, error), urls []string, before Metrics) (pg, statements, orders []float64) {
+// them), and answers each second's growth: PostgreSQL's transactions, the app's statements, those on
+// orders, and the app's transactions (when it counts them).
+func sampleEachSecond(ctx context.Context, transactions func(context.Context) (int64, error), urls []string,
+	before Metrics) (pg, statements, orders, txs []float64) {
 	var last int64
 	pgOK := transactions != nil
 	if pgOK {
@@ -382,6 +387,9 @@ func sampleEachSecond(ctx context.Context, transactions func(context.Context) (i
 			d := m.Since(prev)
 			statements = append(statements, d.Sum(statementsMetric))
 			orders = append(orders, d.Sum(statementsMetric, `table="orders"`))
+			if m.Has(transactionsMetric) {
+				txs = append(txs, d.Sum(transactionsMetric))
+			}
 			prev = m
 		}
 	}
@@ -846,6 +854,10 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 		fmt.Fprintf(b, "\nThe database during the crowd, by the app's own counters (`seckill_db_statements_total`, every instance): "+
 			"at most %.0f statements a second, %.1f on average; on orders at most %.0f a second, %.1f on average (each second: %v).\n",
 			cr.StatementsMax(), mean(cr.Statements), maxOf(cr.Orders), mean(cr.Orders), cr.Statements)
+	}
+	if len(cr.Transactions) > 0 {
+		fmt.Fprintf(b, "\nTransactions, by the app's own counters (`seckill_db_transactions_total`, a statement outside one counting as one): "+
+			"at most %.0f a second, %.1f on average (each second: %v).\n", maxOf(cr.Transactions), mean(cr.Transactions), cr.Transactions)
 	}
 	if len(cr.PGPerSecond) > 0 {
 		fmt.Fprintf(b, "\nPostgreSQL during the crowd (`pg_stat_database`): at most %.0f transactions a second, %.1f on average (each second: %v). "+

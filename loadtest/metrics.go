@@ -103,8 +103,9 @@ func (m Metrics) Since(before Metrics) Metrics {
 }
 
 const (
-	requestsMetric   = "seckill_http_requests_total"
-	statementsMetric = "seckill_db_statements_total"
+	requestsMetric     = "seckill_http_requests_total"
+	statementsMetric   = "seckill_db_statements_total"
+	transactionsMetric = "seckill_db_transactions_total"
 )
 
 // RequestsReached answers the HTTP requests the instances answered, by the counts of d (a Since).
