@@ -78,6 +78,7 @@ func (r *CrowdReport) PGMax() float64 { return maxOf(r.PGPerSecond) }
 type crowdShopper struct {
 	u      *User
 	arrive time.Time
+	inLine time.Time // queue: when the join was answered
 	mu     sync.Mutex
 	Outcome
 }
@@ -124,11 +125,11 @@ func (s *crowdShopper) made() {
 }
 
 // saw records the lag of the change the shopper acts on: from the server's time in the first document
-// that said it to now.
+// that said it to now. A change from before the shopper was in line (a late joiner's) is no lag.
 func (s *crowdShopper) saw(since time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.Lagged && !since.IsZero() {
+	if !s.Lagged && !since.IsZero() && since.After(s.inLine) {
 		s.Lag, s.Lagged = max(time.Since(since), 0), true
 	}
 }
@@ -605,10 +606,6 @@ type standing struct {
 	PlaceToken *string `json:"place_token"`
 }
 
-// stillAsk is how long a page whose turn the document says has come, but whose standing said waiting
-// (the instance it asked had not heard yet), waits before asking again with the same let_in.
-const stillAsk = 3 * time.Second
-
 // queueShopper joins the line and follows it from the line's public document, asking its own standing
 // only when the document says its turn may have come, until bought or sold out.
 func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, captcha func() map[string]string,
@@ -633,6 +630,9 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			s.count(a, err, "join")
 			var q standing
 			if err == nil && a.Status == 200 && jsonUnmarshal(a.Body, &q) == nil {
+				s.mu.Lock()
+				s.inLine = time.Now()
+				s.mu.Unlock()
 				position, token = 0, ""
 				adopt(q)
 				return q, true
@@ -660,7 +660,11 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 		adopt(q)
 		return q, true
 	}
-	held := false // the last standing said sold out: the place is kept, and asked again if readmitted moves
+	var d lineDoc // the line's document as the page last read it
+	// held: the last standing said sold out, or waiting with the document's let_in past the place (its
+	// turn ended, or the instance asked had not heard yet): the place is kept, and asked again only when
+	// the document's count of re-admissions moves, as the page does.
+	held := false
 	var readmitted int64
 	// act does what a standing says: done when the shopper has a final answer, rejoin when its turn ran out.
 	act := func(q standing) (done, rejoin bool) {
@@ -695,6 +699,8 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			return true, false
 		case "missed", "out":
 			return false, true
+		case "waiting": // below the line's front by the document: held there, as the page holds it
+			held = position > 0 && position <= d.LetIn
 		}
 		return false, false
 	}
@@ -703,8 +709,7 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 		return
 	}
 	line := c.public(fmt.Sprintf("/api/items/%d/line", sale.ItemID))
-	var d lineDoc                            // the document as the page last read it
-	askedAt, asked := int64(-1), time.Time{} // the let_in of the last own standing asked, and when
+	askedAt := int64(-1) // the let_in of the last own standing asked
 	for ctx.Err() == nil {
 		if q.State != "" {
 			done, rejoin := act(q)
@@ -755,13 +760,11 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			} else if d.Readmitted != readmitted { // someone below let_in was let in again: it may be this page
 				q, _ = ask("standing")
 			}
-		case position <= d.LetIn && (d.LetIn != askedAt || time.Since(asked) >= stillAsk):
-			// Once for each let_in; and again after a while if the instance asked had not heard of this
-			// let_in yet (it said waiting): the document may come from a fresher instance.
+		case position <= d.LetIn && d.LetIn != askedAt: // the line reached the place: once for each let_in
 			if at, ok := v.letInSince(position); ok {
 				s.saw(at)
 			}
-			askedAt, asked = d.LetIn, time.Now()
+			askedAt = d.LetIn
 			q, _ = ask("standing")
 		}
 	}

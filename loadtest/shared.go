@@ -106,7 +106,7 @@ type lineDoc struct {
 }
 
 // over reports whether the document says the sale is over for everyone waiting: sold out or ended.
-func (d lineDoc) over() bool { return d.State == "sold_out" || d.State == "ended" }
+func (d lineDoc) over() bool { return d.SoldOut || d.State == "sold_out" || d.State == "ended" }
 
 // lineView is the line's document as last fetched, with the server times at which this process first
 // saw each change a shopper acts on: the line let in past a place, the sale over. A shopper that sees a
