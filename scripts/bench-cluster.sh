@@ -3,7 +3,7 @@
 # layout of make cluster, on ports of its own), first with two instances and then with one (the other
 # stopped), set side by side in docs/performance.md with what a request cost each process in CPU.
 # SCALE shrinks the scenarios (default 0.5: the machine runs nine processes besides the load tool);
-# SCENARIOS picks them (name:N splits the item over N stock shards); ROUNDS=3 alternates two instances
+# SCENARIOS picks them (name:N splits the item over N stock shards; SCENARIOS= none); ROUNDS=3 alternates two instances
 # and one three times and reports the medians. BENCH_FIGURES=DIR skips the runs and writes the section
 # from the figures an earlier run kept in DIR (two-1.json, one-1.json, ...; give the SCALE they had).
 #
@@ -18,7 +18,7 @@ set -euo pipefail
 if [ -n "${BENCH_FIGURES:-}" ]; then BENCH_FIGURES=$(realpath "$BENCH_FIGURES"); fi # from the caller's folder
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-0.5}
-SCENARIOS=${SCENARIOS:-rush,big,big:4,soldout,pages}
+SCENARIOS=${SCENARIOS-rush,big,big:4,soldout,pages}
 ROUNDS=${ROUNDS:-1}
 CROWDS=${CROWDS-queue,crowd}
 SHOPPERS=${SHOPPERS:-10000}
