@@ -32,8 +32,11 @@ type lineServer struct {
 	asked    map[string][]string // session → "METHOD route" of each request
 	bought   map[string]bool
 	lineGets int
-	letIn    int64    // the most the line was let in
-	wrong    []string // requests a page of the rule would not send
+	itemGets int
+	letIn    int64 // the most the line was let in
+	// firstCome: the sale sells first come (path, then buy) from the start instead of through the line.
+	firstCome bool
+	wrong     []string // requests a page of the rule would not send
 }
 
 func newLineServer(t *testing.T, rdb redis.UniversalClient, starts time.Time, stock int64) *lineServer {
@@ -128,8 +131,18 @@ func (l *lineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			state, path = "your_turn", "p"+session
 		}
 		reply(map[string]any{"state": state, "position": pos, "path": path, "place_token": place})
+	case "POST /api/items/1/path": // first come
+		if soldOut {
+			w.WriteHeader(http.StatusConflict)
+			reply(map[string]string{"error": "sold_out"})
+			return
+		}
+		reply(map[string]string{"path": "p" + session})
+	case "GET /api/items/1":
+		l.itemGets++
+		reply(map[string]any{"id": 1, "stock_left": l.stock - int64(len(l.bought)), "server_time": time.Now()})
 	case "POST /api/items/1/buy":
-		if soldOut || pos > letIn || l.bought[session] {
+		if soldOut || !l.firstCome && pos > letIn || l.bought[session] {
 			w.WriteHeader(http.StatusConflict)
 			reply(map[string]string{"error": "sold_out"})
 			return
@@ -296,5 +309,50 @@ func TestRequestsReachedFromMetrics(t *testing.T) {
 	}
 	if md := loadtest.Markdown([]*loadtest.Report{r}, nil); !strings.Contains(md, "| POST /api/items/:id/queue | 300 | 1.20 |") {
 		t.Errorf("the report lacks the routes that reached the instances:\n%s", md)
+	}
+}
+
+// A first-come shopper: who it is once (no separate CSRF request), a captcha, a path and a buy from the
+// start; winners follow their result; a sold-out answer ends the try; the item page's polls share one
+// fetch a second.
+func TestFirstComeShopper(t *testing.T) {
+	rdb := testenv.Redis(t)
+	const shoppers, stock = 10, 3
+	starts := time.Now().Add(time.Second)
+	srv := newLineServer(t, rdb, starts, stock)
+	srv.firstCome = true
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	plan := &loadtest.CrowdPlan{Mode: "first_come", Sale: loadtest.Sale{ItemID: 1, StartsAt: starts, Stock: stock}, Until: time.Now().Add(time.Minute)}
+	for i := range shoppers {
+		plan.Shoppers = append(plan.Shoppers, loadtest.PlannedShopper{ID: int64(i + 1), Session: fmt.Sprint("f", i), Arrive: time.Now()})
+	}
+	c := loadtest.NewClient(ts.URL, 8)
+	defer c.Close()
+	began := time.Now()
+	outs, _ := c.Shop(context.Background(), rdb, plan, 0, 1)
+	elapsed := time.Since(began)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for _, w := range srv.wrong {
+		t.Error(w)
+	}
+	finals := map[string]int{}
+	for _, o := range outs {
+		finals[o.Final]++
+		got := map[string]int{}
+		for _, r := range srv.asked[plan.Shoppers[o.Who].Session] {
+			got[r]++
+		}
+		if got["GET /api/me"] != 1 || got["GET /api/csrf"] != 0 || got["GET /api/captcha"] < 1 || got["POST /api/items/1/path"] < 1 ||
+			got["POST /api/items/1/buy"] > 1 || (o.Final == "bought") != (got["GET /api/items/1/result"] > 0) {
+			t.Errorf("%s (%s) asked %v", plan.Shoppers[o.Who].Session, o.Final, got)
+		}
+	}
+	if finals["bought"] != stock || finals["sold out"] != shoppers-stock {
+		t.Errorf("final answers %v, want %d bought and the rest sold out", finals, stock)
+	}
+	if most := int(elapsed/time.Second) + 2; srv.itemGets > most {
+		t.Errorf("the item was fetched %d times in %v; want at most %d", srv.itemGets, elapsed, most)
 	}
 }
