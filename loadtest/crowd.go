@@ -55,6 +55,9 @@ type CrowdReport struct {
 	Fetched int64          // fetches of the public documents, one a second per process at most, whoever asked
 	// Reached is what reached the instances in the crowd's window, from their /metrics (nil: not read).
 	Reached Metrics
+	// Proxied is the requests nginx answered in the window (its stub_status, as each instance's /metrics
+	// reports it: the mean over the instances); 0 when not reported.
+	Proxied float64
 	// Statements are the app's own database statements each second of the crowd (seckill_db_statements_total,
 	// summed over the instances; nil when they do not count them), Orders those on the orders table.
 	Statements, Orders []float64
@@ -257,6 +260,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			return nil, err
 		}
 		cr.Reached = after.Since(before)
+		cr.Proxied = cr.Reached.Sum(nginxRequestsMetric) / float64(len(o.Metrics))
 	}
 	for _, s := range shoppers {
 		if s.Session != "" {
@@ -895,6 +899,10 @@ func writeCost(b *strings.Builder, cr *CrowdReport) {
 			cr.Reached.RequestsReached(), cr.ReachedPerShopper())
 	} else {
 		b.WriteString("| reached the instances | not read (no -metrics) | |\n")
+	}
+	if cr.Proxied > 0 {
+		fmt.Fprintf(b, "| answered by nginx, from its cache or the instances (its stub_status, every client's request) | %.0f | %.2f |\n",
+			cr.Proxied, cr.Proxied/n)
 	}
 	b.WriteString("\n| the pages' own requests, by step | requests | a shopper |\n| --- | --- | --- |\n")
 	for _, k := range sortedKeys(cr.Steps) {

@@ -106,6 +106,8 @@ const (
 	requestsMetric     = "seckill_http_requests_total"
 	statementsMetric   = "seckill_db_statements_total"
 	transactionsMetric = "seckill_db_transactions_total"
+	// nginxRequestsMetric is nginx's own count of requests, which each instance reports as it read it.
+	nginxRequestsMetric = "seckill_nginx_requests_total"
 )
 
 // RequestsReached answers the HTTP requests the instances answered, by the counts of d (a Since).
