@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -65,6 +66,10 @@ type CrowdReport struct {
 	// when not counted): the figure the budget of PostgreSQL transactions a second is read from.
 	Transactions []float64
 	Lag          Summary // queue: from the server_time of the line's change a shopper acted on to the shopper seeing it
+	// Line is when the line's document first said each change (queue), StartsAt the sale's start.
+	Line     LineTimeline
+	StartsAt time.Time
+	ToolCPU  float64 // the load tool's own CPU time in the window, its shoppers' processes included (seconds)
 }
 
 // ReachedPerShopper is the requests that reached the instances in the crowd's window, a shopper.
@@ -235,6 +240,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	}
 	started := time.Now()
 	cpuBefore := sampleCPU(o.CPU)
+	toolBefore, _ := cpuSeconds(os.Getpid())
 	if o.Shop != nil { // the shoppers shop from other processes, and send back what they saw
 		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(5 * time.Minute)}
 		for _, s := range shoppers {
@@ -249,11 +255,15 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 				shoppers[out.Who].Outcome = out
 			}
 		}
-		cr.Reloads, cr.Procs, cr.Fetched = shop.Reloads, o.Procs, shop.Fetched
+		cr.Reloads, cr.Procs, cr.Fetched, cr.Line, cr.ToolCPU = shop.Reloads, o.Procs, shop.Fetched, shop.Line, shop.CPU
 	} else {
 		c.runShoppers(crowdCtx, rdb, sale, shoppers, mode, bar(o.Log, "answered", len(shoppers)))
-		cr.Reloads, cr.Fetched = c.Reloads(), c.Fetched()
+		cr.Reloads, cr.Fetched, cr.Line = c.Reloads(), c.Fetched(), c.LineTimeline(sale.ItemID)
 	}
+	if toolAfter, err := cpuSeconds(os.Getpid()); err == nil {
+		cr.ToolCPU += toolAfter - toolBefore
+	}
+	cr.StartsAt = sale.StartsAt
 	if len(o.Metrics) > 0 { // the window's end: every shopper has a final answer (or the crowd's time ran out)
 		after, err := ScrapeMetrics(ctx, o.Metrics)
 		if err != nil {
@@ -712,7 +722,7 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 	if !ok {
 		return
 	}
-	line := c.public(fmt.Sprintf("/api/items/%d/line", sale.ItemID))
+	line := c.public(linePath(sale.ItemID))
 	askedAt := int64(-1) // the let_in of the last own standing asked
 	for ctx.Err() == nil {
 		if q.State != "" {
@@ -851,6 +861,19 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 	}
 	if len(cr.Limited) == 0 {
 		b.WriteString("| (none) | 0 |\n")
+	}
+	if l := cr.Line; !l.Drawn.IsZero() {
+		at := func(t time.Time) string {
+			if t.IsZero() {
+				return "never"
+			}
+			return fmt.Sprintf("%+.1f s", t.Sub(cr.StartsAt).Seconds())
+		}
+		fmt.Fprintf(b, "\nThe line's document, by the server times of the first ones fetched that said each (from the start): drawn %s; "+
+			"first let in %s; let in to %d by %s; sold out %s.\n", at(l.Drawn), at(l.FirstLetIn), l.LetIn, at(l.LastLetIn), at(l.Over))
+	}
+	if cr.ToolCPU > 0 {
+		fmt.Fprintf(b, "\nThe load tool's shoppers used %.1f core-seconds in the window, %.2f ms a shopper.\n", cr.ToolCPU, cr.ToolCPU*1000/float64(max(cr.Shoppers, 1)))
 	}
 	fmt.Fprintf(b, "\nThe last shopper waiting when the last unit was taken heard it was sold out %s after.", ms(cr.SoldOutNews))
 	if cr.Mode == "queue" {

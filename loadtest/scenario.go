@@ -44,6 +44,8 @@ type ShopReport struct {
 	Outcomes []Outcome
 	Reloads  Reloads
 	Fetched  int64
+	Line     LineTimeline // queue: when the line's document said what, as the process saw it
+	CPU      float64      // the process's own CPU time, in seconds
 }
 
 // Report is one scenario's figures.

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sort"
 	"sync"
@@ -114,9 +115,10 @@ func (d lineDoc) over() bool { return d.SoldOut || d.State == "sold_out" || d.St
 // to the moment the shopper saw it. It is the server's and the caches' delay, whatever the load tool's
 // share of the cores: the shopper reads a document that is already in memory.
 type lineView struct {
-	doc    lineDoc
-	letIns []letInAt // increasing let_in, with the server time of the first document that showed it
-	overAt time.Time // the server time of the first document that said sold out or ended
+	doc     lineDoc
+	letIns  []letInAt // increasing let_in, with the server time of the first document that showed it
+	overAt  time.Time // the server time of the first document that said sold out or ended
+	drawnAt time.Time // the server time of the first document that said drawn
 }
 
 type letInAt struct {
@@ -129,6 +131,9 @@ func (v lineView) with(d lineDoc) lineView {
 	v.doc = d
 	if n := len(v.letIns); d.LetIn > 0 && (n == 0 || d.LetIn > v.letIns[n-1].letIn) {
 		v.letIns = append(v.letIns, letInAt{d.LetIn, d.ServerTime})
+	}
+	if d.Drawn && v.drawnAt.IsZero() {
+		v.drawnAt = d.ServerTime
 	}
 	if d.over() && v.overAt.IsZero() {
 		v.overAt = d.ServerTime
@@ -146,4 +151,46 @@ func (v lineView) letInSince(pos int64) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return v.letIns[i].at, true
+}
+
+// LineTimeline is when the line's document, as a process fetched it, first said each change of a sale:
+// the server times of the first documents that said drawn, let the line in at all, let it in furthest,
+// and sold out (zero: never seen). It tells where a waiting room's time went, apart from the shoppers.
+type LineTimeline struct {
+	Drawn, FirstLetIn, LastLetIn, Over time.Time
+	LetIn                              int64 // the furthest let_in seen
+}
+
+// LineTimeline answers the timeline of an item's line's document, as this client fetched it.
+func (c *Client) LineTimeline(itemID int64) LineTimeline {
+	v, ok := c.docs.Load(linePath(itemID))
+	if !ok {
+		return LineTimeline{}
+	}
+	p := v.(*publicDoc)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := LineTimeline{Drawn: p.line.drawnAt, Over: p.line.overAt}
+	if n := len(p.line.letIns); n > 0 {
+		t.FirstLetIn, t.LastLetIn, t.LetIn = p.line.letIns[0].at, p.line.letIns[n-1].at, p.line.letIns[n-1].letIn
+	}
+	return t
+}
+
+func linePath(itemID int64) string { return fmt.Sprintf("/api/items/%d/line", itemID) }
+
+// Merge answers the timeline of two processes' views: the earliest time each change was seen.
+func (t LineTimeline) Merge(o LineTimeline) LineTimeline {
+	early := func(a, b time.Time) time.Time {
+		if a.IsZero() || !b.IsZero() && b.Before(a) {
+			return b
+		}
+		return a
+	}
+	out := LineTimeline{Drawn: early(t.Drawn, o.Drawn), FirstLetIn: early(t.FirstLetIn, o.FirstLetIn), Over: early(t.Over, o.Over)}
+	out.LetIn, out.LastLetIn = t.LetIn, t.LastLetIn
+	if o.LetIn > t.LetIn || o.LetIn == t.LetIn && early(t.LastLetIn, o.LastLetIn).Equal(o.LastLetIn) {
+		out.LetIn, out.LastLetIn = o.LetIn, o.LastLetIn
+	}
+	return out
 }

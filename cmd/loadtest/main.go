@@ -416,6 +416,8 @@ func spawnShoppers(n int, base, redisURL string, sources, conns int, own bool) f
 			all.Reloads.Refused += a.out.Reloads.Refused
 			all.Reloads.Lost += a.out.Reloads.Lost
 			all.Fetched += a.out.Fetched
+			all.CPU += a.out.CPU
+			all.Line = all.Line.Merge(a.out.Line)
 		}
 		return all, errors.Join(errs...)
 	}
@@ -467,7 +469,11 @@ func shoppers(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "shoppers %d/%d: %d of %d with a final answer; public documents fetched %d times; pages reloaded %d (turned away) + %d (lost)\n",
 		i, n, answered, len(outs), client.Fetched(), reloads.Refused, reloads.Lost)
-	return json.NewEncoder(os.Stdout).Encode(loadtest.ShopReport{Outcomes: outs, Reloads: reloads, Fetched: client.Fetched()})
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return json.NewEncoder(os.Stdout).Encode(loadtest.ShopReport{Outcomes: outs, Reloads: reloads, Fetched: client.Fetched(),
+		Line: client.LineTimeline(plan.Sale.ItemID), CPU: cpu})
 }
 
 // openRedis opens the shop's Redis: a URL, or comma-separated addresses of a Redis Cluster.
