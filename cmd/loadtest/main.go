@@ -3,6 +3,12 @@
 //
 //	loadtest -base http://127.0.0.1:8080 -redis redis://127.0.0.1:6379/0 \
 //	    -admin admin:pass -merchant merchant:pass -scenario rush,big,soldout,pages -report perf.md
+//
+// The crowds (queue, crowd) measure what a shopper costs the instances, from their own /metrics, with
+// accounts made beforehand; a hundred thousand shoppers shop from a few processes:
+//
+//	loadtest ... -scenario queue,crowd -shoppers 100000 -procs 4 -db postgres://... -seed \
+//	    -metrics http://127.0.0.1:9181/metrics,http://127.0.0.1:9182/metrics -report perf.md
 package main
 
 import (
