@@ -33,6 +33,11 @@ import (
 // crowdLead is how long before its countdown the crowd's sale is approved.
 const crowdLead = 30 * time.Second
 
+// crowdTime is how long a crowd of n shoppers is given to have its final answers: five minutes, and a
+// minute more for each 10,000 shoppers (on two shared cores, a hundred thousand shoppers' requests take
+// the instances and the tool minutes of CPU between them).
+func crowdTime(n int) time.Duration { return 5*time.Minute + time.Duration(n/10_000)*time.Minute }
+
 // CrowdReport is what a crowd scenario saw.
 type CrowdReport struct {
 	Mode        string // first_come or queue
@@ -44,7 +49,7 @@ type CrowdReport struct {
 	Errors      int            // transport errors
 	PGPerSecond []float64      // PostgreSQL transactions each second of the crowd (when measured)
 	Requests    int
-	Unanswered  int           // shoppers without a final answer when the crowd's five minutes ran out
+	Unanswered  int           // shoppers without a final answer when the crowd's time (crowdTime) ran out
 	Missed      int64         // queue: turns that ran out, as the room counts them
 	SoldOutNews time.Duration // from the last unit taken (its 202) to the last shopper waiting then being told sold out
 	Reloads     Reloads       // requests the pages sent again after a connection turned away or lost (OwnConnections)
@@ -227,7 +232,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			return nil, err
 		}
 	}
-	crowdCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
+	crowdCtx, stop := context.WithTimeout(ctx, crowdTime(len(users)))
 	defer stop()
 	var pg, statements, orders, txs []float64
 	var sampled chan struct{}
@@ -242,7 +247,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	cpuBefore := sampleCPU(o.CPU)
 	toolBefore, _ := cpuSeconds(os.Getpid())
 	if o.Shop != nil { // the shoppers shop from other processes, and send back what they saw
-		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(5 * time.Minute)}
+		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(crowdTime(len(users)))}
 		for _, s := range shoppers {
 			plan.Shoppers = append(plan.Shoppers, PlannedShopper{ID: s.u.ID, Name: s.u.Name, Session: s.u.session, Arrive: s.arrive})
 		}
