@@ -84,7 +84,8 @@ type Server struct {
 	Reconcile     *jobs.Reconcile
 	Queue         *jobs.Rooms
 
-	site     site // the handlers the route table maps
+	edge     *edgeLog // nginx's edge log, counted (NGINX_EDGE_LOG); nil without one
+	site     site     // the handlers the route table maps
 	buyLimit *ratelimit.Local
 	log      *slog.Logger
 	closers  []func() error
@@ -121,6 +122,7 @@ const (
 	workerCaptchaPool  = "captcha_pool"
 	workerStops        = "stops"
 	workerImages       = "images" // the stored images' names
+	workerEdgeLog      = "nginx_edge_log"
 )
 
 // Close releases what NewServer opened (not the Deps, which belong to the caller).
@@ -196,6 +198,9 @@ func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, er
 		jobs.RefundsJob:       s.Refunds.Run,
 		jobs.ReconcileJob:     s.Reconcile.Run,
 		jobs.QueueJob:         s.Queue.Run,
+	}
+	if s.edge != nil {
+		workers[workerEdgeLog] = s.edge.Run
 	}
 	if len(only) > 0 {
 		chosen := map[string]func(context.Context) error{}
@@ -319,6 +324,10 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	reg.MustRegister(captchaMetrics(s.Captchas)...)
 	if cfg.NginxStatusURL != "" {
 		reg.MustRegister(newNginxStatus(cfg.NginxStatusURL))
+	}
+	if cfg.NginxEdgeLog != "" {
+		s.edge = newEdgeLog(cfg.NginxEdgeLog, d.Log)
+		reg.MustRegister(s.edge)
 	}
 
 	fcfg := fiber.Config{

@@ -50,6 +50,7 @@ type Config struct {
 	PayNotifyURL    string        // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
 	MetricsListen   string        // METRICS_LISTEN: the operators' listener for /metrics (host:port), or off
 	NginxStatusURL  string        // NGINX_STATUS_URL: nginx's stub_status page, whose counts /metrics shows as seckill_nginx_*; empty for none
+	NginxEdgeLog    string        // NGINX_EDGE_LOG: nginx's edge log (a line a request it answered without an instance), counted in /metrics; empty for none
 	CaptchaPool     int           // CAPTCHA_POOL: how many captchas each instance may keep drawn ahead of need (about 2.5 kB each)
 	QueueOpens      time.Duration // QUEUE_OPENS: how long before its start a queue sale's waiting room opens
 	QueueOverbook   float64       // QUEUE_OVERBOOK: shoppers let in at a time, per unit of stock left
@@ -278,6 +279,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.NginxStatusURL = strings.TrimSpace(getenv("NGINX_STATUS_URL")); c.NginxStatusURL != "" {
 		p.httpURL("NGINX_STATUS_URL", c.NginxStatusURL)
 	}
+	c.NginxEdgeLog = strings.TrimSpace(getenv("NGINX_EDGE_LOG"))
 	if c.MetricsListen == "off" {
 		c.MetricsListen = ""
 	} else if _, port, err := net.SplitHostPort(c.MetricsListen); err != nil || port == "" {

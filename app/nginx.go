@@ -2,12 +2,18 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -122,4 +128,147 @@ func parseStubStatus(r io.Reader) (stubStatus, error) {
 		}
 	}
 	return s, nil
+}
+
+// The answers nginx gives without an instance, as its edge log names them (seckill.conf.template's
+// $seckill_edge_answer): from its cache (a fresh entry, or a stale one while it is renewed), or its own (a
+// sold-out item's path or buy, a rate limit, a connection cap).
+var edgeAnswers = []string{"hit", "stale", "updating", "sold_out", "rate_limited", "conn_limited"}
+
+// edgeLogTruncateAt is how large the edge log may grow before the reader empties it (a line is a few
+// bytes: about four million answers).
+const edgeLogTruncateAt = 16 << 20
+
+// edgeLog counts the lines of nginx's edge log (NGINX_EDGE_LOG), one a request nginx answered without an
+// instance, so that /metrics shows what the instances' own counters never see. nginx appends (O_APPEND):
+// the reader follows the file from where it was at start, and empties it once it is large, when it may
+// write it. A line nginx writes between the reader's last read and the emptying is lost: a few, every
+// few million. One instance reads a given log (two would share its lines and empty it under each other).
+type edgeLog struct {
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	counts  map[string]uint64
+	off     int64
+	partial []byte // a line not yet ended
+	started bool
+}
+
+func newEdgeLog(path string, log *slog.Logger) *edgeLog {
+	return &edgeLog{path: path, log: log, counts: map[string]uint64{}}
+}
+
+// Run reads the new lines every second until ctx ends.
+func (e *edgeLog) Run(ctx context.Context) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if err := e.read(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			e.log.WarnContext(ctx, "nginx's edge log not read", "path", e.path, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// read counts the lines appended since the last read.
+func (e *edgeLog) read() error {
+	f, err := os.OpenFile(e.path, os.O_RDWR, 0)
+	writable := err == nil
+	if err != nil {
+		if f, err = os.Open(e.path); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// Not there yet (nginx starts after the instances): all it will hold is new.
+				e.mu.Lock()
+				e.started = true
+				e.mu.Unlock()
+			}
+			return err
+		}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.started {
+		// What was written before this instance started is not its to count.
+		e.started, e.off = true, fi.Size()
+		return nil
+	}
+	if fi.Size() < e.off { // emptied or replaced by someone else
+		e.off, e.partial = 0, nil
+	}
+	buf := make([]byte, 64<<10)
+	for e.off < fi.Size() {
+		n, err := f.ReadAt(buf, e.off)
+		e.count(buf[:n])
+		e.off += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if writable && e.off >= edgeLogTruncateAt {
+		if now, err := f.Stat(); err == nil && now.Size() == e.off {
+			if err := f.Truncate(0); err != nil {
+				return err
+			}
+			e.off = 0
+		}
+	}
+	return nil
+}
+
+// count adds the whole lines of b (the start of a line may have come with the previous read).
+func (e *edgeLog) count(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			e.partial = append(e.partial, b...)
+			return
+		}
+		line := b[:i]
+		if len(e.partial) > 0 {
+			line = append(e.partial, line...)
+			e.partial = e.partial[:0]
+		}
+		e.counts[edgeAnswerOf(line)]++
+		b = b[i+1:]
+	}
+}
+
+// edgeAnswerOf names a line's answer, one of edgeAnswers or "other" (the label's values stay few).
+func edgeAnswerOf(line []byte) string {
+	s := string(bytes.TrimSpace(line))
+	for _, a := range edgeAnswers {
+		if s == a {
+			return a
+		}
+	}
+	return "other"
+}
+
+var _ prometheus.Collector = (*edgeLog)(nil)
+
+var edgeAnswersDesc = prometheus.NewDesc("seckill_nginx_answers_total",
+	"Requests nginx answered without an instance, by answer: from its cache (hit, stale, updating) or its own (sold_out, rate_limited, conn_limited), read from its edge log (NGINX_EDGE_LOG) since this instance started.",
+	[]string{"answer"}, nil)
+
+func (e *edgeLog) Describe(ch chan<- *prometheus.Desc) { ch <- edgeAnswersDesc }
+
+func (e *edgeLog) Collect(ch chan<- prometheus.Metric) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, a := range append(edgeAnswers[:len(edgeAnswers):len(edgeAnswers)], "other") {
+		ch <- prometheus.MustNewConstMetric(edgeAnswersDesc, prometheus.CounterValue, float64(e.counts[a]), a)
+	}
 }

@@ -1,11 +1,19 @@
 package app
 
 import (
+	"errors"
 	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // nginx's stub_status page shows in /metrics as seckill_nginx_*; a status page that does not answer
@@ -41,5 +49,88 @@ func TestNginxStatusInMetrics(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The edge log's lines are counted by answer from where the log was when the reader started, a line
+// split between two reads once, and the log is emptied once large (only when the reader may write it).
+func TestEdgeLogCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "edge.log")
+	appendLog := func(s string) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(e *edgeLog) map[string]float64 {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(e)
+		got := map[string]float64{}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+		return got
+	}
+
+	appendLog("hit\nhit\n") // before the reader: not its to count
+	e := newEdgeLog(path, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := e.read(); err != nil {
+		t.Fatal(err)
+	}
+	appendLog("hit\nstale\nsold_out\nsold_")
+	if err := e.read(); err != nil {
+		t.Fatal(err)
+	}
+	appendLog("out\nrate_limited\nsomething new\n")
+	if err := e.read(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"hit": 1, "stale": 1, "updating": 0, "sold_out": 2, "rate_limited": 1, "conn_limited": 0, "other": 1}
+	if got := count(e); !maps.Equal(got, want) {
+		t.Errorf("counts %v, want %v", got, want)
+	}
+
+	appendLog(strings.Repeat("hit\n", edgeLogTruncateAt/4))
+	if err := e.read(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Errorf("the log was not emptied once large: %v %v", fi.Size(), err)
+	}
+	appendLog("updating\n")
+	if err := e.read(); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(e); got["hit"] != 1+edgeLogTruncateAt/4 || got["updating"] != 1 {
+		t.Errorf("after emptying: hit %v updating %v, want %d and 1", got["hit"], got["updating"], 1+edgeLogTruncateAt/4)
+	}
+}
+
+// A log that does not exist yet when the reader starts (nginx starts after the instances) is new: all
+// its lines are counted.
+func TestEdgeLogCreatedLater(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "edge.log")
+	e := newEdgeLog(path, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := e.read(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("read of a missing log: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("sold_out\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.read(); err != nil {
+		t.Fatal(err)
+	}
+	if e.counts["sold_out"] != 1 {
+		t.Errorf("sold_out %d, want 1", e.counts["sold_out"])
 	}
 }

@@ -29,7 +29,8 @@
 # Files in CLUSTER_DIR: cluster.env (what start used; mode 600), session_secret (600), redis-PORT/ (a node's
 # nodes.conf, append-only files, redis.log, redis.pid), cluster-create.log, setup.log (migrate, user
 # create), app-N.log and app-N.pid, nginx.conf and seckill.conf (generated), nginx.pid, nginx-error.log,
-# nginx-temp/, nginx-cache/ (nginx's cache of shared answers). start wipes all but session_secret; a relative CLUSTER_DIR is taken from the repository.
+# nginx-temp/, nginx-cache/ (nginx's cache of shared answers), nginx-edge.log (a line a request nginx
+# answered itself, counted and emptied by instance 1). start wipes all but session_secret; a relative CLUSTER_DIR is taken from the repository.
 # Exit status: 0 done, 1 failed (start prints the failing part's log and stops what it started), 2 usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -189,8 +190,10 @@ app_env() { # app_env N
     BASE_URL="http://127.0.0.1:$LB_PORT" REDIS_URL="${redis%,}" DATABASE_URL="$DB_URL"
     SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 NODE_ID="$1"
     METRICS_LISTEN="127.0.0.1:$((port + 1000))" PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes)
-  # nginx's counters in the instances' /metrics (a cluster started by an older script has no port).
+  # nginx's counters in the instances' /metrics (a cluster started by an older script has no port), and
+  # its edge log counted by instance 1 alone (it empties the log as it reads it).
   if [ -n "${STATUS_PORT:-}" ]; then APP_ENV+=(NGINX_STATUS_URL="http://127.0.0.1:$STATUS_PORT/nginx_status"); fi
+  if [ "$1" = 1 ]; then APP_ENV+=(NGINX_EDGE_LOG="$CLUSTER_DIR/nginx-edge.log"); fi
   for v in "${PASS_THROUGH[@]}"; do
     pass=PASS_$v
     if [ -n "${!pass:-}" ]; then APP_ENV+=("$v=${!pass}"); fi
@@ -275,8 +278,8 @@ write_nginx_conf() {
   mkdir -p "$CLUSTER_DIR/nginx-temp" "$CLUSTER_DIR/nginx-cache"
   # shellcheck disable=SC2016 # envsubst's list of the variables it may replace, literally
   NGINX_LISTEN="127.0.0.1:$LB_PORT" SECKILL_UPSTREAMS=$servers CLUSTER_RATE=$RATE CLUSTER_BURST=$BURST CLUSTER_CONNS=$CONNS \
-    NGINX_STATUS_LISTEN="127.0.0.1:$STATUS_PORT" \
-    envsubst '${NGINX_LISTEN} ${SECKILL_UPSTREAMS} ${CLUSTER_RATE} ${CLUSTER_BURST} ${CLUSTER_CONNS} ${NGINX_STATUS_LISTEN}' \
+    NGINX_STATUS_LISTEN="127.0.0.1:$STATUS_PORT" NGINX_EDGE_LOG="$CLUSTER_DIR/nginx-edge.log" \
+    envsubst '${NGINX_LISTEN} ${SECKILL_UPSTREAMS} ${CLUSTER_RATE} ${CLUSTER_BURST} ${CLUSTER_CONNS} ${NGINX_STATUS_LISTEN} ${NGINX_EDGE_LOG}' \
     <"$ROOT/deploy/nginx/seckill.conf.template" >"$CLUSTER_DIR/seckill.conf"
   cat >"$CLUSTER_DIR/nginx.conf" <<CONF
 # Written by scripts/cluster.sh; the server itself is seckill.conf, from deploy/nginx/seckill.conf.template.
@@ -490,7 +493,7 @@ cmd_start() {
   trap 'exit 130' INT TERM
   rm -f "$CLUSTER_DIR"/app-*.pid "$CLUSTER_DIR"/app-*.log "$CLUSTER_DIR/nginx.pid" "$CLUSTER_DIR/nginx-error.log" \
     "$CLUSTER_DIR/cluster-create.log"
-  rm -rf "$CLUSTER_DIR"/redis-* "$CLUSTER_DIR/nginx-temp" "$CLUSTER_DIR/nginx-cache"
+  rm -rf "$CLUSTER_DIR"/redis-* "$CLUSTER_DIR/nginx-temp" "$CLUSTER_DIR/nginx-cache" "$CLUSTER_DIR/nginx-edge.log"
   SECRET_SHA=$(secret_sha)
   save_state
 
