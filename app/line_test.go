@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/handlers"
 	"seckill/internal/testenv"
@@ -389,6 +392,28 @@ func TestLinePlacesAndInstances(t *testing.T) {
 		}
 		expect(t, name, who.send("GET", path(tc.item), nil, map[string]string{handlers.PlaceHeader: tc.tok}), 400, "bad_place")
 	}
+	// On the other instance, which never saw them, a shopper the line has not reached costs no Redis
+	// command of its own with its signed place: only the line's shared read, a transaction made at most
+	// four times a second however many ask.
+	bobOnB := newBrowser(t, b.URL)
+	bobOnB.setCookie(handlers.SessionCookie, bob.cookie(handlers.SessionCookie))
+	bobTok, _ := bob.call("GET", path(item.ID), nil).json(t)["place_token"].(string)
+	own := &ownCommands{}
+	b.Redis.AddHook(own)
+	for range 20 {
+		for _, p := range []struct {
+			who *browser
+			tok string
+		}{{adaOnB, tok}, {bobOnB, bobTok}} {
+			r := p.who.send("GET", path(item.ID), nil, map[string]string{handlers.PlaceHeader: p.tok})
+			if q := r.json(t); r.Status != 200 || q["state"] != "waiting" || q["position"] == nil {
+				t.Fatalf("a waiting shopper's poll with its place on B: %d %s", r.Status, r.Body)
+			}
+		}
+	}
+	if n := own.n.Load(); n != 0 {
+		t.Errorf("40 polls of waiting shoppers with their places cost %d Redis commands of their own, want none", n)
+	}
 	// Two instances, the same line: the same ETag.
 	testenv.Eventually(t, 10*time.Second, "both instances to show the drawn line alike", func() bool {
 		da, ra := lineDoc(t, a.URL, item.ID)
@@ -404,9 +429,36 @@ func TestLinePlacesAndInstances(t *testing.T) {
 		_, r := lineDoc(t, a.URL, item.ID)
 		return r.Header.Get("ETag") != ri.Header.Get("ETag")
 	})
+	// A shopper's browser, with its session, and one with a session that is no more, get the same document
+	// and no cookie.
+	stale := newBrowser(t, a.URL)
+	stale.setCookie(handlers.SessionCookie, "not-a-session")
+	for _, who := range []*browser{ada, stale} {
+		r := who.call("GET", "/api/items/"+itoa(item.ID)+"/line", nil)
+		if r.Status != 200 || len(r.Header.Values("Set-Cookie")) > 0 || r.Header.Get("Cache-Control") != "public, max-age=1" {
+			t.Errorf("the line's document to a browser with cookies: %d, Set-Cookie %v, Cache-Control %q", r.Status, r.Header.Values("Set-Cookie"), r.Header.Get("Cache-Control"))
+		}
+	}
 	// No line for an unknown item or a first-come one.
 	first := newBrowser(t, a.URL)
 	_, fc := testenv.Sale(t, db, 5, time.Now(), time.Now().Add(time.Hour))
 	expect(t, "a first-come item's line", first.call("GET", "/api/items/"+itoa(fc.ID)+"/line", nil), 404, "not_found")
 	expect(t, "an unknown item's line", first.call("GET", "/api/items/987654321/line", nil), 404, "not_found")
+}
+
+// ownCommands counts the Redis commands sent other than in a transaction (MULTI … EXEC): a shopper's own
+// reads, not the line's shared one.
+type ownCommands struct{ n atomic.Int64 }
+
+func (h *ownCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *ownCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h *ownCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || cmds[0].Name() != "multi" {
+			h.n.Add(int64(len(cmds)))
+		}
+		return next(ctx, cmds)
+	}
 }

@@ -156,14 +156,21 @@ func lineState(now time.Time, a *models.Activity, drawn, ended, paused, soldOut 
 }
 
 // lineRate is the rate a page divides by for its wait: the line's as lately measured, or, until it is
-// seen moving, the most it may be let in at (as stock.Tell estimates), to a tenth: two instances that
-// measured a hair apart write the same document.
+// seen moving, the most it may be let in at (as stock.Tell estimates), to two significant digits (an
+// estimate needs no more): instances that each measured the line a hair apart mostly write the same
+// document, and so the same ETag.
 func lineRate(v stock.RoomView) float64 {
 	r := v.Rate
 	if !v.Measured || r < 0.01 {
 		r = float64(max(v.MaxRate, 1))
 	}
-	return math.Round(r*10) / 10
+	e := math.Floor(math.Log10(r)) - 1
+	if e < 0 {
+		s := math.Pow(10, -e)
+		return math.Round(r*s) / s
+	}
+	s := math.Pow(10, e)
+	return math.Round(r/s) * s
 }
 
 // lineLeft is the item's stock left: as read with the line (the whole item's unless it is split), else

@@ -317,9 +317,9 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 }
 
 // sendQueue answers q as JSON, written by hand: a status poll is the crowd's most frequent request, and
-// its fields are numbers, times and hex, base64url or fixed words that need no escaping (TestQueueJSONByHand holds it
-// to encoding/json's answer). times are the sale's two times as appendSaleTimes writes them, made once
-// per sale (nil: written here).
+// its fields are numbers, times and hex, base64url or fixed words that need no escaping
+// (TestQueueJSONByHand holds it to encoding/json's answer). times are the sale's two times as
+// appendSaleTimes writes them, made once per sale (nil: written here).
 func sendQueue(c *fiber.Ctx, q *queueJSON, times []byte) error {
 	b := make([]byte, 0, 384)
 	b = append(b, `{"state":"`...)

@@ -133,8 +133,8 @@ type LineView struct {
 }
 
 // View answers the item's line as read less than a quarter of a second ago, or reads it (Line.LineOf):
-// one read per item at a time, shared by every caller, so a crowd asking at once costs one Redis command
-// a quarter of a second per instance. The read is the room's view for the status polls too.
+// one read (one round trip) per item at a time, shared by every caller, so a crowd asking at once costs
+// Redis one read a quarter of a second per instance. The read is the room's view for the status polls too.
 func (w *Watch) View(ctx context.Context, itemID int64) (LineView, error) {
 	if v, ok := w.lines.Get(itemID); ok && time.Since(v.read) < roomViewTTL {
 		return v, nil

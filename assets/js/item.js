@@ -193,14 +193,16 @@
     if (held ? !out && line.readmitted !== seenReadmitted : !out && place <= line.let_in && askedAt !== line.let_in) { askOwn(); return; }
     showQueue(fromLine());
   }
+  var polls = 0; // only the latest poll schedules the next: one loop, however often it is restarted
   function pollQueue() {
     clearTimeout(polling);
     if (stopped || bought) return;
+    var mine = ++polls;
     api("GET", "/api/items/" + id + "/line").then(function (l) {
       line = l;
       if (!own) askOwn(); else decide();
     }).catch(function () {}).then(function () {
-      if (!stopped && !bought && !(own && own.state === "bought" && !failedOrder)) polling = setTimeout(pollQueue, 1000);
+      if (mine === polls && !stopped && !bought && !(own && own.state === "bought" && !failedOrder)) polling = setTimeout(pollQueue, 1000);
     });
   }
   if (queueMode) {

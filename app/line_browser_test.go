@@ -1,0 +1,86 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seckill/captcha"
+	"seckill/internal/testenv"
+)
+
+// TestWaitingPageAsksOnlyNearTheFront: a shopper who joins after the start waits behind the turns of
+// those drawn before; while waiting, their item page polls the line's public document and shows its place
+// from it, and asks its own standing only when the line reaches it, when the turn comes.
+func TestWaitingPageAsksOnlyNearTheFront(t *testing.T) {
+	testenv.Long(t)
+	db := testenv.Postgres(t)
+	_, item := queueSale(t, db, nil, 3)
+	logs := &safeWriter{w: &bytes.Buffer{}}
+	s := startLive(t, liveOpts{db: db, only: []string{"queue", "sold_out_flags", "preheat"}, log: slog.New(slog.NewTextHandler(logs, nil)),
+		tune: func(c *Config) { c.QueueOverbook, c.QueueTurn = 1, 3*time.Second }})
+	id := itoa(item.ID)
+	for i := range 3 { // drawn before the start: they get the three turns, and let them run out
+		b := newBrowser(t, s.URL)
+		b.register(fmt.Sprintf("ahead_%d", i), passwordOf("ahead"))
+		if r := b.join(item.ID); r.Status != 200 {
+			t.Fatalf("join: %d %s", r.Status, r.Body)
+		}
+	}
+	ctx := chrome(t)
+	registerInBrowser(t, ctx, s.URL, "browser_waiter")
+	s.Clock.Set(time.Now().Add(time.Minute + time.Second))
+	testenv.Eventually(t, 10*time.Second, "the three drawn to be let in", func() bool {
+		d, _ := lineDoc(t, s.URL, item.ID)
+		return d["let_in"] == 3.0
+	})
+	var captchaID, waiting, label string
+	run(t, ctx, "open the item",
+		chromedp.Navigate(s.URL+"/items/"+id),
+		chromedp.WaitVisible(`#captcha-img[data-captcha-id]`, chromedp.ByQuery),
+		chromedp.WaitEnabled("#buy", chromedp.ByID),
+		chromedp.AttributeValue("#captcha-img", "data-captcha-id", &captchaID, nil, chromedp.ByID),
+	)
+	answer, err := s.Redis.Get(context.Background(), captcha.Key(captchaID)).Result()
+	if err != nil {
+		t.Fatalf("captcha answer: %v", err)
+	}
+	run(t, ctx, "join the line after the start",
+		chromedp.SendKeys("#captcha-answer", answer, chromedp.ByID),
+		chromedp.Click("#buy", chromedp.ByID),
+		chromedp.WaitVisible(`//p[@id="queue-status"][contains(., "#4")]`),
+		chromedp.Text("#queue-status", &waiting, chromedp.ByID),
+	)
+	if !strings.Contains(waiting, "You're in line: #4") || !strings.Contains(waiting, "3 left") {
+		t.Errorf("behind three turns, the page says %q", waiting)
+	}
+	joined := strings.Count(logs.String(), "\n")
+	run(t, ctx, "the turn comes when the three run out",
+		chromedp.WaitVisible(`//button[@id="buy"][contains(., "Your turn")]`),
+		chromedp.WaitEnabled("#buy", chromedp.ByID),
+		chromedp.Text("#buy", &label, chromedp.ByID),
+	)
+	after := strings.Split(logs.String(), "\n")[joined:]
+	own, docs := 0, 0
+	for _, l := range after {
+		switch {
+		case strings.Contains(l, "method=GET path=/api/items/"+id+"/queue "):
+			own++
+		case strings.Contains(l, "method=GET path=/api/items/"+id+"/line "):
+			docs++
+		}
+	}
+	t.Logf("from joining to the turn: %d own standings, %d documents", own, docs)
+	// The three turns and their grace take five seconds: the page polled the document meanwhile, and
+	// asked its own standing once the line reached it (twice at most, should its first answer come from a
+	// view a moment older than the document's).
+	if own < 1 || own > 2 || docs < 2 {
+		t.Errorf("from joining to the turn the page asked its own standing %d times and the document %d times; want 1 or 2, and the document every second", own, docs)
+	}
+}
