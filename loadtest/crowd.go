@@ -932,6 +932,14 @@ func writeCost(b *strings.Builder, cr *CrowdReport) {
 		fmt.Fprintf(b, "| answered by nginx, from its cache or the instances (its stub_status, every client's request) | %.0f | %.2f |\n",
 			cr.Proxied, cr.Proxied/n)
 	}
+	if own := cr.Reached.byLabel(nginxAnswersMetric, "answer"); len(own) > 0 {
+		t, parts := 0.0, []string{}
+		for _, k := range sortedKeys(own) {
+			t += own[k]
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, own[k]))
+		}
+		fmt.Fprintf(b, "| of those, answered by nginx without an instance (its edge log: %s) | %.0f | %.2f |\n", strings.Join(parts, ", "), t, t/n)
+	}
 	b.WriteString("\n| the pages' own requests, by step | requests | a shopper |\n| --- | --- | --- |\n")
 	for _, k := range sortedKeys(cr.Steps) {
 		fmt.Fprintf(b, "| %s | %d | %.2f |\n", k, cr.Steps[k], float64(cr.Steps[k])/n)
@@ -967,7 +975,7 @@ func maxOf(v []float64) float64 {
 	return m
 }
 
-func sortedKeys(m map[string]int) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

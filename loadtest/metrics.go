@@ -108,6 +108,9 @@ const (
 	transactionsMetric = "seckill_db_transactions_total"
 	// nginxRequestsMetric is nginx's own count of requests, which each instance reports as it read it.
 	nginxRequestsMetric = "seckill_nginx_requests_total"
+	// nginxAnswersMetric is what nginx answered without an instance, by answer (its edge log, counted
+	// by one instance).
+	nginxAnswersMetric = "seckill_nginx_answers_total"
 )
 
 // RequestsReached answers the HTTP requests the instances answered, by the counts of d (a Since).
@@ -146,4 +149,15 @@ func label(series, name string) string {
 		return rest[:j]
 	}
 	return ""
+}
+
+// byLabel answers a metric's growth by one label's values.
+func (d Metrics) byLabel(name, labelName string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range d {
+		if metricName(k) == name && v != 0 {
+			out[label(k, labelName)] += v
+		}
+	}
+	return out
 }
