@@ -35,6 +35,9 @@ type Client struct {
 	own     bool
 	conns   sync.Map // *User → *http.Client
 	reloads struct{ refused, lost atomic.Int64 }
+
+	docs    sync.Map // path → *publicDoc: the public documents the client's shoppers share
+	fetched atomic.Int64
 }
 
 // OwnConnections makes each logged-in user's requests go over one keep-alive connection of their own,
@@ -92,6 +95,7 @@ type User struct {
 	Name     string
 	Password string
 	session  string
+	csrf     string // the CSRF token the user's page was given (GET /api/me); "" for the client's own
 }
 
 // Answer is what a request got.
@@ -111,13 +115,18 @@ func (a Answer) Kind() string {
 
 // Do sends a request as u (nil: anonymous) and reads the answer.
 func (c *Client) Do(ctx context.Context, method, path string, body any, u *User) (Answer, error) {
+	return c.DoHeader(ctx, method, path, body, u, nil)
+}
+
+// DoHeader is Do with headers of the request's own (X-Line-Place, say).
+func (c *Client) DoHeader(ctx context.Context, method, path string, body any, u *User, header map[string]string) (Answer, error) {
 	if !c.own || u == nil {
-		a, _, err := c.send(ctx, c.http, method, path, body, u)
+		a, _, err := c.send(ctx, c.http, method, path, body, u, header)
 		return a, err
 	}
 	hc := c.connOf(u)
 	for try := 0; ; try++ {
-		a, retryAfter, err := c.send(ctx, hc, method, path, body, u)
+		a, retryAfter, err := c.send(ctx, hc, method, path, body, u, header)
 		var wait time.Duration
 		switch {
 		case err == nil && retryAfter > 0:
@@ -156,7 +165,7 @@ func answeredFirst(err error) bool {
 
 // send sends one request over hc; retryAfter is set when the server turned the connection away at
 // accept (connlimit's plain-text 503 or 429, closing): the request was never read.
-func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body any, u *User) (a Answer, retryAfter time.Duration, err error) {
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body any, u *User, header map[string]string) (a Answer, retryAfter time.Duration, err error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -169,11 +178,17 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	cookie := ""
-	if c.csrf != "" {
-		cookie = "sk_csrf=" + c.csrf
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	cookie, csrf := "", c.csrf
+	if u != nil && u.csrf != "" {
+		csrf = u.csrf
+	}
+	if csrf != "" {
+		cookie = "sk_csrf=" + csrf
 		if method != http.MethodGet {
-			req.Header.Set("X-CSRF-Token", c.csrf)
+			req.Header.Set("X-CSRF-Token", csrf)
 		}
 	}
 	if u != nil && u.session != "" {

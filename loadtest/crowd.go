@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -18,15 +19,24 @@ import (
 )
 
 // The crowd: shoppers who behave as the pages make people behave. Each arrives at a moment of their own
-// (during the countdown, or after the start), opens the item page (which polls the item every 2 s), and
-// then, in a first-come sale (scenario crowd), gets a captcha, clicks Buy within a second of the start and
-// tries again a second after any answer that is not final; in a queue sale (scenario queue), joins the
-// line with a captcha, polls their standing as the page does, and buys when their turn comes. What is
-// measured is what a shopper waits for: from the start (or a later arrival) to their final answer,
-// bought or sold out.
+// (during the countdown, or after the start) and opens the item page, which asks who it is (GET /api/me,
+// whose answer carries the CSRF token). Then, in a first-come sale (scenario crowd), the page polls the
+// item every 2 s, and the shopper gets a captcha, clicks Buy within a second of the start and tries again
+// a second after any answer that is not final; in a queue sale (scenario queue), the shopper joins the
+// line with a captcha, the page polls the line's public document every second, asks the shopper's own
+// place once after the draw, and asks the shopper's own standing only when the document says the turn
+// may have come (INTERFACE: "When a page asks its own standing"); winners buy and follow their result.
+// The public documents are shared by the shoppers of a process (shared.go). What is measured is what a
+// shopper waits for, from the start (or a later arrival) to their final answer, bought or sold out; and
+// what a shopper costs the instances, from their own counters.
 
 // crowdLead is how long before its countdown the crowd's sale is approved.
 const crowdLead = 30 * time.Second
+
+// crowdTime is how long a crowd of n shoppers is given to have its final answers: five minutes, and a
+// minute more for each 10,000 shoppers (on two shared cores, a hundred thousand shoppers' requests take
+// the instances and the tool minutes of CPU between them).
+func crowdTime(n int) time.Duration { return 5*time.Minute + time.Duration(n/10_000)*time.Minute }
 
 // CrowdReport is what a crowd scenario saw.
 type CrowdReport struct {
@@ -39,25 +49,49 @@ type CrowdReport struct {
 	Errors      int            // transport errors
 	PGPerSecond []float64      // PostgreSQL transactions each second of the crowd (when measured)
 	Requests    int
-	Unanswered  int           // shoppers without a final answer when the crowd's five minutes ran out
+	Unanswered  int           // shoppers without a final answer when the crowd's time (crowdTime) ran out
 	Missed      int64         // queue: turns that ran out, as the room counts them
 	SoldOutNews time.Duration // from the last unit taken (its 202) to the last shopper waiting then being told sold out
 	Reloads     Reloads       // requests the pages sent again after a connection turned away or lost (OwnConnections)
 	Procs       int           // processes the shoppers shopped from (0: this one)
+	Countdown   time.Duration // from the first arrivals to the start
+
+	Own     int            // requests the shoppers' pages sent themselves (Requests also counts the public documents they polled)
+	Steps   map[string]int // those by step: me, captcha, join, place, standing, path, buy, result
+	Fetched int64          // fetches of the public documents, one a second per process at most, whoever asked
+	// Reached is what reached the instances in the crowd's window, from their /metrics (nil: not read).
+	Reached Metrics
+	// Proxied is the requests nginx answered in the window (its stub_status, as each instance's /metrics
+	// reports it: the mean over the instances); 0 when not reported.
+	Proxied float64
+	// Statements are the app's own database statements each second of the crowd (seckill_db_statements_total,
+	// summed over the instances; nil when they do not count them), Orders those on the orders table.
+	Statements, Orders []float64
+	// Transactions are the app's own database transactions each second (seckill_db_transactions_total; nil
+	// when not counted): the figure the budget of PostgreSQL transactions a second is read from.
+	Transactions []float64
+	Lag          Summary // queue: from the server_time of the line's change a shopper acted on to the shopper seeing it
+	// Line is when the line's document first said each change (queue), StartsAt the sale's start.
+	Line     LineTimeline
+	StartsAt time.Time
+	ToolCPU  float64 // the load tool's own CPU time in the window, its shoppers' processes included (seconds)
 }
 
-// PGMax is the most PostgreSQL transactions in a second of the crowd.
-func (r *CrowdReport) PGMax() float64 {
-	m := 0.0
-	for _, v := range r.PGPerSecond {
-		m = max(m, v)
-	}
-	return m
+// ReachedPerShopper is the requests that reached the instances in the crowd's window, a shopper.
+func (r *CrowdReport) ReachedPerShopper() float64 {
+	return r.Reached.RequestsReached() / float64(max(r.Shoppers, 1))
 }
+
+// StatementsMax is the most database statements the app counted in a second of the crowd.
+func (r *CrowdReport) StatementsMax() float64 { return maxOf(r.Statements) }
+
+// PGMax is the most PostgreSQL transactions in a second of the crowd.
+func (r *CrowdReport) PGMax() float64 { return maxOf(r.PGPerSecond) }
 
 type crowdShopper struct {
 	u      *User
 	arrive time.Time
+	inLine time.Time // queue: when the join was answered
 	mu     sync.Mutex
 	Outcome
 }
@@ -74,8 +108,16 @@ type Outcome struct {
 	Limited map[string]int
 	Errors  int
 	Reqs    int
-	Lost    int    // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
-	Session string // the session cookie as the shopper last had it, for the audit to read their result
+	Lost    int            // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
+	Session string         // the session cookie as the shopper last had it, for the audit to read their result
+	Own     int            // requests the page sent itself; Reqs also counts the public documents it polled
+	Steps   map[string]int // the page's own requests by step
+	Lag     time.Duration  // queue: from the server's word of the change the shopper acted on to the shopper seeing it
+	Lagged  bool           // Lag was measured
+}
+
+func newOutcome(who int) Outcome {
+	return Outcome{Who: who, Limited: map[string]int{}, Steps: map[string]int{}}
 }
 
 // lostAnswer reports whether a buy's answer was lost: the order may stand all the same, and the audit
@@ -88,10 +130,29 @@ func ctxEnded(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// made counts a poll of a public document: a request the shopper made, answered by the process's shared copy.
+func (s *crowdShopper) made() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Reqs++
+}
+
+// saw records the lag of the change the shopper acts on: from the server's time in the first document
+// that said it to now. A change from before the shopper was in line (a late joiner's) is no lag.
+func (s *crowdShopper) saw(since time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.Lagged && !since.IsZero() && since.After(s.inLine) {
+		s.Lag, s.Lagged = max(time.Since(since), 0), true
+	}
+}
+
 func (s *crowdShopper) count(a Answer, err error, step string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.Reqs++
+	s.Own++
+	s.Steps[step]++
 	switch {
 	case err != nil && ctxEnded(err): // the crowd's cap, not the server
 	case err != nil:
@@ -106,7 +167,8 @@ func (s *crowdShopper) count(a Answer, err error, step string) {
 
 // Crowd runs a crowd of o.Users shoppers for o.Stock units: half arrive over the countdown, half in the
 // seconds after the start; mode is "first_come" or "queue". transactions, when set, reads PostgreSQL's
-// count of transactions, sampled each second.
+// count of transactions, sampled each second; o.Metrics, when set, are the instances' /metrics, read
+// before and after the crowd's window and each second of it.
 func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode string, countdown time.Duration, o Options,
 	transactions func(context.Context) (int64, error)) (*Report, error) {
 	setup := time.Now()
@@ -114,12 +176,22 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		return nil, err
 	}
 	prefix := Name("cr")
-	logf(o.Log, "%s: registering %d shoppers", mode, o.Users)
-	users, err := c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
+	var users []*User
+	var err error
+	if o.Seed != nil {
+		// Accounts made beforehand, as a sale's shoppers' are: in bulk, then each logged in through the API.
+		logf(o.Log, "%s: seeding %d shoppers' accounts", mode, o.Users)
+		if users, err = o.Seed(ctx, prefix, o.Users); err == nil {
+			err = c.LoginAll(ctx, users, bar(o.Log, "log in", len(users)))
+		}
+	} else {
+		logf(o.Log, "%s: registering %d shoppers", mode, o.Users)
+		users, err = c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
+	}
 	if err != nil {
 		return nil, err
 	}
-	if transactions != nil {
+	if transactions != nil || len(o.Metrics) > 0 {
 		// A pause between the registrations and the sale: PostgreSQL reports a backend's transactions up
 		// to 10 s after it went idle, and the crowd should not come on the heels of 10,000 registrations
 		// (no real one does). Measured without it, the queue's p99 was 5.8 and 7.6 s; with it, 4.5 and 5.1.
@@ -147,58 +219,63 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			at = sale.StartsAt.Add(time.Duration(rand.Int64N(int64(5 * time.Second))))
 			late++
 		}
-		shoppers[i] = &crowdShopper{u: u, arrive: at, Outcome: Outcome{Who: i, Limited: map[string]int{}}}
+		shoppers[i] = &crowdShopper{u: u, arrive: at, Outcome: newOutcome(i)}
 	}
 	rep := &Report{Scenario: map[string]string{"first_come": "crowd", "queue": "queue"}[mode], Options: o, Setup: time.Since(setup)}
-	cr := &CrowdReport{Mode: mode, Shoppers: len(users), Late: late, Final: map[string]int{}, Limited: map[string]int{}}
+	cr := &CrowdReport{Mode: mode, Shoppers: len(users), Late: late, Final: map[string]int{}, Limited: map[string]int{}, Steps: map[string]int{},
+		Countdown: countdown}
 	logf(o.Log, "%s: %d shoppers arriving over the %v countdown and the 5 s after the start", mode, len(users), countdown.Round(time.Second))
 
-	crowdCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
+	var before Metrics
+	if len(o.Metrics) > 0 {
+		if before, err = ScrapeMetrics(ctx, o.Metrics); err != nil {
+			return nil, err
+		}
+	}
+	crowdCtx, stop := context.WithTimeout(ctx, crowdTime(len(users)))
 	defer stop()
-	var pg []float64
-	var pgDone chan struct{}
-	if transactions != nil {
-		pgDone = make(chan struct{})
+	var pg, statements, orders, txs []float64
+	var sampled chan struct{}
+	if transactions != nil || len(o.Metrics) > 0 {
+		sampled = make(chan struct{})
 		go func() {
-			defer close(pgDone)
-			last, err := transactions(ctx)
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for err == nil {
-				select {
-				case <-crowdCtx.Done():
-					return
-				case <-t.C:
-				}
-				n, e := transactions(ctx)
-				if e != nil {
-					return
-				}
-				pg = append(pg, float64(max(n-last-1, 0))) // less the sampling query's own
-				last = n
-			}
+			defer close(sampled)
+			pg, statements, orders, txs = sampleEachSecond(crowdCtx, transactions, o.Metrics, before)
 		}()
 	}
 	started := time.Now()
 	cpuBefore := sampleCPU(o.CPU)
+	toolBefore, _ := cpuSeconds(os.Getpid())
 	if o.Shop != nil { // the shoppers shop from other processes, and send back what they saw
-		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(5 * time.Minute)}
+		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(crowdTime(len(users)))}
 		for _, s := range shoppers {
 			plan.Shoppers = append(plan.Shoppers, PlannedShopper{ID: s.u.ID, Name: s.u.Name, Session: s.u.session, Arrive: s.arrive})
 		}
-		outs, reloads, err := o.Shop(ctx, plan) // each process ends its shoppers at plan.Until, then reports
+		shop, err := o.Shop(ctx, plan) // each process ends its shoppers at plan.Until, then reports
 		if err != nil {
 			return nil, fmt.Errorf("the shoppers' processes: %w", err)
 		}
-		for _, out := range outs {
+		for _, out := range shop.Outcomes {
 			if out.Who >= 0 && out.Who < len(shoppers) {
 				shoppers[out.Who].Outcome = out
 			}
 		}
-		cr.Reloads, cr.Procs = reloads, o.Procs
+		cr.Reloads, cr.Procs, cr.Fetched, cr.Line, cr.ToolCPU = shop.Reloads, o.Procs, shop.Fetched, shop.Line, shop.CPU
 	} else {
 		c.runShoppers(crowdCtx, rdb, sale, shoppers, mode, bar(o.Log, "answered", len(shoppers)))
-		cr.Reloads = c.Reloads()
+		cr.Reloads, cr.Fetched, cr.Line = c.Reloads(), c.Fetched(), c.LineTimeline(sale.ItemID)
+	}
+	if toolAfter, err := cpuSeconds(os.Getpid()); err == nil {
+		cr.ToolCPU += toolAfter - toolBefore
+	}
+	cr.StartsAt = sale.StartsAt
+	if len(o.Metrics) > 0 { // the window's end: every shopper has a final answer (or the crowd's time ran out)
+		after, err := ScrapeMetrics(ctx, o.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		cr.Reached = after.Since(before)
+		cr.Proxied = cr.Reached.Sum(nginxRequestsMetric) / float64(len(o.Metrics))
 	}
 	for _, s := range shoppers {
 		if s.Session != "" {
@@ -207,19 +284,27 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	}
 	cpuAfter := sampleCPU(o.CPU)
 	stop()
-	if pgDone != nil {
-		<-pgDone
+	if sampled != nil {
+		<-sampled
 	}
 	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
 	rep.CPU = cpuUsed(o.CPU, cpuBefore, cpuAfter)
 	// Up to an hour: a crowd's waits run past the requests' histogram's minute, which drops what it cannot hold.
 	lat := hdrhistogram.New(1, time.Hour.Microseconds(), 3)
+	lag := hdrhistogram.New(1, time.Hour.Microseconds(), 3)
 	for _, s := range shoppers {
 		cr.Final[s.Final]++
 		rep.Result.Requests += s.Reqs
+		cr.Own += s.Own
 		cr.Errors += s.Errors
 		for k, v := range s.Limited {
 			cr.Limited[k] += v
+		}
+		for k, v := range s.Steps {
+			cr.Steps[k] += v
+		}
+		if s.Lagged {
+			_ = lag.RecordValue(max(s.Lag.Microseconds(), 1))
 		}
 		if s.Queued > 0 {
 			rep.Result.Queued[s.Who] = s.Queued
@@ -236,7 +321,8 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			_ = lat.RecordValue(max(rep.Result.Elapsed.Microseconds(), 1))
 		}
 	}
-	cr.Wait, cr.Requests, cr.PGPerSecond = summarize(lat), rep.Result.Requests, pg
+	cr.Wait, cr.Requests, cr.PGPerSecond, cr.Lag = summarize(lat), rep.Result.Requests, pg, summarize(lag)
+	cr.Statements, cr.Orders, cr.Transactions = statements, orders, txs
 	var lastTaken time.Time
 	for _, s := range shoppers {
 		if s.Took.After(lastTaken) {
@@ -278,6 +364,55 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		rep.Audit.check(ok && err == nil, "the draw is the rule's order, checked from its public record (%v)", err)
 	}
 	return rep, nil
+}
+
+// sampleEachSecond reads, each second until ctx ends, PostgreSQL's transactions (when transactions is
+// set) and the app's database statements from the instances' metrics (when urls are given and they count
+// them), and answers each second's growth: PostgreSQL's transactions, the app's statements, those on
+// orders, and the app's transactions (when it counts them).
+func sampleEachSecond(ctx context.Context, transactions func(context.Context) (int64, error), urls []string,
+	before Metrics) (pg, statements, orders, txs []float64) {
+	var last int64
+	pgOK := transactions != nil
+	if pgOK {
+		var err error
+		last, err = transactions(ctx)
+		pgOK = err == nil
+	}
+	prev := before
+	counted := before.Has(statementsMetric)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if pgOK {
+			n, err := transactions(ctx)
+			if err != nil {
+				pgOK = false
+			} else {
+				pg = append(pg, float64(max(n-last-1, 0))) // less the sampling query's own
+				last = n
+			}
+		}
+		if counted {
+			m, err := ScrapeMetrics(ctx, urls)
+			if err != nil {
+				counted = false
+				continue
+			}
+			d := m.Since(prev)
+			statements = append(statements, d.Sum(statementsMetric))
+			orders = append(orders, d.Sum(statementsMetric, `table="orders"`))
+			if m.Has(transactionsMetric) {
+				txs = append(txs, d.Sum(transactionsMetric))
+			}
+			prev = m
+		}
+	}
 }
 
 // runShoppers has each shopper shop, and answers once every one has a final answer or ctx ends.
@@ -325,7 +460,7 @@ func (c *Client) Shop(ctx context.Context, rdb redis.UniversalClient, plan *Crow
 	for i := shard; i < len(plan.Shoppers); i += max(n, 1) {
 		p := plan.Shoppers[i]
 		shoppers = append(shoppers, &crowdShopper{u: &User{ID: p.ID, Name: p.Name, session: p.Session}, arrive: p.Arrive,
-			Outcome: Outcome{Who: i, Limited: map[string]int{}}})
+			Outcome: newOutcome(i)})
 	}
 	sale := plan.Sale
 	c.runShoppers(ctx, rdb, &sale, shoppers, plan.Mode, func(int) {})
@@ -348,29 +483,9 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 	end := func(final string) {
 		s.Final, s.Waited, s.Done = final, time.Since(from), time.Now()
 	}
-	// The item page polls the item every 2 s while it is open.
-	pageCtx, closePage := context.WithCancel(ctx)
-	pageDone := make(chan struct{})
-	defer func() { closePage(); <-pageDone }() // the page's counts are read once the shopper is done
-	go func() {
-		defer close(pageDone)
-		for {
-			var page *User // the shared pool; a page of its own sends its cookie on its own connection
-			if c.own {
-				page = s.u
-			}
-			a, err := c.Do(pageCtx, http.MethodGet, fmt.Sprintf("/api/items/%d", sale.ItemID), nil, page)
-			if pageCtx.Err() != nil {
-				return
-			}
-			s.count(a, err, "item")
-			select {
-			case <-pageCtx.Done():
-				return
-			case <-time.After(2 * time.Second):
-			}
-		}
-	}()
+	if !c.pageLoad(ctx, s) {
+		return
+	}
 	captcha := func() map[string]string {
 		for ctx.Err() == nil {
 			fields, retry, err := c.SolveCaptcha(ctx, rdb, s.u)
@@ -387,6 +502,24 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 		c.queueShopper(ctx, sale, s, captcha, wait, end)
 		return
 	}
+	// The item page polls the item every 2 s while it is open: a public document, shared.
+	item := c.public(fmt.Sprintf("/api/items/%d", sale.ItemID))
+	pageCtx, closePage := context.WithCancel(ctx)
+	pageDone := make(chan struct{})
+	defer func() { closePage(); <-pageDone }() // the page's counts are read once the shopper is done
+	go func() {
+		defer close(pageDone)
+		for {
+			_, _, _ = item.get(pageCtx)
+			if pageCtx.Err() != nil {
+				return
+			}
+			s.made()
+			if !sleep(pageCtx, 2*time.Second) {
+				return
+			}
+		}
+	}()
 	fields := captcha()
 	if fields == nil {
 		return
@@ -433,6 +566,36 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 	}
 }
 
+// pageLoad is what the item page asks when it opens: who the shopper is, with the CSRF token its
+// requests carry (GET /api/me). A server whose /api/me carries no token is asked for one apart, as the
+// pages did before (GET /api/csrf). Answers false when the crowd's time ran out first.
+func (c *Client) pageLoad(ctx context.Context, s *crowdShopper) bool {
+	for ctx.Err() == nil {
+		var me struct {
+			CSRF string `json:"csrf_token"`
+		}
+		a, err := c.Do(ctx, http.MethodGet, "/api/me", nil, s.u)
+		s.count(a, err, "me")
+		if err == nil && a.Status == http.StatusOK && jsonUnmarshal(a.Body, &me) == nil {
+			if me.CSRF != "" {
+				s.u.csrf = me.CSRF
+				return true
+			}
+			var t struct{ Token string }
+			a, err := c.Do(ctx, http.MethodGet, "/api/csrf", nil, s.u)
+			s.count(a, err, "csrf")
+			if err == nil && a.Status == http.StatusOK && jsonUnmarshal(a.Body, &t) == nil && t.Token != "" {
+				s.u.csrf = t.Token
+				return true
+			}
+		}
+		if !sleep(ctx, time.Second) {
+			return false
+		}
+	}
+	return false
+}
+
 // followResult polls the buyer's result each second as the page does, until it is final.
 func (c *Client) followResult(ctx context.Context, sale *Sale, s *crowdShopper, wait func(time.Duration) bool) string {
 	for ctx.Err() == nil {
@@ -454,73 +617,174 @@ func (c *Client) followResult(ctx context.Context, sale *Sale, s *crowdShopper, 
 	return ""
 }
 
-// queueShopper joins the line and follows the standing until bought or sold out.
+// standing is the contract's `queue`, as far as a page reads it.
+type standing struct {
+	State      string  `json:"state"`
+	Position   *int64  `json:"position"`
+	Path       string  `json:"path"`
+	PlaceToken *string `json:"place_token"`
+}
+
+// queueShopper joins the line and follows it from the line's public document, asking its own standing
+// only when the document says its turn may have come, until bought or sold out.
 func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, captcha func() map[string]string,
 	wait func(time.Duration) bool, end func(string)) {
-	join := func() bool {
+	var position int64 // 0: not known yet
+	var token string   // the signed place, sent with each own standing
+	adopt := func(q standing) {
+		if q.Position != nil && *q.Position > 0 {
+			position = *q.Position
+		}
+		if q.PlaceToken != nil && *q.PlaceToken != "" {
+			token = *q.PlaceToken
+		}
+	}
+	join := func() (standing, bool) {
 		for ctx.Err() == nil {
 			fields := captcha()
 			if fields == nil {
-				return false
+				return standing{}, false
 			}
 			a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), fields, s.u)
 			s.count(a, err, "join")
-			if err == nil && a.Status == 200 {
-				return true
+			var q standing
+			if err == nil && a.Status == 200 && jsonUnmarshal(a.Body, &q) == nil {
+				s.mu.Lock()
+				s.inLine = time.Now()
+				s.mu.Unlock()
+				position, token = 0, ""
+				adopt(q)
+				return q, true
 			}
 			if !wait(time.Second) {
-				return false
+				return standing{}, false
 			}
 		}
-		return false
+		return standing{}, false
 	}
-	if !join() {
+	ask := func(step string) (standing, bool) {
+		var h map[string]string
+		if token != "" {
+			h = map[string]string{"X-Line-Place": token}
+		}
+		a, err := c.DoHeader(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), nil, s.u, h)
+		s.count(a, err, step)
+		var q standing
+		if err == nil && a.Code == "bad_place" {
+			token = "" // the next ask goes without it
+		}
+		if err != nil || a.Status != 200 || jsonUnmarshal(a.Body, &q) != nil {
+			return standing{}, false
+		}
+		adopt(q)
+		return q, true
+	}
+	var d lineDoc // the line's document as the page last read it
+	// held: the last standing said sold out, or waiting with the document's let_in past the place (its
+	// turn ended, or the instance asked had not heard yet): the place is kept, and asked again only when
+	// the document's count of re-admissions moves, as the page does.
+	held := false
+	var readmitted int64
+	// act does what a standing says: done when the shopper has a final answer, rejoin when its turn ran out.
+	act := func(q standing) (done, rejoin bool) {
+		held = false
+		switch q.State {
+		case "your_turn":
+			b, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/buy/%s", sale.ItemID, q.Path), nil, s.u)
+			s.count(b, err, "buy")
+			switch {
+			case err == nil && b.Status == http.StatusAccepted:
+				s.Queued++
+				s.Took = time.Now()
+				end(c.followResult(ctx, sale, s, wait))
+				return true, false
+			case err == nil && b.Code == "sold_out":
+				end("sold out")
+				return true, false
+			case lostAnswer(b, err): // it may have been taken all the same: the result tells
+				if r := c.followResult(ctx, sale, s, wait); r != "" {
+					end(r)
+					return true, false
+				}
+			}
+		case "bought":
+			end(c.followResult(ctx, sale, s, wait))
+			return true, false
+		case "sold_out": // the page shows it, and keeps its place: a unit may come back (readmitted)
+			end("sold out")
+			held = true
+		case "ended":
+			end("sold out")
+			return true, false
+		case "missed", "out":
+			return false, true
+		case "waiting": // below the line's front by the document: held there, as the page holds it
+			held = position > 0 && position <= d.LetIn
+		}
+		return false, false
+	}
+	q, ok := join()
+	if !ok {
 		return
 	}
+	line := c.public(linePath(sale.ItemID))
+	askedAt := int64(-1) // the let_in of the last own standing asked
 	for ctx.Err() == nil {
-		var q struct {
-			State string `json:"state"`
-			Ahead *int64 `json:"ahead"`
-			Path  string `json:"path"`
-		}
-		a, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), nil, s.u)
-		s.count(a, err, "status")
-		next := 2 * time.Second
-		if err == nil && a.Status == 200 && jsonUnmarshal(a.Body, &q) == nil {
-			switch q.State {
-			case "your_turn":
-				b, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/buy/%s", sale.ItemID, q.Path), nil, s.u)
-				s.count(b, err, "buy")
-				if err == nil && b.Status == http.StatusAccepted {
-					s.Queued++
-					s.Took = time.Now()
-					end(c.followResult(ctx, sale, s, wait))
-					return
-				}
-				if err == nil && b.Code == "sold_out" {
-					end("sold out")
-					return
-				}
-				next = time.Second
-			case "bought":
-				end(c.followResult(ctx, sale, s, wait))
+		if q.State != "" {
+			done, rejoin := act(q)
+			if done {
 				return
-			case "sold_out", "ended":
-				end("sold out")
-				return
-			case "missed", "out":
-				if !join() {
-					return
-				}
-				continue
-			default: // as item.js does: every second near the front or in the first 15 s after the start
-				if q.Ahead != nil && *q.Ahead < 50 || time.Since(sale.StartsAt) < 15*time.Second {
-					next = time.Second
-				}
 			}
+			if rejoin {
+				if q, ok = join(); !ok {
+					return
+				}
+				askedAt = -1
+				continue
+			}
+			if q.State != "waiting" && q.State != "sold_out" {
+				askedAt = -1 // a turn that did not buy: ask again at the next look
+			}
+			readmitted = d.Readmitted
+			if d.State == "" {
+				readmitted = -1 // the join's answer, before any document: the next one's count is the mark
+			}
+			q = standing{}
 		}
-		if !wait(next) {
+		if !wait(time.Second) {
 			return
+		}
+		_, v, err := line.get(ctx)
+		s.made()
+		if err != nil || v.doc.State == "" {
+			continue
+		}
+		d = v.doc
+		switch {
+		case d.over(): // the page shows it; no request of its own
+			s.saw(v.overAt)
+			if s.Final == "" {
+				end("sold out")
+			}
+			return
+		case !d.Drawn:
+		case position == 0: // drawn: the page learns its place once
+			q, _ = ask("place")
+			if at, ok := v.letInSince(position); ok && position > 0 {
+				s.saw(at)
+			}
+		case held:
+			if readmitted < 0 {
+				readmitted = d.Readmitted
+			} else if d.Readmitted != readmitted { // someone below let_in was let in again: it may be this page
+				q, _ = ask("standing")
+			}
+		case position <= d.LetIn && d.LetIn != askedAt: // the line reached the place: once for each let_in
+			if at, ok := v.letInSince(position); ok {
+				s.saw(at)
+			}
+			askedAt = d.LetIn
+			q, _ = ask("standing")
 		}
 	}
 }
@@ -569,11 +833,25 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // crowdMarkdown is a crowd scenario's section body.
 func crowdMarkdown(b *strings.Builder, r *Report) {
 	cr := r.Crowd
-	fmt.Fprintf(b, "%d shoppers (%d arriving after the start) for %d units, %s; %d requests in %.1f s.\n\n",
+	fmt.Fprintf(b, "%d shoppers (%d arriving after the start) for %d units, %s; %d requests made in %.1f s.\n\n",
 		cr.Shoppers, cr.Late, r.Options.Stock, map[string]string{"queue": "through the waiting room", "first_come": "first come"}[cr.Mode],
 		cr.Requests, r.Result.Elapsed.Seconds())
+	procs := "this process"
+	if cr.Procs > 1 {
+		procs = fmt.Sprintf("%d processes of the load tool", cr.Procs)
+	}
+	fmt.Fprintf(b, "Settings: half the shoppers arrive over a %v countdown, half in the 5 s after the start; the sale is approved %v "+
+		"before the countdown; the shoppers shop from %s over %d keep-alive connections, sharing one fetch a second of each public "+
+		"document per process; accounts %s.\n\n", cr.Countdown.Round(time.Second), crowdLead, procs, r.Options.Conns,
+		map[bool]string{true: "seeded beforehand and logged in before the countdown", false: "registered through the API before the countdown"}[r.Options.Seed != nil])
 	b.WriteString("| start or later join (queue), first click (first come) → final answer | p50 | p90 | p99 | max |\n| --- | --- | --- | --- | --- |\n")
-	fmt.Fprintf(b, "| | %s | %s | %s | %s |\n\n", ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), ms(cr.Wait.Max))
+	fmt.Fprintf(b, "| | %s | %s | %s | %s |\n", ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), ms(cr.Wait.Max))
+	if cr.Lag.Count > 0 {
+		fmt.Fprintf(b, "| lag: from the line's change (its `server_time`) to the shopper seeing it (%d shoppers) | %s | %s | %s | %s |\n",
+			cr.Lag.Count, ms(cr.Lag.P50), ms(cr.Lag.P90), ms(cr.Lag.P99), ms(cr.Lag.Max))
+	}
+	b.WriteString("\n")
+	writeCost(b, cr)
 	b.WriteString("| final answer | shoppers |\n| --- | --- |\n")
 	for _, k := range sortedKeys(cr.Final) {
 		name := k
@@ -589,28 +867,43 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 	if len(cr.Limited) == 0 {
 		b.WriteString("| (none) | 0 |\n")
 	}
+	if l := cr.Line; !l.Drawn.IsZero() {
+		at := func(t time.Time) string {
+			if t.IsZero() {
+				return "never"
+			}
+			return fmt.Sprintf("%+.1f s", t.Sub(cr.StartsAt).Seconds())
+		}
+		fmt.Fprintf(b, "\nThe line's document, by the server times of the first ones fetched that said each (from the start): drawn %s; "+
+			"first let in %s; let in to %d by %s; sold out %s.\n", at(l.Drawn), at(l.FirstLetIn), l.LetIn, at(l.LastLetIn), at(l.Over))
+	}
+	if cr.ToolCPU > 0 {
+		fmt.Fprintf(b, "\nThe load tool's shoppers used %.1f core-seconds in the window, %.2f ms a shopper.\n", cr.ToolCPU, cr.ToolCPU*1000/float64(max(cr.Shoppers, 1)))
+	}
 	fmt.Fprintf(b, "\nThe last shopper waiting when the last unit was taken heard it was sold out %s after.", ms(cr.SoldOutNews))
 	if cr.Mode == "queue" {
 		fmt.Fprintf(b, " Turns that ran out unused: %d.", cr.Missed)
 	}
 	b.WriteString("\n")
+	if len(cr.Statements) > 0 {
+		fmt.Fprintf(b, "\nThe database during the crowd, by the app's own counters (`seckill_db_statements_total`, every instance): "+
+			"at most %.0f statements a second, %.1f on average; on orders at most %.0f a second, %.1f on average (each second: %v).\n",
+			cr.StatementsMax(), mean(cr.Statements), maxOf(cr.Orders), mean(cr.Orders), cr.Statements)
+	}
+	if len(cr.Transactions) > 0 {
+		fmt.Fprintf(b, "\nTransactions, by the app's own counters (`seckill_db_transactions_total`, a statement outside one counting as one): "+
+			"at most %.0f a second, %.1f on average (each second: %v).\n", maxOf(cr.Transactions), mean(cr.Transactions), cr.Transactions)
+	}
 	if len(cr.PGPerSecond) > 0 {
-		total := 0.0
-		for _, v := range cr.PGPerSecond {
-			total += v
-		}
-		fmt.Fprintf(b, "\nPostgreSQL during the crowd: at most %.0f transactions a second, %.1f on average (each second: %v). "+
+		fmt.Fprintf(b, "\nPostgreSQL during the crowd (`pg_stat_database`): at most %.0f transactions a second, %.1f on average (each second: %v). "+
 			"A backend reports its transactions when it next goes idle, up to a second late, so a second's count "+
-			"may hold some of the one before; the average is exact.\n", cr.PGMax(), total/float64(len(cr.PGPerSecond)), cr.PGPerSecond)
+			"may hold some of the one before; the average is exact.\n", cr.PGMax(), mean(cr.PGPerSecond), cr.PGPerSecond)
 	}
 	if cr.Unanswered > 0 {
 		fmt.Fprintf(b, "\n%d shoppers had no final answer when the crowd's time ran out; the percentiles count them as waiting it all.\n", cr.Unanswered)
 	}
 	if cr.Errors > 0 {
 		fmt.Fprintf(b, "\nTransport errors: %d.\n", cr.Errors)
-	}
-	if cr.Procs > 1 {
-		fmt.Fprintf(b, "\nThe shoppers shopped from %d processes of the load tool.\n", cr.Procs)
 	}
 	if rl := cr.Reloads; rl.Refused+rl.Lost > 0 {
 		fmt.Fprintf(b, "\nRequests the pages sent again: %d turned away at accept (503 or 429, Retry-After), %d after a connection lost before an answer.\n",
@@ -619,7 +912,70 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 	b.WriteString("\n")
 }
 
-func sortedKeys(m map[string]int) []string {
+// writeCost writes what a shopper cost: the requests the shoppers made, those the load tool sent, and
+// those that reached the instances (their own counters), each a shopper; then the pages' own requests
+// by step, and the routes that reached the instances most.
+func writeCost(b *strings.Builder, cr *CrowdReport) {
+	n := float64(max(cr.Shoppers, 1))
+	b.WriteString("| what a shopper cost | requests | a shopper |\n| --- | --- | --- |\n")
+	fmt.Fprintf(b, "| made by the shoppers' pages (their polls of the public documents included) | %d | %.2f |\n", cr.Requests, float64(cr.Requests)/n)
+	sent := int64(cr.Own) + cr.Fetched
+	fmt.Fprintf(b, "| sent by the load tool (the pages' own, and %d fetches of the public documents shared by each process's shoppers) | %d | %.2f |\n",
+		cr.Fetched, sent, float64(sent)/n)
+	if cr.Reached != nil {
+		fmt.Fprintf(b, "| **reached the instances** (the sum of their `seckill_http_requests_total` over the crowd's window) | %.0f | **%.2f** |\n",
+			cr.Reached.RequestsReached(), cr.ReachedPerShopper())
+	} else {
+		b.WriteString("| reached the instances | not read (no -metrics) | |\n")
+	}
+	if cr.Proxied > 0 {
+		fmt.Fprintf(b, "| answered by nginx, from its cache or the instances (its stub_status, every client's request) | %.0f | %.2f |\n",
+			cr.Proxied, cr.Proxied/n)
+	}
+	if own := cr.Reached.byLabel(nginxAnswersMetric, "answer"); len(own) > 0 {
+		t, parts := 0.0, []string{}
+		for _, k := range sortedKeys(own) {
+			t += own[k]
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, own[k]))
+		}
+		fmt.Fprintf(b, "| of those, answered by nginx without an instance (its edge log: %s) | %.0f | %.2f |\n", strings.Join(parts, ", "), t, t/n)
+	}
+	b.WriteString("\n| the pages' own requests, by step | requests | a shopper |\n| --- | --- | --- |\n")
+	for _, k := range sortedKeys(cr.Steps) {
+		fmt.Fprintf(b, "| %s | %d | %.2f |\n", k, cr.Steps[k], float64(cr.Steps[k])/n)
+	}
+	if cr.Reached != nil {
+		b.WriteString("\n| reached the instances, by route | requests | a shopper |\n| --- | --- | --- |\n")
+		for i, rc := range cr.Reached.routes() {
+			if i == 12 {
+				break
+			}
+			fmt.Fprintf(b, "| %s | %.0f | %.2f |\n", rc.route, rc.n, rc.n/n)
+		}
+	}
+	b.WriteString("\n")
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	t := 0.0
+	for _, x := range v {
+		t += x
+	}
+	return t / float64(len(v))
+}
+
+func maxOf(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -93,6 +93,16 @@ func Terminal(reports []*Report) string {
 		if cr := r.Crowd; cr != nil {
 			fmt.Fprintf(&b, "%-8s %d shoppers: start → final p50 %s p90 %s p99 %s; final %v; 429 %v; PostgreSQL max %.0f/s; sold-out news %s; missed turns %d",
 				r.Scenario, cr.Shoppers, ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), cr.Final, cr.Limited, cr.PGMax(), ms(cr.SoldOutNews), cr.Missed)
+			fmt.Fprintf(&b, "; requests a shopper: %.2f made", float64(cr.Requests)/float64(max(cr.Shoppers, 1)))
+			if cr.Reached != nil {
+				fmt.Fprintf(&b, ", %.2f reached the instances", cr.ReachedPerShopper())
+			}
+			if len(cr.Statements) > 0 {
+				fmt.Fprintf(&b, "; statements max %.0f/s (orders %.0f/s)", cr.StatementsMax(), maxOf(cr.Orders))
+			}
+			if cr.Lag.Count > 0 {
+				fmt.Fprintf(&b, "; lag p99 %s", ms(cr.Lag.P99))
+			}
 			if r.Audit != nil && !r.Audit.OK() {
 				fmt.Fprintf(&b, "  AUDIT FAILED: %s", strings.Join(r.Audit.Failures, "; "))
 			} else if r.Audit != nil {
@@ -199,8 +209,22 @@ func Goals(reports []*Report) string {
 				limited += n
 			}
 			row(fmt.Sprintf("no 429 to a shopper asking at most once a second (%s)", name), fmt.Sprint(cr.Limited), limited == 0)
-			if name == "queue" && len(cr.PGPerSecond) > 0 {
-				row("PostgreSQL ≤ 50 transactions a second during the crowd (queue)", fmt.Sprintf("%.0f/s", cr.PGMax()), cr.PGMax() <= 50)
+			if cr.Reached != nil {
+				row(fmt.Sprintf("requests reaching the instances ≤ 6 a shopper (%s, %d shoppers)", name, cr.Shoppers),
+					fmt.Sprintf("%.2f (%.2f made)", cr.ReachedPerShopper(), float64(cr.Requests)/float64(max(cr.Shoppers, 1))), cr.ReachedPerShopper() <= 6)
+			}
+			// The app's own counters when the instances keep them (its transactions; else its statements,
+			// at least as many as the transactions they make up), else PostgreSQL's count of transactions.
+			switch {
+			case len(cr.Transactions) > 0:
+				row(fmt.Sprintf("PostgreSQL ≤ 50 transactions a second during the crowd (%s; the app's own counters)", name),
+					fmt.Sprintf("%.0f/s at most; statements %.0f/s, on orders %.0f/s", maxOf(cr.Transactions), cr.StatementsMax(), maxOf(cr.Orders)),
+					maxOf(cr.Transactions) <= 50)
+			case len(cr.Statements) > 0:
+				row(fmt.Sprintf("PostgreSQL ≤ 50 transactions a second during the crowd (%s; the app's statements, orders apart)", name),
+					fmt.Sprintf("%.0f statements/s at most (orders %.0f/s)", cr.StatementsMax(), maxOf(cr.Orders)), cr.StatementsMax() <= 50)
+			case len(cr.PGPerSecond) > 0:
+				row(fmt.Sprintf("PostgreSQL ≤ 50 transactions a second during the crowd (%s; pg_stat_database)", name), fmt.Sprintf("%.0f/s", cr.PGMax()), cr.PGMax() <= 50)
 			}
 		}
 	}

@@ -115,7 +115,7 @@ func (c *Client) RegisterUsers(ctx context.Context, rdb redis.UniversalClient, p
 	users := make([]*User, n)
 	var done atomic.Int64
 	err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
-		u := &User{Name: fmt.Sprintf("%s%d", prefix, i), Password: "load-test-password"}
+		u := &User{Name: fmt.Sprintf("%s%d", prefix, i), Password: Password}
 		if err := c.Register(ctx, rdb, u); err != nil {
 			return err
 		}
@@ -126,6 +126,23 @@ func (c *Client) RegisterUsers(ctx context.Context, rdb redis.UniversalClient, p
 		return nil
 	})
 	return users, err
+}
+
+// Password is the password of the shoppers the tool registers or seeds.
+const Password = "load-test-password"
+
+// LoginAll logs each user in through the API, 32 at a time: a seeded crowd's setup.
+func (c *Client) LoginAll(ctx context.Context, users []*User, progress func(done int)) error {
+	var done atomic.Int64
+	return parallel(ctx, len(users), 32, func(ctx context.Context, i int) error {
+		if err := c.Login(ctx, users[i]); err != nil {
+			return fmt.Errorf("log %s in: %w", users[i].Name, err)
+		}
+		if progress != nil {
+			progress(int(done.Add(1)))
+		}
+		return nil
+	})
 }
 
 // GetPaths has every user pass a captcha (its answer read from Redis) and get a purchase path, retrying

@@ -27,9 +27,25 @@ type Options struct {
 	CPU             []Process // processes whose CPU time is measured while the requests are fired
 	// Shop, when set, runs a crowd's shoppers elsewhere (the load tool's child processes: one process
 	// holds at most its open-file limit of connections) and answers what they saw.
-	Shop func(ctx context.Context, plan *CrowdPlan) ([]Outcome, Reloads, error)
+	Shop func(ctx context.Context, plan *CrowdPlan) (ShopReport, error)
 	// Procs is how many processes Shop spreads the shoppers over (for the report).
 	Procs int
+	// Seed, when set, makes a crowd's n shoppers' accounts beforehand (named prefix0..), with the password
+	// Password, instead of registering them through the API; the crowd logs each in.
+	Seed func(ctx context.Context, prefix string, n int) ([]*User, error)
+	// Metrics are the instances' /metrics addresses: a crowd reads what reached them, and their database
+	// statements, from their own counters.
+	Metrics []string
+}
+
+// ShopReport is what a crowd's shoppers saw, from the processes they shopped from: each one's outcome,
+// the pages' reloads, and the fetches of the public documents the processes' shoppers shared.
+type ShopReport struct {
+	Outcomes []Outcome
+	Reloads  Reloads
+	Fetched  int64
+	Line     LineTimeline // queue: when the line's document said what, as the process saw it
+	CPU      float64      // the process's own CPU time, in seconds
 }
 
 // Report is one scenario's figures.

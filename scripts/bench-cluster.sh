@@ -3,21 +3,34 @@
 # layout of make cluster, on ports of its own), first with two instances and then with one (the other
 # stopped), set side by side in docs/performance.md with what a request cost each process in CPU.
 # SCALE shrinks the scenarios (default 0.5: the machine runs nine processes besides the load tool);
-# SCENARIOS picks them (name:N splits the item over N stock shards); ROUNDS=3 alternates two instances
+# SCENARIOS picks them (name:N splits the item over N stock shards; SCENARIOS= none); ROUNDS=3 alternates two instances
 # and one three times and reports the medians. BENCH_FIGURES=DIR skips the runs and writes the section
 # from the figures an earlier run kept in DIR (two-1.json, one-1.json, ...; give the SCALE they had).
+#
+# Then the crowds (CROWDS, default queue,crowd; CROWDS= skips them) once, with two instances: SHOPPERS
+# shoppers (default 10,000; SHOPPERS=100000 for the hundred thousand) for a twentieth as many units, their
+# accounts seeded beforehand and logged in before the countdown (COUNTDOWN, default 15s), shopping from
+# CROWD_PROCS load-tool processes (default one per 25,000 shoppers) over keep-alive connections through
+# nginx, each process sharing one fetch a second of the public documents; the requests that reached the
+# instances and their database statements are read from the instances' /metrics. The audit runs on every
+# shopper. Their report is the section "The crowd through nginx" of docs/performance.md.
 set -euo pipefail
 if [ -n "${BENCH_FIGURES:-}" ]; then BENCH_FIGURES=$(realpath "$BENCH_FIGURES"); fi # from the caller's folder
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-0.5}
-SCENARIOS=${SCENARIOS:-rush,big,big:4,soldout,pages}
+SCENARIOS=${SCENARIOS-rush,big,big:4,soldout,pages}
 ROUNDS=${ROUNDS:-1}
+CROWDS=${CROWDS-queue,crowd}
+SHOPPERS=${SHOPPERS:-10000}
+CROWD_PROCS=${CROWD_PROCS:-$(((SHOPPERS + 24999) / 25000))}
+COUNTDOWN=${COUNTDOWN:-15s}
 OUT=${BENCH_OUT:-docs/performance.md}
 REDIS_PORTS=(7101 7102 7103)
 export CLUSTER_DIR=${CLUSTER_DIR:-bin/bench-cluster} CLUSTER_REDIS_PORTS="${REDIS_PORTS[*]}" CLUSTER_APP_PORTS="8181 8182" CLUSTER_PORT=8190
 export CLUSTER_DATABASE_URL=${BENCH_CLUSTER_DB:-postgres://postgres:postgres@127.0.0.1:5432/seckill_bench_cluster?sslmode=disable} CLUSTER_FRESH=1
-# The load comes from 64 loopback addresses; nginx's limit is lifted so that it measures, not refuses.
-export CLUSTER_RATE=1000000 CLUSTER_BURST=1000000 CLUSTER_CONNS=1000000 BCRYPT_COST=4 RATE_LIMIT_IP=off LOG_LEVEL=warn
+# The load comes from 64 loopback addresses; nginx's limits are lifted so that it measures, not refuses
+# (limit_conn takes at most 65,535).
+export CLUSTER_RATE=1000000 CLUSTER_BURST=1000000 CLUSTER_CONNS=65535 BCRYPT_COST=4 RATE_LIMIT_IP=off LOG_LEVEL=warn
 
 run=${BENCH_FIGURES:-}
 if [ -z "$run" ]; then
@@ -53,24 +66,52 @@ if [ -z "$run" ]; then
       -admin admin:cluster-boss-pass -merchant merchant:cluster-seller-pass -scenario "$SCENARIOS" -scale "$SCALE" \
       -sources 64 -baseline=false -cpu "$(cpu "$@")" -json "$run/$label.json" >/dev/null
   }
-  for round in $(seq "$ROUNDS"); do
-    fire "two-$round" 1 2
-    scripts/cluster.sh stop-app 2
-    fire "one-$round" 1
-    scripts/cluster.sh start-app 2
-  done
+  if [ -n "$SCENARIOS" ]; then
+    for round in $(seq "$ROUNDS"); do
+      fire "two-$round" 1 2
+      scripts/cluster.sh stop-app 2
+      fire "one-$round" 1
+      scripts/cluster.sh start-app 2
+    done
+  fi
+  if [ -n "$CROWDS" ]; then
+    echo "bench-cluster: $CROWDS, $SHOPPERS shoppers from $CROWD_PROCS processes" >&2
+    ports=($CLUSTER_APP_PORTS)
+    metrics=""
+    for p in "${ports[@]}"; do metrics+="${metrics:+,}http://127.0.0.1:$((p + 1000))/metrics"; done
+    # The audit's verdict is in the report; a failed one is said below, after the section is written.
+    bin/loadtest -base "http://127.0.0.1:$CLUSTER_PORT" -redis "127.0.0.1:${REDIS_PORTS[0]},127.0.0.1:${REDIS_PORTS[1]},127.0.0.1:${REDIS_PORTS[2]}" \
+      -admin admin:cluster-boss-pass -merchant merchant:cluster-seller-pass -scenario "$CROWDS" -shoppers "$SHOPPERS" \
+      -procs "$CROWD_PROCS" -countdown "$COUNTDOWN" -seed -db "$CLUSTER_DATABASE_URL" -metrics "$metrics" -sources 64 \
+      -cpu "$(cpu 1 2)" -report "$run/crowds.md" >/dev/null || echo "bench-cluster: the crowds' run failed (its audit, or the run)" >&2
+  fi
   echo "bench-cluster: figures kept in $run" >&2
 else
   ROUNDS=$(find "$run" -name 'two-*.json' | wc -l) # and SCALE as given: say the one those runs had
 fi
 files() { find "$run" -name "$1-*.json" | sort | paste -sd, -; }
-# The tables first: a failure inside the here-document below would not stop the script.
-table=$(go run ./cmd/loadtest compare -labels "one instance,two instances" "$(files one)" "$(files two)")
-rounds="one round"
-[ "$ROUNDS" -gt 1 ] && rounds="the medians of $ROUNDS rounds (two instances, then one, in turn)"
 
-{
-  cat <<MD
+# replace_section NAME FILE: FILE (a section between `<!-- NAME: ... -->` and `<!-- /NAME -->`) replaces
+# the section of that name in the report, or goes at its end.
+replace_section() {
+  if grep -q "^<!-- $1:" "$OUT" 2>/dev/null; then
+    awk -v sec="$2" -v name="$1" '
+      index($0, "<!-- " name ":") == 1 { while ((getline l < sec) > 0) print l; skip = 1; next }
+      $0 == "<!-- /" name " -->" { skip = 0; next }
+      !skip' "$OUT" >"$run/out.md"
+  else
+    { cat "$OUT"; echo; cat "$2"; } >"$run/out.md"
+  fi
+  cp "$run/out.md" "$OUT"
+}
+
+if [ -n "$(files two)" ]; then
+  # The tables first: a failure inside the here-document below would not stop the script.
+  table=$(go run ./cmd/loadtest compare -labels "one instance,two instances" "$(files one)" "$(files two)")
+  rounds="one round"
+  [ "$ROUNDS" -gt 1 ] && rounds="the medians of $ROUNDS rounds (two instances, then one, in turn)"
+  {
+    cat <<MD
 <!-- cluster: written by make bench-cluster; make bench keeps it -->
 ## One instance and two, behind nginx on a Redis Cluster
 
@@ -85,16 +126,36 @@ requests answered per second of CPU used by each tier while the requests were fi
 $table
 <!-- /cluster -->
 MD
-} >"$run/section.md"
-
-# Replace the section in the report, or add it at the end.
-if grep -q '^<!-- cluster:' "$OUT" 2>/dev/null; then
-  awk -v sec="$run/section.md" '
-    /^<!-- cluster:/ { while ((getline l < sec) > 0) print l; skip = 1; next }
-    /^<!-- \/cluster -->/ { skip = 0; next }
-    !skip' "$OUT" >"$run/out.md"
-else
-  { cat "$OUT"; echo; cat "$run/section.md"; } >"$run/out.md"
+  } >"$run/section.md"
+  replace_section cluster "$run/section.md"
+  echo "wrote the cluster section of $OUT"
 fi
-cp "$run/out.md" "$OUT"
-echo "wrote the cluster section of $OUT"
+
+if [ -s "$run/crowds.md" ]; then
+  {
+    cat <<MD
+<!-- crowd-cluster: written by make bench-cluster; make bench keeps it -->
+## The crowd through nginx: what a shopper costs the instances
+
+Written by \`make bench-cluster\` (scripts/bench-cluster.sh) on $(date -u +%Y-%m-%d): $CROWDS with $SHOPPERS shoppers
+for a twentieth as many units, through nginx to two seckill instances on a three-master Redis Cluster, on this
+machine's $(nproc) cores shared with the load tool ($CROWD_PROCS process(es) of shoppers, from 64 loopback
+addresses). The shoppers' accounts were made beforehand in bulk and logged in before the countdown (not
+counted). Each shopper's page does what the pages do; the public documents (the line's, the item) are
+fetched once a second per load-tool process for all its shoppers, as browsers behind one caching proxy;
+every request a shopper's page sends of its own is a real request through nginx. "Reached the instances"
+is the sum over the instances of their own \`seckill_http_requests_total\`, read before the first
+shopper arrives and after the last has its final answer; the database statements are the app's own
+counters, each second. The budget it is held to is the section "Budget a shopper may cost" above.
+
+MD
+    sed -e '1{/^## Load tool run/d}' -e 's/^### Goals$/### Goals of the crowds/' "$run/crowds.md"
+    echo "<!-- /crowd-cluster -->"
+  } >"$run/crowd-section.md"
+  replace_section crowd-cluster "$run/crowd-section.md"
+  echo "wrote the crowd section of $OUT"
+  if grep -q 'Audit \*\*FAILED\*\*' "$run/crowds.md"; then
+    echo "bench-cluster: a crowd's audit FAILED (see $OUT)" >&2
+    exit 1
+  fi
+fi

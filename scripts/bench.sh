@@ -3,7 +3,7 @@
 # fresh database and Redis database of its own, BCRYPT_COST=4, per-address limits off: the load comes
 # from one address), runs the load tool's scenarios with their baselines in the same run, and writes
 # docs/performance.md. SCALE shrinks the scenarios (SCALE=0.1 for a quick look); SCENARIOS picks them; CONNS
-# sets the connections (1,000 by default).
+# sets the connections (1,000 by default); SHOPPERS the crowd and queue scenarios' shoppers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-1}
@@ -39,11 +39,16 @@ redis_pid=$(pgrep -o -x redis-server || true)
 if [ -n "$redis_pid" ]; then cpu="$cpu;redis=$redis_pid"; fi
 
 run=$(mktemp -d)
-# make bench-cluster's section of the report stays as it is.
-awk '/^<!-- cluster:/,/^<!-- \/cluster -->/' "$OUT" >"$run/cluster.md" 2>/dev/null || true
+# The sections make bench does not write stay as they are: each between a line `<!-- NAME: ... make bench
+# keeps it -->` and `<!-- /NAME -->` (make bench-cluster's, and the hand-written budget a shopper may cost).
+awk 'match($0, /^<!-- [a-z-]+: .*make bench keeps it -->/) { name = substr($0, 6, index($0, ":") - 6); keep = 1 }
+  keep { print }
+  keep && $0 == "<!-- /" name " -->" { keep = 0; print "" }' "$OUT" >"$run/kept.md" 2>/dev/null || true
+# The crowds' accounts are made beforehand in bulk (-seed), and what reached the server is read from its
+# own /metrics. SHOPPERS sets the crowds' size (default 10,000 times SCALE).
 bin/loadtest -base "$BASE_URL" -redis "$REDIS_URL" -admin bench_admin:bench-admin-pass -merchant bench_merchant:bench-merchant-pass \
-  -scenario "$SCENARIOS" -scale "$SCALE" -db "$DATABASE_URL" -report "$run/performance.md" -cpu "$cpu" \
-  ${CONNS:+-conns "$CONNS"}
+  -scenario "$SCENARIOS" -scale "$SCALE" -db "$DATABASE_URL" -seed -metrics "http://$METRICS_LISTEN/metrics" \
+  -report "$run/performance.md" -cpu "$cpu" ${CONNS:+-conns "$CONNS"} ${SHOPPERS:+-shoppers "$SHOPPERS"}
 
 {
   cat <<MD
@@ -68,7 +73,7 @@ of that noise; their last medians are in the issue notes.
 
 MD
   sed 's/^## Load tool run/## Run/' "$run/performance.md"
-  if [ -s "$run/cluster.md" ]; then echo; cat "$run/cluster.md"; fi
+  if [ -s "$run/kept.md" ]; then echo; cat "$run/kept.md"; fi
 } > "$OUT"
 for f in "$run"/*.svg; do [ -e "$f" ] && cp "$f" "$(dirname "$OUT")/"; done
 echo "wrote $OUT"

@@ -3,6 +3,12 @@
 //
 //	loadtest -base http://127.0.0.1:8080 -redis redis://127.0.0.1:6379/0 \
 //	    -admin admin:pass -merchant merchant:pass -scenario rush,big,soldout,pages -report perf.md
+//
+// The crowds (queue, crowd) measure what a shopper costs the instances, from their own /metrics, with
+// accounts made beforehand; a hundred thousand shoppers shop from a few processes:
+//
+//	loadtest ... -scenario queue,crowd -shoppers 100000 -procs 4 -db postgres://... -seed \
+//	    -metrics http://127.0.0.1:9181/metrics,http://127.0.0.1:9182/metrics -report perf.md
 package main
 
 import (
@@ -98,6 +104,9 @@ func run(ctx context.Context, args []string) error {
 	withBaseline := fs.Bool("baseline", true, "measure each scenario's baseline handler in the same run")
 	ownConns := fs.Bool("own-conns", false, "crowd and queue: each shopper's page keeps a keep-alive connection of its own and sends a request again after its connection was turned away or lost, as a browser does (-conns is then the setup's pool)")
 	nprocs := fs.Int("procs", 1, "crowd and queue: the shoppers shop from this many child processes of the load tool (one process holds at most its open-file limit of connections); this one sets the sale up and audits it")
+	nshoppers := fs.Int("shoppers", 0, "crowd and queue: this many shoppers, for a twentieth as many units (default: 10,000 times -scale)")
+	metrics := fs.String("metrics", "", "crowd and queue: the instances' /metrics addresses, comma-separated: what reached them a shopper, and their database statements, from their own counters")
+	seed := fs.Bool("seed", false, "crowd and queue: make the shoppers' accounts beforehand in bulk in -db's database (one precomputed password hash), then log each in, instead of registering them through the API")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -127,6 +136,7 @@ func run(ctx context.Context, args []string) error {
 	defer rdb.Close()
 
 	var transactions func(context.Context) (int64, error)
+	var seeder func(context.Context, string, int) ([]*loadtest.User, error)
 	if *dbURL != "" {
 		pool, err := pgxpool.New(ctx, *dbURL)
 		if err != nil {
@@ -138,6 +148,15 @@ func run(ctx context.Context, args []string) error {
 			err := pool.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
 			return n, err
 		}
+		seeder = func(ctx context.Context, prefix string, n int) ([]*loadtest.User, error) {
+			return seedUsers(ctx, pool, prefix, n)
+		}
+	} else if *seed {
+		return errors.New("-seed makes the accounts in -db's database: give -db")
+	}
+	var metricsURLs []string
+	if *metrics != "" {
+		metricsURLs = strings.Split(*metrics, ",")
 	}
 
 	var reports []*loadtest.Report
@@ -163,6 +182,13 @@ func run(ctx context.Context, args []string) error {
 		}
 		if name == "crowd" || name == "queue" { // the crowd keeps its proportion of shoppers to units
 			o.Stock = max(int64(float64(size.stock)**scaleBy), 1)
+			if *nshoppers > 0 {
+				o.Users, o.Stock = *nshoppers, max(int64(*nshoppers)*size.stock/int64(size.users), 1)
+			}
+			o.Metrics = metricsURLs
+			if *seed {
+				o.Seed = seeder
+			}
 		}
 		if *conns > 0 {
 			o.Conns = *conns
@@ -171,7 +197,7 @@ func run(ctx context.Context, args []string) error {
 		client.Sources(*sources)
 		if name == "crowd" || name == "queue" {
 			if *nprocs > 1 {
-				o.Shop, o.Procs = spawnShoppers(*nprocs, *base, *redisURL, *sources, *ownConns), *nprocs
+				o.Shop, o.Procs = spawnShoppers(*nprocs, *base, *redisURL, *sources, max(o.Conns / *nprocs, 64), *ownConns), *nprocs
 			} else if *ownConns {
 				client.OwnConnections()
 			}
@@ -345,17 +371,18 @@ func flood(ctx context.Context, args []string) error {
 }
 
 // spawnShoppers answers a loadtest.Options.Shop that runs a crowd's shoppers from n child processes of
-// this program (`loadtest shoppers`), each given the plan in a file and a shard of it, and merges what
-// they send back.
-func spawnShoppers(n int, base, redisURL string, sources int, own bool) func(context.Context, *loadtest.CrowdPlan) ([]loadtest.Outcome, loadtest.Reloads, error) {
-	return func(ctx context.Context, plan *loadtest.CrowdPlan) ([]loadtest.Outcome, loadtest.Reloads, error) {
+// this program (`loadtest shoppers`), each given the plan in a file, a shard of it and a pool of conns
+// keep-alive connections, and merges what they send back.
+func spawnShoppers(n int, base, redisURL string, sources, conns int, own bool) func(context.Context, *loadtest.CrowdPlan) (loadtest.ShopReport, error) {
+	return func(ctx context.Context, plan *loadtest.CrowdPlan) (loadtest.ShopReport, error) {
+		var all loadtest.ShopReport
 		self, err := os.Executable()
 		if err != nil {
-			return nil, loadtest.Reloads{}, err
+			return all, err
 		}
 		f, err := os.CreateTemp("", "loadtest-plan-*.json")
 		if err != nil {
-			return nil, loadtest.Reloads{}, err
+			return all, err
 		}
 		defer os.Remove(f.Name())
 		err = json.NewEncoder(f).Encode(plan)
@@ -363,20 +390,21 @@ func spawnShoppers(n int, base, redisURL string, sources int, own bool) func(con
 			err = cerr
 		}
 		if err != nil {
-			return nil, loadtest.Reloads{}, err
+			return all, err
 		}
 		type answer struct {
-			out shard
+			out loadtest.ShopReport
 			err error
 		}
 		answers := make(chan answer, n)
 		for i := range n {
 			go func() {
 				cmd := exec.CommandContext(ctx, self, "shoppers", "-plan", f.Name(), "-shard", fmt.Sprintf("%d/%d", i, n),
-					"-base", base, "-redis", redisURL, "-sources", strconv.Itoa(sources), "-own-conns="+strconv.FormatBool(own))
+					"-base", base, "-redis", redisURL, "-sources", strconv.Itoa(sources), "-conns", strconv.Itoa(conns),
+					"-own-conns="+strconv.FormatBool(own))
 				cmd.Stderr = os.Stderr
 				b, err := cmd.Output()
-				var out shard
+				var out loadtest.ShopReport
 				if err == nil {
 					err = json.Unmarshal(b, &out)
 				}
@@ -386,24 +414,19 @@ func spawnShoppers(n int, base, redisURL string, sources int, own bool) func(con
 				answers <- answer{out, err}
 			}()
 		}
-		var outs []loadtest.Outcome
-		var reloads loadtest.Reloads
 		var errs []error
 		for range n {
 			a := <-answers
 			errs = append(errs, a.err)
-			outs = append(outs, a.out.Outcomes...)
-			reloads.Refused += a.out.Reloads.Refused
-			reloads.Lost += a.out.Reloads.Lost
+			all.Outcomes = append(all.Outcomes, a.out.Outcomes...)
+			all.Reloads.Refused += a.out.Reloads.Refused
+			all.Reloads.Lost += a.out.Reloads.Lost
+			all.Fetched += a.out.Fetched
+			all.CPU += a.out.CPU
+			all.Line = all.Line.Merge(a.out.Line)
 		}
-		return outs, reloads, errors.Join(errs...)
+		return all, errors.Join(errs...)
 	}
-}
-
-// shard is what one `loadtest shoppers` process writes on its standard output.
-type shard struct {
-	Outcomes []loadtest.Outcome
-	Reloads  loadtest.Reloads
 }
 
 // shoppers runs a shard of a crowd's shoppers from a plan another loadtest process wrote, and writes
@@ -415,6 +438,7 @@ func shoppers(ctx context.Context, args []string) error {
 	base := fs.String("base", "http://127.0.0.1:8080", "the server's address")
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers)")
 	sources := fs.Int("sources", 1, "loopback addresses to connect from")
+	conns := fs.Int("conns", 256, "keep-alive connections the shard's shoppers share (without -own-conns)")
 	own := fs.Bool("own-conns", true, "each shopper's page keeps a connection of its own (see loadtest -help)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -436,7 +460,7 @@ func shoppers(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	client := loadtest.NewClient(*base, 64)
+	client := loadtest.NewClient(*base, *conns)
 	client.Sources(*sources)
 	if *own {
 		client.OwnConnections()
@@ -449,9 +473,13 @@ func shoppers(ctx context.Context, args []string) error {
 			answered++
 		}
 	}
-	fmt.Fprintf(os.Stderr, "shoppers %d/%d: %d of %d with a final answer; pages reloaded %d (turned away) + %d (lost)\n",
-		i, n, answered, len(outs), reloads.Refused, reloads.Lost)
-	return json.NewEncoder(os.Stdout).Encode(shard{outs, reloads})
+	fmt.Fprintf(os.Stderr, "shoppers %d/%d: %d of %d with a final answer; public documents fetched %d times; pages reloaded %d (turned away) + %d (lost)\n",
+		i, n, answered, len(outs), client.Fetched(), reloads.Refused, reloads.Lost)
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return json.NewEncoder(os.Stdout).Encode(loadtest.ShopReport{Outcomes: outs, Reloads: reloads, Fetched: client.Fetched(),
+		Line: client.LineTimeline(plan.Sale.ItemID), CPU: cpu})
 }
 
 // openRedis opens the shop's Redis: a URL, or comma-separated addresses of a Redis Cluster.
