@@ -617,6 +617,13 @@ func (c *Client) followResult(ctx context.Context, sale *Sale, s *crowdShopper, 
 	return ""
 }
 
+// When a page that joined before the start asks its place: placeAfterStart after the start, and up to
+// placeSpread later, at random (item.js's own figures).
+const (
+	placeAfterStart = 500 * time.Millisecond
+	placeSpread     = time.Second
+)
+
 // standing is the contract's `queue`, as far as a page reads it.
 type standing struct {
 	State      string  `json:"state"`
@@ -729,6 +736,11 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 	}
 	line := c.public(linePath(sale.ItemID))
 	askedAt := int64(-1) // the let_in of the last own standing asked
+	// A page that joined before the start asks its place a moment after the start, as item.js does,
+	// without waiting for the document to say the draw is written (the cache's second would hold the
+	// winners back); the moment is spread over a second, so that the crowd does not ask all at once.
+	placeAt := sale.StartsAt.Add(placeAfterStart + rand.N(placeSpread))
+	placeTried := !time.Now().Before(sale.StartsAt) // a late joiner has its place from the join
 	for ctx.Err() == nil {
 		if q.State != "" {
 			done, rejoin := act(q)
@@ -750,6 +762,17 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 				readmitted = -1 // the join's answer, before any document: the next one's count is the mark
 			}
 			q = standing{}
+		}
+		if position == 0 && !placeTried {
+			if until := time.Until(placeAt); until < time.Second {
+				if !wait(max(until, 0)) {
+					return
+				}
+				placeTried = true
+				if q, _ = ask("place"); position > 0 {
+					continue
+				}
+			}
 		}
 		if !wait(time.Second) {
 			return

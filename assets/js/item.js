@@ -131,6 +131,7 @@
   // draw (to learn its place and the place's signed token), when the line reaches its place, and, held
   // below the front (its turn ended sold out, or its order failed), when someone held is let in again.
   var line = null, own = null, place = null, token = null, askedAt = -1, seenReadmitted = -1, held = false, asking = false;
+  var placeTimer = null; // a page in the draw asks its place a moment after the start (spread over a second)
   function copy(s, more) {
     var c = {}, k;
     for (k in s) c[k] = s[k];
@@ -155,6 +156,12 @@
     if (line) { askedAt = line.let_in; seenReadmitted = line.readmitted; }
     held = failedOrder || ((s.state === "sold_out" || s.state === "waiting") && place != null && line != null && place <= line.let_in);
     if (s.state !== "bought") failedOrder = false;
+    // In the draw: the place is asked once, half a second to a second and a half after the start, not
+    // when the document (a second old at most, and nginx's second on top) says the draw is written.
+    if (place == null && s.state === "waiting" && !placeTimer) {
+      var wait = starts + 500 + Math.random() * 1000 - window.serverNow();
+      if (wait > 0) placeTimer = setTimeout(function () { if (place == null && !stopped) askOwn(); }, wait);
+    }
     showQueue(withLine(s));
     if (s.state === "ended") stopped = true;
   }
