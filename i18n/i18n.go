@@ -69,7 +69,10 @@ func Pick(choice, acceptLanguage string) string {
 		tag, q := strings.TrimSpace(part), 1.0
 		if i := strings.Index(tag, ";"); i >= 0 {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(tag[i+1:]), "q="); ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
+				// A weight is at most 1 (RFC 9110): a larger one, or none that is a number, counts as 1, so
+				// that the first preferred tag wins as it does at nginx's cache, which decides the usual
+				// headers before they reach an instance (deploy/nginx).
+				if f, err := strconv.ParseFloat(v, 64); err == nil && f <= 1 {
 					q = f
 				}
 			}

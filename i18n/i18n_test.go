@@ -19,6 +19,11 @@ func TestPick(t *testing.T) {
 		{"zh", "en", "zh"},
 		{"xx", "zh", "zh"},
 		{"", "fr, zh;q=0", "en"}, // q=0: not acceptable (found by fuzzing)
+		// A weight above 1 counts as 1: the first tag wins, as nginx decides it (found by a review: one
+		// visitor's "zh, en;q=2" stored an English page under the Chinese key)
+		{"", "zh, en;q=2", "zh"},
+		{"", "zh, en;q=Inf", "zh"},
+		{"", "zh, en;q=NaN", "zh"},
 	}
 	for _, tt := range tests {
 		if got := Pick(tt.choice, tt.accept); got != tt.want {
