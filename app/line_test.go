@@ -29,6 +29,7 @@ type linePage struct {
 	asked  int64          // let_in when it last asked
 	seen   float64        // readmitted when it last asked (or learnt its order failed)
 	held   bool           // its last own standing was held below let_in, or its order failed
+	out    bool           // the line was sold out when it last asked
 	bought bool           // it bought, and follows its result
 }
 
@@ -68,7 +69,9 @@ func (p *linePage) decide(doc map[string]any, now time.Time) (bool, shown) {
 	st := map[bool]string{true: "sold_out", false: "waiting"}[soldOut]
 	ahead := shown{st, float64(max(p.place-letIn-1, 0))}
 	if p.held {
-		return !soldOut && doc["readmitted"].(float64) != p.seen, ahead
+		// Asked again at a re-admission, or when units come back: a turn the sell-out held is given back
+		// as it was, and nothing else in the document says so.
+		return !soldOut && (doc["readmitted"].(float64) != p.seen || p.out), ahead
 	}
 	return !soldOut && p.place <= letIn && p.asked != letIn, ahead
 }
@@ -82,7 +85,7 @@ func (p *linePage) learn(q, doc map[string]any) {
 	if tok, ok := q["place_token"].(string); ok {
 		p.token = tok
 	}
-	p.asked, p.seen = int64(doc["let_in"].(float64)), doc["readmitted"].(float64)
+	p.asked, p.seen, p.out = int64(doc["let_in"].(float64)), doc["readmitted"].(float64), doc["sold_out"] == true
 	st := q["state"]
 	p.held = (st == "sold_out" || st == "waiting") && p.place > 0 && p.place <= p.asked
 }
@@ -309,6 +312,23 @@ func TestLineDocumentAgreesWithEachStanding(t *testing.T) {
 	moment("place 1 let in again for the unit back", map[string]any{"held": 0.0, "readmitted": 2.0, "let_in": 5.0})
 	if first.own["state"] != "your_turn" || at(5).own["state"] != "your_turn" {
 		t.Fatalf("after the unit came back: place 1 %v, place 5 %v", first.own, at(5).own)
+	}
+
+	// Place 5 buys the unit; place 1's turn runs on, sold out. Its page loads now (its standing: sold
+	// out, the place kept: held), and a unit comes back before the turn ends: the turn is given back as
+	// it was, with no re-admission counted; the page must ask all the same (found by a review: the page
+	// sat on "about 0 s" while its turn ran out).
+	buy(at(5))
+	step(2)
+	moment("sold out again with place 1's turn running", map[string]any{"state": "sold_out", "let_in": 5.0})
+	first.learn(first.standing(t, item.ID), doc)
+	if first.own["state"] != "sold_out" || !first.held {
+		t.Fatalf("place 1's page loaded during its turn, sold out: %v (held %v)", first.own, first.held)
+	}
+	unitBack("SKcancelled5")
+	moment("a unit back during place 1's held turn", map[string]any{"state": "moving", "sold_out": false, "readmitted": 2.0})
+	if first.own["state"] != "your_turn" {
+		t.Fatalf("place 1's page after its turn came back: %v", first.own)
 	}
 
 	sale := "/api/admin/activities/" + itoa(act.ID)

@@ -618,10 +618,11 @@ func (c *Client) followResult(ctx context.Context, sale *Sale, s *crowdShopper, 
 }
 
 // When a page that joined before the start asks its place: placeAfterStart after the start, and up to
-// placeSpread later, at random (item.js's own figures).
+// placeSpread and placeSpreadEach an entrant later, at random (item.js's own figures).
 const (
 	placeAfterStart = 500 * time.Millisecond
 	placeSpread     = time.Second
+	placeSpreadEach = 100 * time.Microsecond // and a tenth of a millisecond more an entrant
 )
 
 // standing is the contract's `queue`, as far as a page reads it.
@@ -739,7 +740,11 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 	// A page that joined before the start asks its place a moment after the start, as item.js does,
 	// without waiting for the document to say the draw is written (the cache's second would hold the
 	// winners back); the moment is spread over a second, so that the crowd does not ask all at once.
-	placeAt := sale.StartsAt.Add(placeAfterStart + rand.N(placeSpread))
+	draw := rand.Float64()
+	placeAt := func(entrants int64) time.Time {
+		return sale.StartsAt.Add(placeAfterStart + time.Duration(draw*float64(placeSpread+time.Duration(entrants)*placeSpreadEach)))
+	}
+	askAt := placeAt(0)
 	placeTried := !time.Now().Before(sale.StartsAt) // a late joiner has its place from the join
 	for ctx.Err() == nil {
 		if q.State != "" {
@@ -764,7 +769,7 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			q = standing{}
 		}
 		if position == 0 && !placeTried {
-			if until := time.Until(placeAt); until < time.Second {
+			if until := time.Until(askAt); until < time.Second {
 				if !wait(max(until, 0)) {
 					return
 				}
@@ -791,6 +796,10 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			}
 			return
 		case !d.Drawn:
+			if !placeTried {
+				askAt = placeAt(d.Entrants)
+			}
+		case position == 0 && !placeTried && time.Now().Before(askAt): // its moment comes
 		case position == 0: // drawn: the page learns its place once
 			q, _ = ask("place")
 			if at, ok := v.letInSince(position); ok && position > 0 {

@@ -101,6 +101,7 @@ type lineDoc struct {
 	SoldOut    bool      `json:"sold_out"`
 	Rate       float64   `json:"rate"`
 	Drawn      bool      `json:"drawn"`
+	Entrants   int64     `json:"entrants"`
 	Readmitted int64     `json:"readmitted"`
 	Held       int64     `json:"held"`
 	ServerTime time.Time `json:"server_time"`

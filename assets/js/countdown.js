@@ -1,10 +1,22 @@
 // Counts down every element with data-starts and data-ends (a sale) or data-deadline (an order to pay),
 // by the server's clock: the offset between this browser's clock and the server's is read from
-// <body data-server-time>, and pages that learn a fresher server time set window.serverOffset.
+// <body data-server-time>, and pages that learn a server time tell window.syncClock.
 (function () {
   "use strict";
-  var serverTime = Date.parse(document.body.dataset.serverTime || "");
-  window.serverOffset = isNaN(serverTime) ? 0 : serverTime - Date.now();
+  // Behind nginx, a page or an answer may come from its cache, a second or two old: its server time is
+  // then behind the server's clock, never ahead of it. So the offset is the largest of the recent
+  // samples (each corrected for half its round trip), and a fresh answer sets it right.
+  var samples = [];
+  window.serverOffset = 0;
+  window.syncClock = function (serverTime, sentAt) {
+    var t = Date.parse(serverTime || "");
+    if (isNaN(t)) return;
+    var now = Date.now();
+    samples.push(t + (now - (sentAt || now)) / 2 - now);
+    if (samples.length > 20) samples.shift();
+    window.serverOffset = Math.max.apply(null, samples);
+  };
+  window.syncClock(document.body.dataset.serverTime);
   window.serverNow = function () { return Date.now() + window.serverOffset; };
   function fmt(ms) {
     var s = Math.max(0, Math.ceil(ms / 1000));

@@ -42,8 +42,8 @@
   function refreshItem() {
     var sent = Date.now();
     api("GET", "/api/items/" + id).then(function (it) {
-      // A fresh server time, corrected for half the round trip, keeps the countdown honest.
-      window.serverOffset = Date.parse(it.server_time) + (Date.now() - sent) / 2 - Date.now();
+      // A server time, corrected for half the round trip, keeps the countdown honest.
+      window.syncClock(it.server_time, sent);
       showStock(it.stock_left);
       paused = !!it.paused;
       ends = Date.parse(it.ends_at); // an admin may end the sale early
@@ -131,7 +131,8 @@
   // draw (to learn its place and the place's signed token), when the line reaches its place, and, held
   // below the front (its turn ended sold out, or its order failed), when someone held is let in again.
   var line = null, own = null, place = null, token = null, askedAt = -1, seenReadmitted = -1, held = false, asking = false;
-  var placeTimer = null; // a page in the draw asks its place a moment after the start (spread over a second)
+  var seenSoldOut = false; // the line was sold out when the page last asked its own standing
+  var placeTimer = null, placeDraw = Math.random(); // a page in the draw asks its place a moment after the start
   function copy(s, more) {
     var c = {}, k;
     for (k in s) c[k] = s[k];
@@ -151,17 +152,12 @@
   }
   function learn(s) {
     own = s;
+    window.syncClock(s.server_time); // never cached: the server's clock as it is
     if (s.position != null) place = s.position;
     if (s.place_token) token = s.place_token;
-    if (line) { askedAt = line.let_in; seenReadmitted = line.readmitted; }
+    if (line) { askedAt = line.let_in; seenReadmitted = line.readmitted; seenSoldOut = !!line.sold_out; }
     held = failedOrder || ((s.state === "sold_out" || s.state === "waiting") && place != null && line != null && place <= line.let_in);
     if (s.state !== "bought") failedOrder = false;
-    // In the draw: the place is asked once, half a second to a second and a half after the start, not
-    // when the document (a second old at most, and nginx's second on top) says the draw is written.
-    if (place == null && s.state === "waiting" && !placeTimer) {
-      var wait = starts + 500 + Math.random() * 1000 - window.serverNow();
-      if (wait > 0) placeTimer = setTimeout(function () { if (place == null && !stopped) askOwn(); }, wait);
-    }
     showQueue(withLine(s));
     if (s.state === "ended") stopped = true;
   }
@@ -188,8 +184,16 @@
     if (bought) return;
     var st = own.state;
     if (line.state === "ended") { stopped = true; showQueue({ state: "ended", stock_left: line.stock_left, paused: false }); return; }
+    // In the draw: the place is asked once a moment after the start, not when the document (a second
+    // old at most, and nginx's second on top) says the draw is written; spread at random over a second
+    // and a tenth of a millisecond an entrant, so that a big crowd does not ask all at once.
+    if (st === "waiting" && place == null && !placeTimer && !line.drawn) {
+      var wait = starts + 500 + placeDraw * (1000 + (line.entrants || 0) / 10) - window.serverNow();
+      if (wait > 0) placeTimer = setTimeout(function () { placeTimer = "done"; if (place == null && !stopped) askOwn(); }, wait);
+      else placeTimer = "done";
+    }
     if (st === "out" || st === "missed" || st === "ended" || (st === "bought" && !failedOrder) || !line.drawn) { showQueue(withLine(own)); return; }
-    if (place == null) { askOwn(); return; }
+    if (place == null) { if (placeTimer === "done" || placeTimer === null) askOwn(); return; } // else its moment comes
     if (st === "your_turn") {
       // The turn's time is up (and no pause holds it): what became of it is the page's own to ask.
       if (Date.parse(own.turn_ends_at) <= window.serverNow() && line.state !== "paused") askOwn();
@@ -197,7 +201,9 @@
       return;
     }
     var out = !!line.sold_out;
-    if (held ? !out && line.readmitted !== seenReadmitted : !out && place <= line.let_in && askedAt !== line.let_in) { askOwn(); return; }
+    // Held below the front: asked again when someone held is let in again, or when units come back (a
+    // turn that the sell-out held may be given back as it was, with no re-admission to count).
+    if (held ? !out && (line.readmitted !== seenReadmitted || seenSoldOut) : !out && place <= line.let_in && askedAt !== line.let_in) { askOwn(); return; }
     showQueue(fromLine());
   }
   var polls = 0; // only the latest poll schedules the next: one loop, however often it is restarted
