@@ -14,6 +14,10 @@
 # nginx, each process sharing one fetch a second of the public documents; the requests that reached the
 # instances and their database statements are read from the instances' /metrics. The audit runs on every
 # shopper. Their report is the section "The crowd through nginx" of docs/performance.md.
+#
+# Last, nginx holds CONNS_HELD open client connections (default 100,000; CONNS_HELD= skips it) from
+# processes of cmd/holdconns, each under this machine's 20,000 files, while the instances keep a few
+# each: the section "A hundred thousand open connections at nginx" of docs/performance.md.
 set -euo pipefail
 if [ -n "${BENCH_FIGURES:-}" ]; then BENCH_FIGURES=$(realpath "$BENCH_FIGURES"); fi # from the caller's folder
 cd "$(dirname "$0")/.."
@@ -21,6 +25,7 @@ SCALE=${SCALE:-0.5}
 SCENARIOS=${SCENARIOS-rush,big,big:4,soldout,pages}
 ROUNDS=${ROUNDS:-1}
 CROWDS=${CROWDS-queue,crowd}
+CONNS_HELD=${CONNS_HELD-100000}
 SHOPPERS=${SHOPPERS:-10000}
 CROWD_PROCS=${CROWD_PROCS:-$(((SHOPPERS + 24999) / 25000))}
 COUNTDOWN=${COUNTDOWN:-15s}
@@ -38,6 +43,7 @@ if [ -z "$run" ]; then
   mkdir -p bin
   go build -o bin/seckill .
   go build -o bin/loadtest ./cmd/loadtest
+  go build -o bin/holdconns ./cmd/holdconns
   export SECKILL_BIN=$PWD/bin/seckill
   case $CLUSTER_DIR in /*) dir=$CLUSTER_DIR ;; *) dir=$PWD/$CLUSTER_DIR ;; esac
 
@@ -84,6 +90,12 @@ if [ -z "$run" ]; then
       -admin admin:cluster-boss-pass -merchant merchant:cluster-seller-pass -scenario "$CROWDS" -shoppers "$SHOPPERS" \
       -procs "$CROWD_PROCS" -countdown "$COUNTDOWN" -seed -db "$CLUSTER_DATABASE_URL" -metrics "$metrics" -sources 64 \
       -cpu "$(cpu 1 2)" -report "$run/crowds.md" >/dev/null || echo "bench-cluster: the crowds' run failed (its audit, or the run)" >&2
+  fi
+  if [ -n "$CONNS_HELD" ]; then
+    echo "bench-cluster: $CONNS_HELD connections held at nginx" >&2
+    ports=($CLUSTER_APP_PORTS)
+    bin/holdconns -target "127.0.0.1:$CLUSTER_PORT" -conns "$CONNS_HELD" -path / -every 30s -hold 20s -ramp 45s \
+      -app-ports "$(IFS=,; echo "${ports[*]}")" -report "$run/conns.md" >/dev/null || echo "bench-cluster: nginx did not hold them all (see $OUT)" >&2
   fi
   echo "bench-cluster: figures kept in $run" >&2
 else
@@ -158,4 +170,8 @@ MD
     echo "bench-cluster: a crowd's audit FAILED (see $OUT)" >&2
     exit 1
   fi
+fi
+if [ -s "$run/conns.md" ]; then
+  replace_section conns-held "$run/conns.md"
+  echo "wrote the connections section of $OUT"
 fi

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +44,8 @@ type options struct {
 	hold     time.Duration
 	ramp     time.Duration
 	appPorts []int
-	child    int // >0: this is child number child, holding conns connections
+	report   string // a Markdown section for docs/performance.md, written here when set
+	child    int    // >0: this is child number child, holding conns connections
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -58,6 +60,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.hold, "hold", 30*time.Second, "how long to hold them once all are open")
 	fs.DurationVar(&o.ramp, "ramp", 60*time.Second, "at most this long to open them")
 	ports := fs.String("app-ports", "", "the instances' ports, comma-separated, whose connections are counted")
+	fs.StringVar(&o.report, "report", "", "also write the result as a Markdown section (docs/performance.md's conns-held) to this file")
 	fs.IntVar(&o.child, "child", 0, "internal: run as child N")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -395,10 +398,46 @@ func runParent(ctx context.Context, o options, out, stderr io.Writer) error {
 	if err := enc.Encode(rep); err != nil {
 		return err
 	}
+	if o.report != "" {
+		if err := os.WriteFile(o.report, []byte(markdown(o, rep)), 0o644); err != nil {
+			return err
+		}
+	}
 	if rep.OpenedIn == 0 || rep.MinOpenInHold < int64(o.conns) {
 		return fmt.Errorf("held %d of %d connections at the least", rep.MinOpenInHold, o.conns)
 	}
 	return nil
+}
+
+// markdown is the report as docs/performance.md's section conns-held.
+func markdown(o options, r Report) string {
+	var b strings.Builder
+	b.WriteString("<!-- conns-held: written by make bench-cluster (cmd/holdconns); make bench keeps it -->\n")
+	b.WriteString("## A hundred thousand open connections at nginx, a few at the instances\n\n")
+	fmt.Fprintf(&b, "Written by `cmd/holdconns` on %s: %d client connections to nginx (%s), opened from %d processes of\n",
+		time.Now().UTC().Format("2006-01-02"), o.conns, o.target, o.procs)
+	b.WriteString("at most 18,000 connections each (a process here cannot open more than 20,000 files), from loopback\n")
+	fmt.Fprintf(&b, "addresses of their own; each connection asks `GET %s` (a cached answer) every %v or so, so that\n", o.path, o.every)
+	fmt.Fprintf(&b, "nginx's keep-alive timeout keeps it open, and all are held for %v once open. The connections are\n", o.hold)
+	b.WriteString("counted from the kernel's table (`/proc/net/tcp`), nginx's side and the instances' side apart.\n\n")
+	b.WriteString("| what | measured |\n| --- | --- |\n")
+	fmt.Fprintf(&b, "| client connections open and answered at the end of the hold | %d of %d |\n", r.Open, r.Asked)
+	fmt.Fprintf(&b, "| the fewest open during the hold | %d |\n", r.MinOpenInHold)
+	fmt.Fprintf(&b, "| connections established at nginx's port | %d |\n", r.EdgeConns)
+	ports := make([]int, 0, len(r.InstanceConns))
+	for p := range r.InstanceConns {
+		ports = append(ports, p)
+	}
+	sort.Ints(ports)
+	for _, p := range ports {
+		fmt.Fprintf(&b, "| connections nginx kept to the instance on port %d | %d |\n", p, r.InstanceConns[p])
+	}
+	fmt.Fprintf(&b, "| the most the instances held together during the hold | %d |\n", r.InstanceMaxSum)
+	fmt.Fprintf(&b, "| all open after | %.1f s |\n", time.Duration(r.OpenedIn).Seconds())
+	fmt.Fprintf(&b, "| answers read, by status | %v |\n", r.Status)
+	fmt.Fprintf(&b, "| failed dials or requests | %d %v |\n", r.Failures, r.Reasons)
+	b.WriteString("\n<!-- /conns-held -->\n")
+	return b.String()
 }
 
 // established counts the established TCP connections on this machine whose server side is the edge's
