@@ -29,7 +29,7 @@ fuzz: services ## every fuzz target for FUZZTIME each, default 60s
 bench: ## the load tool's scenarios on a real server, with baselines and audits; writes docs/performance.md (SCALE=0.1 for a quick run)
 	./scripts/bench.sh
 
-bench-cluster: ## the scenarios through nginx on a Redis Cluster, two instances and then one, side by side in docs/performance.md
+bench-cluster: ## through nginx on a Redis Cluster: the scenarios with two instances and one, the crowds (SHOPPERS), 100,000 connections held (CONNS_HELD)
 	./scripts/bench-cluster.sh
 
 bench-go: services ## Go benchmarks: the buy path against its baselines, the consumer's drain rate, captcha drawing (medians of 5)

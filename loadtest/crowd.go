@@ -30,8 +30,14 @@ import (
 // shopper waits for, from the start (or a later arrival) to their final answer, bought or sold out; and
 // what a shopper costs the instances, from their own counters.
 
-// crowdLead is how long before its countdown the crowd's sale is approved.
-const crowdLead = 30 * time.Second
+// crowdLead is how long before its countdown the crowd's sale of n shoppers is approved: the instances
+// draw captchas ahead for the shoppers they expect meanwhile (about a millisecond and a half each), so a
+// bigger crowd's sale is approved earlier, as a real one is announced.
+func crowdLead(n int) time.Duration { return 30*time.Second + time.Duration(n)*time.Millisecond }
+
+// lateWindow is how long after the start the late half of a crowd of n arrives: five seconds, and half
+// a millisecond a shopper beyond 10,000 (a hundred thousand arrive over 50 s, not 10,000 a second).
+func lateWindow(n int) time.Duration { return max(5*time.Second, time.Duration(n)*time.Millisecond/2) }
 
 // crowdTime is how long a crowd of n shoppers is given to have its final answers: five minutes, and a
 // minute more for each 10,000 shoppers (on two shared cores, a hundred thousand shoppers' requests take
@@ -202,11 +208,11 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	}
 	// The sale is approved a while before its countdown, as a real one is: each instance draws captchas
 	// for the shoppers it expects in the meantime.
-	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown+crowdLead, mode)
+	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown+crowdLead(len(users)), mode)
 	if err != nil {
 		return nil, err
 	}
-	logf(o.Log, "%s: the sale is approved; the crowd comes in %v", mode, crowdLead)
+	logf(o.Log, "%s: the sale is approved; the crowd comes in %v", mode, crowdLead(len(users)))
 	if !sleep(ctx, time.Until(sale.StartsAt.Add(-countdown))) {
 		return nil, ctx.Err()
 	}
@@ -215,8 +221,8 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	late := 0
 	for i, u := range users {
 		at := now.Add(time.Duration(rand.Int64N(int64(max(sale.StartsAt.Sub(now), time.Millisecond)))))
-		if i%2 == 1 { // half arrive in the five seconds after the start
-			at = sale.StartsAt.Add(time.Duration(rand.Int64N(int64(5 * time.Second))))
+		if i%2 == 1 { // half arrive in the seconds after the start (lateWindow)
+			at = sale.StartsAt.Add(time.Duration(rand.Int64N(int64(lateWindow(len(users))))))
 			late++
 		}
 		shoppers[i] = &crowdShopper{u: u, arrive: at, Outcome: newOutcome(i)}
@@ -224,7 +230,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	rep := &Report{Scenario: map[string]string{"first_come": "crowd", "queue": "queue"}[mode], Options: o, Setup: time.Since(setup)}
 	cr := &CrowdReport{Mode: mode, Shoppers: len(users), Late: late, Final: map[string]int{}, Limited: map[string]int{}, Steps: map[string]int{},
 		Countdown: countdown}
-	logf(o.Log, "%s: %d shoppers arriving over the %v countdown and the 5 s after the start", mode, len(users), countdown.Round(time.Second))
+	logf(o.Log, "%s: %d shoppers arriving over the %v countdown and the %v after the start", mode, len(users), countdown.Round(time.Second), lateWindow(len(users)))
 
 	var before Metrics
 	if len(o.Metrics) > 0 {
@@ -872,9 +878,9 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 	if cr.Procs > 1 {
 		procs = fmt.Sprintf("%d processes of the load tool", cr.Procs)
 	}
-	fmt.Fprintf(b, "Settings: half the shoppers arrive over a %v countdown, half in the 5 s after the start; the sale is approved %v "+
+	fmt.Fprintf(b, "Settings: half the shoppers arrive over a %v countdown, half in the %v after the start; the sale is approved %v "+
 		"before the countdown; the shoppers shop from %s over %d keep-alive connections, sharing one fetch a second of each public "+
-		"document per process; accounts %s.\n\n", cr.Countdown.Round(time.Second), crowdLead, procs, r.Options.Conns,
+		"document per process; accounts %s.\n\n", cr.Countdown.Round(time.Second), lateWindow(cr.Shoppers), crowdLead(cr.Shoppers), procs, r.Options.Conns,
 		map[bool]string{true: "seeded beforehand and logged in before the countdown", false: "registered through the API before the countdown"}[r.Options.Seed != nil])
 	b.WriteString("| start or later join (queue), first click (first come) → final answer | p50 | p90 | p99 | max |\n| --- | --- | --- | --- | --- |\n")
 	fmt.Fprintf(b, "| | %s | %s | %s | %s |\n", ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), ms(cr.Wait.Max))

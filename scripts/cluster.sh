@@ -24,7 +24,7 @@
 #   CLUSTER_ADMIN_PASSWORD, CLUSTER_MERCHANT_PASSWORD   cluster-boss-pass, cluster-seller-pass
 #   SECKILL_BIN          (built)            the seckill binary; default: go build -o bin/seckill .
 #   SESSION_SECRET       (generated once)   else kept in CLUSTER_DIR/session_secret (mode 600)
-#   BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE
+#   BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE CAPTCHA_POOL
 #                                           passed to the instances when set; nothing else is
 # Files in CLUSTER_DIR: cluster.env (what start used; mode 600), session_secret (600), redis-PORT/ (a node's
 # nodes.conf, append-only files, redis.log, redis.pid), cluster-create.log, setup.log (migrate, user
@@ -44,7 +44,7 @@ usage() { sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 CLUSTER_DIR=${CLUSTER_DIR:-bin/cluster}
 case $CLUSTER_DIR in /*) ;; *) CLUSTER_DIR=$ROOT/$CLUSTER_DIR ;; esac
 STATE=$CLUSTER_DIR/cluster.env
-PASS_THROUGH=(BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE)
+PASS_THROUGH=(BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE CAPTCHA_POOL)
 STOP_TIMEOUT=20 # seconds an instance gets after SIGTERM: its SHUTDOWN_TIMEOUT (10s) and some
 
 # ---- helpers ---------------------------------------------------------------------------------------
