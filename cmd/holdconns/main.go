@@ -346,13 +346,20 @@ func runParent(ctx context.Context, o options, out, stderr io.Writer) error {
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for rep.OpenedIn == 0 {
+	// next waits for the next second's tick, and fails when the run ends or a child fails.
+	next := func() error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-errc:
 			return err
 		case <-tick.C:
+			return nil
+		}
+	}
+	for rep.OpenedIn == 0 {
+		if err := next(); err != nil {
+			return err
 		}
 		s := sum()
 		fmt.Fprintf(stderr, "holdconns: %d of %d open, %d failures\n", s.Open, o.conns, s.Failures)
@@ -365,12 +372,8 @@ func runParent(ctx context.Context, o options, out, stderr io.Writer) error {
 	rep.MinOpenInHold = int64(o.conns)
 	holdStart := time.Now()
 	for rep.OpenedIn > 0 && time.Since(holdStart) < o.hold {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-errc:
+		if err := next(); err != nil {
 			return err
-		case <-tick.C:
 		}
 		s := sum()
 		rep.MinOpenInHold = min(rep.MinOpenInHold, s.Open)
