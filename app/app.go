@@ -111,6 +111,7 @@ type site struct {
 	admin    *handlers.Admin
 	consoles *handlers.Consoles
 	sandbox  *handlers.SandboxAPI // nil unless the sandbox is mounted (demo mode, PAY_SANDBOX=on)
+	edge     *handlers.Edge       // nginx's figures for the admins (empty without nginx)
 }
 
 // The workers Start runs beside the jobs, by name.
@@ -322,13 +323,16 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	warnAtStart(ctx, cfg, d)
 	reg.MustRegister(captchaMetrics(s.Captchas)...)
+	var status *nginxStatus
 	if cfg.NginxStatusURL != "" {
-		reg.MustRegister(newNginxStatus(cfg.NginxStatusURL))
+		status = newNginxStatus(cfg.NginxStatusURL)
+		reg.MustRegister(status)
 	}
 	if cfg.NginxEdgeLog != "" {
 		s.edge = newEdgeLog(cfg.NginxEdgeLog, d.Log)
 		reg.MustRegister(s.edge)
 	}
+	s.site.edge = &handlers.Edge{Figures: edgeFigures(status, s.edge)}
 
 	fcfg := fiber.Config{
 		AppName:               "seckill",
@@ -618,6 +622,7 @@ func routes(f *fiber.App, h *site) {
 	a.Post("/activities/:id/resume", admin.Resume)
 	a.Post("/activities/:id/end", admin.End)
 	a.Get("/activities/:id/stats", admin.ActivityStats)
+	a.Get("/edge", h.edge.Get)
 	a.Get("/users", admin.Users)
 	a.Post("/users/:id/role", accounts.SetRole)
 	a.Post("/users/:id/block", accounts.Block)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"seckill/handlers"
 )
 
 // nginxStatus shows nginx's own counters (its stub_status page, NGINX_STATUS_URL) in this instance's
@@ -270,5 +273,29 @@ func (e *edgeLog) Collect(ch chan<- prometheus.Metric) {
 	defer e.mu.Unlock()
 	for _, a := range append(edgeAnswers[:len(edgeAnswers):len(edgeAnswers)], "other") {
 		ch <- prometheus.MustNewConstMetric(edgeAnswersDesc, prometheus.CounterValue, float64(e.counts[a]), a)
+	}
+}
+
+// edgeFigures is what the admins' dashboard shows of nginx (handlers.Edge): its status page read now,
+// and the edge log's counts so far; nil when neither is configured.
+func edgeFigures(status *nginxStatus, edge *edgeLog) func(context.Context) handlers.EdgeFigures {
+	if status == nil && edge == nil {
+		return nil
+	}
+	return func(ctx context.Context) handlers.EdgeFigures {
+		var f handlers.EdgeFigures
+		if status != nil {
+			f.Status = true
+			if st, err := status.read(ctx); err == nil {
+				f.Up, f.Active, f.Requests = true, st.active, st.requests
+			}
+		}
+		if edge != nil {
+			f.Log = true
+			edge.mu.Lock()
+			f.Answers = maps.Clone(edge.counts)
+			edge.mu.Unlock()
+		}
+		return f
 	}
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -132,5 +133,49 @@ func TestEdgeLogCreatedLater(t *testing.T) {
 	}
 	if e.counts["sold_out"] != 1 {
 		t.Errorf("sold_out %d, want 1", e.counts["sold_out"])
+	}
+}
+
+// The admins' live dashboard shows nginx's figures (GET /api/admin/edge): its connections and requests
+// from its status page, and what it answered itself from the edge log this instance counts; nothing is
+// configured without nginx; merchants and shoppers are refused.
+func TestEdgeFiguresForAdmins(t *testing.T) {
+	page := "Active connections: 291 \nserver accepts handled requests\n 16630948 16630947 31070465 \nReading: 6 Writing: 179 Waiting: 106 \n"
+	nginx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, page) }))
+	defer nginx.Close()
+	log := filepath.Join(t.TempDir(), "edge.log")
+	s := startLive(t, liveOpts{noBackground: true, tune: func(c *Config) { c.NginxStatusURL = nginx.URL; c.NginxEdgeLog = log }})
+	s.Srv.edge.mu.Lock()
+	s.Srv.edge.count([]byte("hit\nhit\nsold_out\nrate_limited\n"))
+	s.Srv.edge.mu.Unlock()
+
+	admin := withRole(t, s, "edge_admin", "admin")
+	r := admin.call("GET", "/api/admin/edge", nil)
+	expect(t, "the edge's figures", r, 200, "")
+	var got struct {
+		Configured, Status, Up, Log bool
+		Connections, Requests       int64
+		Answers                     map[string]int64
+	}
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Configured || !got.Status || !got.Up || !got.Log || got.Connections != 291 || got.Requests != 31070465 ||
+		got.Answers["hit"] != 2 || got.Answers["sold_out"] != 1 || got.Answers["rate_limited"] != 1 {
+		t.Errorf("the edge's figures: %s", r.Body)
+	}
+	expect(t, "a merchant asks", withRole(t, s, "edge_merchant", "merchant").call("GET", "/api/admin/edge", nil), 403, "forbidden")
+	expect(t, "nobody asks", newBrowser(t, s.URL).call("GET", "/api/admin/edge", nil), 401, "unauthenticated")
+
+	nginx.Close() // its status page gone: said so, the rest still shown
+	r = admin.call("GET", "/api/admin/edge", nil)
+	if err := json.Unmarshal(r.Body, &got); err != nil || got.Up || !got.Status || got.Answers["hit"] != 2 {
+		t.Errorf("with nginx's status page gone: %s", r.Body)
+	}
+
+	bare := startLive(t, liveOpts{noBackground: true})
+	r = withRole(t, bare, "edge_admin2", "admin").call("GET", "/api/admin/edge", nil)
+	if err := json.Unmarshal(r.Body, &got); err != nil || r.Status != 200 || got.Configured {
+		t.Errorf("without nginx: %d %s", r.Status, r.Body)
 	}
 }

@@ -18,6 +18,21 @@
         }
       });
     }).catch(function () {});
+    // nginx in front (admins only): its connections and requests, and what it answered itself.
+    var edge = document.getElementById("edge");
+    if (edge) {
+      api("GET", edge.dataset.edge).then(function (e) {
+        edge.hidden = !e.configured;
+        if (!e.configured) return;
+        var v = {
+          connections: e.status ? (e.up ? e.connections : edge.dataset.down) : "",
+          requests: e.status && e.up ? e.requests : "",
+          hit: e.log ? (e.answers.hit || 0) : edge.dataset.nolog,
+          sold_out: e.log ? (e.answers.sold_out || 0) : edge.dataset.nolog
+        };
+        edge.querySelectorAll("[data-e]").forEach(function (td) { td.textContent = v[td.dataset.e]; });
+      }).catch(function () {});
+    }
     var img = new Image();
     img.onload = function () { chart.src = img.src; };
     img.src = box.dataset.chart + "?t=" + Date.now();
