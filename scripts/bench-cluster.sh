@@ -13,7 +13,9 @@
 # CROWD_PROCS load-tool processes (default one per 25,000 shoppers) over keep-alive connections through
 # nginx, each process sharing one fetch a second of the public documents; the requests that reached the
 # instances and their database statements are read from the instances' /metrics. The audit runs on every
-# shopper. Their report is the section "The crowd through nginx" of docs/performance.md.
+# shopper. Their report is the section "The crowd through nginx" of docs/performance.md (SHOPPERS=100000
+# and more: the section "A hundred thousand shoppers"; give COUNTDOWN=120s and CAPTCHA_POOL=60000 there,
+# as a real crowd of that size arrives over minutes).
 #
 # Last, nginx holds CONNS_HELD open client connections (default 100,000; CONNS_HELD= skips it) from
 # processes of cmd/holdconns, each under this machine's 20,000 files, while the instances keep a few
@@ -26,6 +28,7 @@ SCENARIOS=${SCENARIOS-rush,big,big:4,soldout,pages}
 ROUNDS=${ROUNDS:-1}
 CROWDS=${CROWDS-queue,crowd}
 CONNS_HELD=${CONNS_HELD-100000}
+export CAPTCHA_POOL=${CAPTCHA_POOL:-10000} # passed to the instances by cluster.sh
 SHOPPERS=${SHOPPERS:-10000}
 CROWD_PROCS=${CROWD_PROCS:-$(((SHOPPERS + 24999) / 25000))}
 COUNTDOWN=${COUNTDOWN:-15s}
@@ -144,10 +147,16 @@ MD
 fi
 
 if [ -s "$run/crowds.md" ]; then
+  # A hundred thousand shoppers have a section of their own beside the 10,000 (the goals differ: at that
+  # size every shopper a final answer and the budget, not the times).
+  section=crowd-cluster title="The crowd through nginx: what a shopper costs the instances"
+  if [ "$SHOPPERS" -ge 100000 ]; then
+    section=crowd-100k title="A hundred thousand shoppers through nginx"
+  fi
   {
     cat <<MD
-<!-- crowd-cluster: written by make bench-cluster; make bench keeps it -->
-## The crowd through nginx: what a shopper costs the instances
+<!-- $section: written by make bench-cluster; make bench keeps it -->
+## $title
 
 Written by \`make bench-cluster\` (scripts/bench-cluster.sh) on $(date -u +%Y-%m-%d): $CROWDS with $SHOPPERS shoppers
 for a twentieth as many units, through nginx to two seckill instances on a three-master Redis Cluster, on this
@@ -162,9 +171,9 @@ counters, each second. The budget it is held to is the section "Budget a shopper
 
 MD
     sed -e '1{/^## Load tool run/d}' -e 's/^### Goals$/### Goals of the crowds/' "$run/crowds.md"
-    echo "<!-- /crowd-cluster -->"
+    echo "<!-- /$section -->"
   } >"$run/crowd-section.md"
-  replace_section crowd-cluster "$run/crowd-section.md"
+  replace_section "$section" "$run/crowd-section.md"
   echo "wrote the crowd section of $OUT"
   if grep -q 'Audit \*\*FAILED\*\*' "$run/crowds.md"; then
     echo "bench-cluster: a crowd's audit FAILED (see $OUT)" >&2
