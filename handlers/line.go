@@ -44,16 +44,12 @@ type lineJSON struct {
 }
 
 // lineDoc is a line's public document as last made: the body and its ETag, served to everyone until the
-// next is made.
+// line is read again.
 type lineDoc struct {
 	body []byte
 	etag string
-	made time.Time // by the wall clock: an interval
+	view time.Time // when the line's view it was made from was read (stock.RoomView.ReadAt)
 }
-
-// lineDocTTL is how long a document is served before it is made again: the room view's own life, so a
-// document is made at most about four times a second per item on an instance.
-const lineDocTTL = 250 * time.Millisecond
 
 // PublicLine answers the line's public document: how far the line has been let in, the stock left, whether it
 // is sold out, the rate, the draw's state, and the re-admissions below the front. It needs no session and
@@ -87,19 +83,20 @@ func (h *Queue) PublicLine(c *fiber.Ctx) error {
 	return c.Send(d.body)
 }
 
-// lineDocOf answers the item's document as made less than lineDocTTL ago, or makes it: one at a time per
-// item, however many ask.
+// lineDocOf answers the item's document as made from the line's current view (Watch.View, read at most
+// about four times a second per item), or makes it from that view: once per view, one at a time per item,
+// however many ask. The document is never older than the view it shows.
 func (h *Queue) lineDocOf(ctx context.Context, it *models.Item, a *models.Activity) (lineDoc, error) {
-	if d, ok := h.lines.Get(it.ID); ok && time.Since(d.made) < lineDocTTL {
+	view, err := h.Watch.View(ctx, it.ID)
+	if err != nil {
+		return lineDoc{}, err
+	}
+	if d, ok := h.lines.Get(it.ID); ok && d.view.Equal(view.ReadAt()) {
 		return d, nil
 	}
 	v, err, _ := h.flight.Do("line:"+strconv.FormatInt(it.ID, 10), func() (any, error) {
-		if d, ok := h.lines.Get(it.ID); ok && time.Since(d.made) < lineDocTTL {
+		if d, ok := h.lines.Get(it.ID); ok && d.view.Equal(view.ReadAt()) {
 			return d, nil
-		}
-		view, err := h.Watch.View(ctx, it.ID)
-		if err != nil {
-			return lineDoc{}, err
 		}
 		d, err := h.makeLineDoc(ctx, it, a, view)
 		if err != nil {
@@ -133,7 +130,7 @@ func (h *Queue) makeLineDoc(ctx context.Context, it *models.Item, a *models.Acti
 	body = append(body, content[:len(content)-1]...)
 	body = appendTime(body, `,"server_time":`, &now)
 	body = append(body, '}')
-	return lineDoc{body: body, etag: `"` + hex.EncodeToString(sum[:16]) + `"`, made: time.Now()}, nil
+	return lineDoc{body: body, etag: `"` + hex.EncodeToString(sum[:16]) + `"`, view: v.ReadAt()}, nil
 }
 
 // lineState is the line's state as the document names it. An end (the window's, or an admin's) comes

@@ -192,5 +192,8 @@ func (w *Watch) note(itemID int64, r Room) RoomView {
 	return v
 }
 
+// ReadAt is when the view was read from Redis: two views read at the same moment are the same read.
+func (v RoomView) ReadAt() time.Time { return v.read }
+
 // SoldOut reports whether the item is known sold out here (the flags the standing rules read). Memory only.
 func (w *Watch) SoldOut(itemID int64) bool { return w.flags.SoldOut(itemID) }
