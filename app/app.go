@@ -18,7 +18,6 @@ import (
 	"github.com/bwmarrin/snowflake"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
-	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/gofiber/template/html/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -352,11 +351,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		Exempt: cfg.proxyPrefixes(), Log: d.Log})
 	s.Fiber.Server().ConnState = connStates(s.Conns)
 	reg.MustRegister(connMetrics(s.Conns)...)
-	s.Fiber.Use(requestid.New(requestid.Config{Generator: requestIDs()}))
-	s.Fiber.Use(observe(newHTTPMetrics(reg), d.Log))
-	s.Fiber.Use(recover.New())
-	s.Fiber.Use(securityHeaders(cfg))
-	s.Fiber.Use(deadline(requestDeadline))
+	s.Fiber.Use(newFront(newHTTPMetrics(reg), newAccessLog(d.Log, len(cfg.proxies()) > 0), cfg).handle)
 	s.Fiber.Use(s.site.accounts.LoadSession)
 	// Whatever no route takes ends in the router's 404, which the error handler answers as the contract
 	// says: JSON under /api, a page elsewhere.

@@ -2,14 +2,15 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,65 +32,17 @@ import (
 
 const benchConns = 64
 
-// hammer sends n POST requests to the URLs that next gives, over benchConns connections, and reports
-// req/s. Every answer must have the status want.
-func hammer(b *testing.B, addr string, n int, next func(i int) (path string, cookie string, csrf string), want int) {
+// hammer sends n POST requests to the URLs that next gives, over benchConns connections, from a child
+// process, and reports the server's CPU time and allocations a request. Every answer must have the
+// status want.
+func hammer(b *testing.B, addr string, n int, next func(i int) (path string, cookie string, csrf string), want int) serverCost {
 	b.Helper()
-	hammerMethod(b, "POST", addr, n, next, want)
+	return hammerOut(b, "POST", addr, n, benchConns, next, want)
 }
 
-func hammerMethod(b *testing.B, method, addr string, n int, next func(i int) (path string, cookie string, csrf string), want int) {
+func hammerMethod(b *testing.B, method, addr string, n int, next func(i int) (path string, cookie string, csrf string), want int) serverCost {
 	b.Helper()
-	client := &fasthttp.Client{MaxConnsPerHost: benchConns * 2}
-	var i atomic.Int64
-	var bad atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start, cpu := time.Now(), cpuTime()
-	for range benchConns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			for {
-				k := int(i.Add(1)) - 1
-				if k >= n {
-					return
-				}
-				path, cookie, csrf := next(k)
-				req.Reset()
-				req.SetRequestURI("http://" + addr + path)
-				req.Header.SetMethod(method)
-				if cookie != "" {
-					req.Header.Set("Cookie", cookie)
-					req.Header.Set(handlers.CSRFHeader, csrf)
-				}
-				if err := client.Do(req, resp); err != nil || resp.StatusCode() != want {
-					if bad.Add(1) == 1 {
-						b.Errorf("request %d: %v %d %s", k, err, resp.StatusCode(), resp.Body())
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed, used := time.Since(start), cpuTime()-cpu
-	b.StopTimer()
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
-	// CPU time per request, the load generator's and the server's (one process): steadier than req/s on
-	// a shared machine, where other work takes the cores but not this process's CPU time.
-	b.ReportMetric(float64(used.Microseconds())/float64(n), "cpu-µs/req")
-}
-
-// cpuTime is the CPU time this process has used, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return hammerOut(b, method, addr, n, benchConns, next, want)
 }
 
 func listen(b *testing.B, f *fiber.App) string {
@@ -127,15 +80,14 @@ func BenchmarkBaselineOneEvalsha(b *testing.B) {
 	addr := listen(b, f)
 	before := testenv.RedisCPU(b, rdb)
 	hammer(b, addr, b.N, func(int) (string, string, string) { return "/buy", "", "" }, 202)
-	if used := testenv.RedisCPU(b, rdb) - before; used > 0 {
-		b.ReportMetric(float64(b.N)/used.Seconds(), "buys/redis-core-s")
-	}
+	reportRedisCPU(b, testenv.RedisCPU(b, rdb)-before)
 }
 
-// benchServer is the real app with its middleware, on real Redis and PostgreSQL, without background work
-// (no consumer: the benchmark measures the buy endpoint alone), and one item with stock for every request.
+// benchServer is the real app with its middleware and its access log on (as LOG_LEVEL's default has it),
+// on real Redis and PostgreSQL, without background work (no consumer: the benchmark measures the web
+// tier alone, as SERVE_ROLE=web runs it), and one item with stock for every request.
 func benchServer(b *testing.B, stockTotal int64) (*Server, string, int64) {
-	return benchServerLogging(b, stockTotal, false)
+	return benchServerLogging(b, stockTotal, true)
 }
 
 // benchServerLogging is benchServer with the access log on (LOG_LEVEL=info) or off (warn); on, it is
@@ -166,6 +118,13 @@ func benchServerLogging(b *testing.B, stockTotal int64, logging bool) (*Server, 
 		b.Fatal(err)
 	}
 	return srv, listen(b, srv.Fiber), item.ID
+}
+
+// reportRedisCPU reports Redis's CPU time a request (Redis's own count, server-wide: nothing else should
+// use that Redis meanwhile).
+func reportRedisCPU(b *testing.B, used time.Duration) {
+	b.Helper()
+	b.ReportMetric(float64(used.Nanoseconds())/1e3/float64(b.N), "redis-cpu-µs/req")
 }
 
 type discard struct{}
@@ -219,9 +178,7 @@ func BenchmarkBuyWhileStockLasts(b *testing.B) {
 	rdb := testenv.Redis(b)
 	before := testenv.RedisCPU(b, rdb)
 	hammer(b, addr, b.N, func(i int) (string, string, string) { return paths[i], cookies[i], csrf }, 202)
-	if used := testenv.RedisCPU(b, rdb) - before; used > 0 {
-		b.ReportMetric(float64(b.N)/used.Seconds(), "buys/redis-core-s")
-	}
+	reportRedisCPU(b, testenv.RedisCPU(b, rdb)-before)
 	calls, takes := srv.Ledger.BatchStats()
 	if calls > 0 {
 		b.ReportMetric(float64(takes)/float64(calls), "buys/script-call")
@@ -229,10 +186,10 @@ func BenchmarkBuyWhileStockLasts(b *testing.B) {
 }
 
 // BenchmarkBuySoldOut: every request finds the item sold out (409), answered from memory.
-func BenchmarkBuySoldOut(b *testing.B) { benchSoldOut(b, false) }
+func BenchmarkBuySoldOut(b *testing.B) { benchSoldOut(b, true) }
 
-// BenchmarkBuySoldOutLogged is BenchmarkBuySoldOut with the access log on, as LOG_LEVEL's default has it.
-func BenchmarkBuySoldOutLogged(b *testing.B) { benchSoldOut(b, true) }
+// BenchmarkBuySoldOutUnlogged is BenchmarkBuySoldOut with the access log off (LOG_LEVEL=warn).
+func BenchmarkBuySoldOutUnlogged(b *testing.B) { benchSoldOut(b, false) }
 
 func benchSoldOut(b *testing.B, logging bool) {
 	srv, addr, itemID := benchServerLogging(b, 1, logging)
@@ -291,6 +248,49 @@ func BenchmarkCatalogItem(b *testing.B) {
 func BenchmarkQueueStatus(b *testing.B) {
 	_, addr, path, cookies, csrfTok := queueStatusServer(b)
 	hammerMethod(b, "GET", addr, b.N, func(i int) (string, string, string) { return path, cookies[i%len(cookies)], csrfTok }, 200)
+}
+
+// BenchmarkQueueStatusPlaced is the status poll as a waiting page sends it since it holds its signed
+// place (X-Line-Place): answered from memory while the line has not reached it.
+func BenchmarkQueueStatusPlaced(b *testing.B) {
+	srv, addr, path, cookies, _ := queueStatusServer(b)
+	places := placesOf(b, srv, path, cookies)
+	hammerRequests(b, "GET", addr, b.N, benchConns, func(i int) hammerRequest {
+		k := i % len(cookies)
+		return hammerRequest{Path: path, Cookie: cookies[k], Place: places[k]}
+	}, 200)
+}
+
+// placesOf asks each shopper's standing once and answers the signed places the line gave them.
+func placesOf(b *testing.B, srv *Server, path string, cookies []string) []string {
+	b.Helper()
+	h := srv.Fiber.Handler()
+	var rc fasthttp.RequestCtx
+	places := make([]string, len(cookies))
+	for i, c := range cookies {
+		rc.Request.Reset()
+		rc.Response.Reset()
+		rc.Request.SetRequestURI(path)
+		rc.Request.Header.Set("Cookie", c)
+		h(&rc)
+		var out struct {
+			PlaceToken string `json:"place_token"`
+		}
+		if err := json.Unmarshal(rc.Response.Body(), &out); err != nil || out.PlaceToken == "" {
+			b.Fatalf("no place: %d %s", rc.Response.StatusCode(), rc.Response.Body())
+		}
+		places[i] = out.PlaceToken
+	}
+	return places
+}
+
+// BenchmarkLineDocument is the line's public document (GET /api/items/{id}/line) through the whole app,
+// asked by anonymous pages: what every waiting page polls once a second (nginx caches it; each instance
+// still answers its misses).
+func BenchmarkLineDocument(b *testing.B) {
+	_, addr, path, _, _ := queueStatusServer(b)
+	doc := strings.TrimSuffix(path, "/queue") + "/line"
+	hammerMethod(b, "GET", addr, b.N, func(int) (string, string, string) { return doc, "", "" }, 200)
 }
 
 // BenchmarkQueueStatusInProcess is the same poll handed to the app in memory, one at a time, without a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,7 +82,7 @@ func TestImageUploadRefusesCostlyScans(t *testing.T) {
 // known: the message says it in English and in Chinese. One of 6 KB, which nginx passes on, is served.
 func TestHeadersTooLarge(t *testing.T) {
 	var logs bytes.Buffer
-	s := startLive(t, liveOpts{noBackground: true, log: slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))})
+	s := startLive(t, liveOpts{noBackground: true, log: newLogger(Config{}, &safeWriter{w: &logs})})
 	b := newBrowser(t, s.URL)
 	big := strings.Repeat("x", 10<<10)
 	r := b.send("GET", "/api/activities?q="+big, nil, nil)

@@ -104,7 +104,7 @@ func startLive(t testing.TB, o liveOpts) *liveServer {
 	}
 	log := o.log
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = newLogger(Config{}, io.Discard)
 	}
 	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now})
 	if err != nil {
@@ -341,7 +341,7 @@ func newTestApp(t testing.TB) (*fiber.App, Deps) {
 	d := Deps{
 		DB:    testenv.Postgres(t),
 		Redis: testenv.Redis(t),
-		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:   newLogger(Config{}, io.Discard),
 		Now:   func() time.Time { return testNow },
 	}
 	f, err := New(context.Background(), testConfig(), d)

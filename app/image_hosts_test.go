@@ -2,7 +2,6 @@ package app
 
 import (
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +69,7 @@ func TestBadImageURLsAreListedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
-	startLive(t, liveOpts{db: db, noBackground: true, log: slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))})
+	startLive(t, liveOpts{db: db, noBackground: true, log: newLogger(Config{}, &safeWriter{w: &logs})})
 	if !strings.Contains(logs.String(), "image_url") || !strings.Contains(logs.String(), itoa(it.ID)+"://evil.example/x.png") {
 		t.Errorf("the start's log does not name item %d and its address:\n%s", it.ID, logs.String())
 	}

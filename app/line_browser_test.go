@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ func TestWaitingPageAsksOnlyNearTheFront(t *testing.T) {
 	db := testenv.Postgres(t)
 	_, item := queueSale(t, db, nil, 3)
 	logs := &safeWriter{w: &bytes.Buffer{}}
-	s := startLive(t, liveOpts{db: db, only: []string{"queue", "sold_out_flags", "preheat"}, log: slog.New(slog.NewTextHandler(logs, nil)),
+	s := startLive(t, liveOpts{db: db, only: []string{"queue", "sold_out_flags", "preheat"}, log: newLogger(Config{}, logs),
 		tune: func(c *Config) { c.QueueOverbook, c.QueueTurn = 1, 3*time.Second }})
 	id := itoa(item.ID)
 	for i := range 3 { // drawn before the start: they get the three turns, and let them run out

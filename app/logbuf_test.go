@@ -54,7 +54,7 @@ func TestLogBufferFlushesWholeLines(t *testing.T) {
 // metrics count every request.
 func TestRefusalsAreSampledInTheAccessLog(t *testing.T) {
 	out := &safeWriter{w: &bytes.Buffer{}}
-	s := startLive(t, liveOpts{noBackground: true, log: slog.New(slog.NewTextHandler(out, nil))})
+	s := startLive(t, liveOpts{noBackground: true, log: newLogger(Config{}, out)})
 	const n = 3 * refusalLines
 	for range n {
 		do(t, s.Srv.Fiber, "GET", "/api/items/999999999", nil) // 404: not found

@@ -1,22 +1,15 @@
 package app
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/time/rate"
 
 	"seckill/auth"
 	"seckill/handlers"
@@ -31,23 +24,6 @@ const unmatched = "(unmatched)"
 func routerMiss(err error) bool {
 	var fe *fiber.Error
 	return errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed)
-}
-
-// requestIDs makes request ids: a random prefix per process and a counter, sixteen characters or so
-// (the default UUIDs are half of a poll's X-Request-Id cost and twice as long), unique across instances.
-func requestIDs() func() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix := hex.EncodeToString(b[:]) + "-"
-	var n atomic.Uint64
-	return func() string {
-		return prefix + strconv.FormatUint(n.Add(1), 36)
-	}
-}
-
-func requestID(c *fiber.Ctx) string {
-	id, _ := c.Locals(requestid.ConfigDefault.ContextKey).(string)
-	return id
 }
 
 // httpMetrics are the request counts and latencies by route and status.
@@ -121,53 +97,6 @@ func methodLabel(m string) string {
 	return "OTHER"
 }
 
-// refusalLines is how many access log lines of refused requests (4xx: sold out, rate limited, ...) are
-// written a second at most; the rest are counted, and the next line written says how many were left out.
-// Every request is counted in the metrics whatever the log says. A crowd that is refused a hundred
-// thousand times a second must not spend its server on writing that down.
-const refusalLines = 100
-
-// observe runs the rest of the chain, settles the status (running the error handler itself, so that the
-// status it sets is the one counted and logged), then counts, times and logs the request.
-func observe(m *httpMetrics, log *slog.Logger) fiber.Handler {
-	refusals := rate.NewLimiter(refusalLines, refusalLines)
-	var unlogged atomic.Int64
-	return func(c *fiber.Ctx) error {
-		start := time.Now() // latency, by the wall clock
-		matched := true
-		if err := c.Next(); err != nil {
-			matched = !routerMiss(err)
-			if herr := c.App().ErrorHandler(c, err); herr != nil {
-				_ = c.SendStatus(fiber.StatusInternalServerError)
-			}
-		}
-		elapsed := time.Since(start)
-		status := c.Response().StatusCode()
-		var route *fiber.Route
-		if matched {
-			route = c.Route()
-		}
-		method := methodLabel(c.Method())
-		s := m.series(route, method, status)
-		s.requests.Inc()
-		s.latency.Observe(elapsed.Seconds())
-		if !log.Enabled(c.UserContext(), slog.LevelInfo) {
-			return nil
-		}
-		if status >= 400 && status < 500 && !refusals.Allow() {
-			unlogged.Add(1)
-			return nil
-		}
-		attrs := []slog.Attr{slog.String("method", method), slog.String("path", c.Path()), slog.Int("status", status),
-			slog.Duration("latency", elapsed), slog.String("ip", c.IP()), slog.String("request_id", requestID(c))}
-		if n := unlogged.Swap(0); n > 0 {
-			attrs = append(attrs, slog.Int64("refusals_not_logged", n))
-		}
-		log.LogAttrs(c.UserContext(), slog.LevelInfo, "request", attrs...)
-		return nil
-	}
-}
-
 // contentSecurityPolicy lets pages load scripts, styles and fonts from this site only, images from here,
 // data: URLs (captchas and QR codes) and the hosts the operator lets an item's image_url name
 // (IMAGE_HOSTS, over https only), and be framed by nobody. An image from anywhere else is not loaded: a
@@ -215,11 +144,7 @@ func securityHeaderList(page, hsts bool, imageHosts []string) []header {
 	return out
 }
 
-// securityHeaders sets the headers a browser needs to keep pages from being framed, sniffed or leaking
-// their addresses, and HSTS when the site is served over TLS (BASE_URL https://, even behind a proxy that
-// ends TLS, where the request itself would not tell). Fiber's helmet did this at a sixth of a status
-// poll's cost (it asks each request's protocol and writes twelve headers): the profile in
-// docs/performance.md.
+// securityHeaders sets the security headers alone (the sandbox's pages have no front of their own).
 func securityHeaders(cfg Config) fiber.Handler {
 	pages, api := securityHeaderList(true, cfg.SecureCookies(), cfg.imageHostList()), securityHeaderList(false, cfg.SecureCookies(), nil)
 	return func(c *fiber.Ctx) error {
@@ -227,43 +152,11 @@ func securityHeaders(cfg Config) fiber.Handler {
 		if strings.HasPrefix(c.Path(), "/api/") {
 			set = api
 		}
-		h := &c.Response().Header
 		for _, kv := range set {
-			h.SetCanonical(kv.key, kv.value)
+			c.Response().Header.SetCanonical(kv.key, kv.value)
 		}
 		return c.Next()
 	}
-}
-
-// requestDeadline bounds every request's database queries and Redis calls: none can hang past it.
-const requestDeadline = 15 * time.Second
-
-// deadlineTick is how long requests share one deadline context.
-const deadlineTick = 100 * time.Millisecond
-
-// deadline gives every request's context a deadline, so that no query or call made with
-// c.UserContext() waits forever on a server that stopped answering. The requests that start within the
-// same tenth of a second share one context, which ends d after the first of them started (its own timer
-// cancels it): a request costs an atomic read, not a context and a timer of its own.
-func deadline(d time.Duration) fiber.Handler {
-	var cur atomic.Pointer[deadlineCtx]
-	return func(c *fiber.Ctx) error {
-		now := time.Now()
-		k := cur.Load()
-		if k == nil || now.Sub(k.start) >= deadlineTick || now.Before(k.start) {
-			ctx, cancel := context.WithDeadline(context.Background(), now.Add(d))
-			k = &deadlineCtx{ctx: ctx, cancel: cancel, start: now}
-			cur.Store(k)
-		}
-		c.SetUserContext(k.ctx)
-		return c.Next()
-	}
-}
-
-type deadlineCtx struct {
-	ctx    context.Context
-	cancel context.CancelFunc // called by nobody: the deadline's own timer ends the context
-	start  time.Time
 }
 
 // uploadLimit lets the upload routes (a merchant's item image, its shipments' CSV) have bodies up to

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,7 +37,7 @@ func TestTrustedProxiesSetTheClientAddress(t *testing.T) {
 			}
 			cfg.BcryptCost, cfg.SessionSecret = 4, goodSecret
 			var logs bytes.Buffer
-			log := slog.New(slog.NewTextHandler(&safeWriter{w: &logs}, nil))
+			log := newLogger(Config{}, &safeWriter{w: &logs})
 			srv, err := NewServer(context.Background(), cfg, Deps{DB: testenv.Postgres(t), Redis: testenv.Redis(t), Log: log, Now: time.Now})
 			if err != nil {
 				t.Fatal(err)

@@ -75,11 +75,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(newLogHandler(w, cfg.LogFormat == "json", &slog.HandlerOptions{Level: level}))
 }
 
 // openDB opens the configured database: PostgreSQL, or the demo SQLite file.

@@ -1,0 +1,150 @@
+package app
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// logHandler is the server's slog handler (text or JSON, on the log buffer) that also lets the access
+// log write its lines itself, in the same format, without slog's records.
+type logHandler struct {
+	slog.Handler
+	w     io.Writer
+	json  bool
+	lines sync.Pool // *logLine
+}
+
+func newLogHandler(w io.Writer, json bool, opts *slog.HandlerOptions) *logHandler {
+	h := &logHandler{w: w, json: json}
+	if json {
+		h.Handler = slog.NewJSONHandler(w, opts)
+	} else {
+		h.Handler = slog.NewTextHandler(w, opts)
+	}
+	h.lines.New = func() any { return &logLine{b: make([]byte, 0, 256), json: json} }
+	return h
+}
+
+func (h *logHandler) line() *logLine { return h.lines.Get().(*logLine) }
+
+// done writes the line (one Write: whole in the output) and keeps its buffer for the next one.
+func (h *logHandler) done(l *logLine) {
+	_, _ = h.w.Write(l.b)
+	if cap(l.b) <= 4<<10 {
+		l.b = l.b[:0]
+		h.lines.Put(l)
+	}
+}
+
+// logLine is one log line being written as slog's text handler (key=value, quoted when need be) or its
+// JSON handler would write it.
+type logLine struct {
+	b    []byte
+	json bool
+}
+
+func (l *logLine) start(t time.Time, level, msg string) {
+	if l.json {
+		l.b = append(l.b, `{"time":"`...)
+		l.b = t.AppendFormat(l.b, time.RFC3339Nano)
+		l.b = append(l.b, `","level":"`...)
+		l.b = append(l.b, level...)
+		l.b = append(l.b, '"')
+		l.str("msg", msg)
+		return
+	}
+	l.b = append(l.b, "time="...)
+	l.b = t.AppendFormat(l.b, "2006-01-02T15:04:05.000Z07:00")
+	l.b = append(l.b, " level="...)
+	l.b = append(l.b, level...)
+	l.str("msg", msg)
+}
+
+func (l *logLine) key(k string) {
+	if l.json {
+		l.b = append(l.b, ',', '"')
+		l.b = append(l.b, k...)
+		l.b = append(l.b, '"', ':')
+		return
+	}
+	l.b = append(l.b, ' ')
+	l.b = append(l.b, k...)
+	l.b = append(l.b, '=')
+}
+
+func (l *logLine) str(k, v string) {
+	l.key(k)
+	l.b = appendLogString(l.b, v, l.json)
+}
+
+func (l *logLine) bytes(k string, v []byte) {
+	l.key(k)
+	l.b = appendLogString(l.b, string(v), l.json) // the conversion does not escape: no copy
+}
+
+func (l *logLine) int(k string, v int64) {
+	l.key(k)
+	l.b = strconv.AppendInt(l.b, v, 10)
+}
+
+// duration is written as slog writes a time.Duration: nanoseconds in JSON; in text, a duration Go
+// parses, in milliseconds ("0.850ms").
+func (l *logLine) duration(k string, d time.Duration) {
+	l.key(k)
+	if l.json {
+		l.b = strconv.AppendInt(l.b, int64(d), 10)
+		return
+	}
+	l.b = strconv.AppendFloat(l.b, float64(d)/float64(time.Millisecond), 'f', 3, 64)
+	l.b = append(l.b, "ms"...)
+}
+
+func (l *logLine) ip(k string, ip net.IP) {
+	l.key(k)
+	if l.json {
+		l.b = append(l.b, '"')
+	}
+	if a, ok := netip.AddrFromSlice(ip); ok {
+		l.b = a.Unmap().AppendTo(l.b)
+	}
+	if l.json {
+		l.b = append(l.b, '"')
+	}
+}
+
+func (l *logLine) end() {
+	if l.json {
+		l.b = append(l.b, '}', '\n')
+		return
+	}
+	l.b = append(l.b, '\n')
+}
+
+// appendLogString appends s as a value: in JSON a string; in text bare, or quoted when it is empty or
+// holds a space, '=', '"', a control character or a byte beyond ASCII (slog's text handler quotes fewer
+// of those; quoted is never wrong).
+func appendLogString(b []byte, s string, asJSON bool) []byte {
+	plain := len(s) > 0
+	for i := 0; i < len(s) && plain; i++ {
+		ch := s[i]
+		plain = ch > ' ' && ch < 0x7f && ch != '"' && ch != '\\' && (asJSON || ch != '=')
+	}
+	switch {
+	case plain && asJSON:
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	case plain:
+		return append(b, s...)
+	case asJSON:
+		q, _ := json.Marshal(s) // escapes what JSON needs, and replaces bytes that are not UTF-8
+		return append(b, q...)
+	}
+	return strconv.AppendQuote(b, s)
+}
