@@ -121,6 +121,9 @@ type errorBody struct {
 }
 
 func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
+	if e, ok := err.(*errs.Error); ok {
+		return e // most are: without errors.As, whose target would escape
+	}
 	var e *errs.Error
 	if errors.As(err, &e) {
 		return e

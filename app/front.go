@@ -38,7 +38,8 @@ func newFront(m *httpMetrics, access *accessLog, cfg Config) *front {
 	}
 }
 
-var headerRequestID = []byte(fiber.HeaderXRequestID)
+// headerRequestID is spelled as fasthttp normalizes it (Fiber's constant, X-Request-ID, is not): Peek finds it.
+var headerRequestID = []byte("X-Request-Id")
 
 func (f *front) handle(c *fiber.Ctx) error {
 	start := time.Now() // latency, by the wall clock

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,7 +53,7 @@ type logLine struct {
 func (l *logLine) start(t time.Time, level, msg string) {
 	if l.json {
 		l.b = append(l.b, `{"time":"`...)
-		l.b = t.AppendFormat(l.b, time.RFC3339Nano)
+		l.b = appendLogTime(l.b, t)
 		l.b = append(l.b, `","level":"`...)
 		l.b = append(l.b, level...)
 		l.b = append(l.b, '"')
@@ -60,10 +61,33 @@ func (l *logLine) start(t time.Time, level, msg string) {
 		return
 	}
 	l.b = append(l.b, "time="...)
-	l.b = t.AppendFormat(l.b, "2006-01-02T15:04:05.000Z07:00")
+	l.b = appendLogTime(l.b, t)
 	l.b = append(l.b, " level="...)
 	l.b = append(l.b, level...)
 	l.str("msg", msg)
+}
+
+// logSecond is a second's time as a log line starts it, up to the seconds, and its zone: formatted once
+// a second, not once a line.
+type logSecond struct {
+	unix       int64
+	head, zone []byte
+}
+
+var lastLogSecond atomic.Pointer[logSecond]
+
+// appendLogTime appends t as slog's text handler writes it (RFC 3339, milliseconds).
+func appendLogTime(b []byte, t time.Time) []byte {
+	s := lastLogSecond.Load()
+	if s == nil || s.unix != t.Unix() {
+		full := t.AppendFormat(nil, "2006-01-02T15:04:05Z07:00")
+		s = &logSecond{unix: t.Unix(), head: full[:19], zone: full[19:]}
+		lastLogSecond.Store(s)
+	}
+	b = append(b, s.head...)
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, s.zone...)
 }
 
 func (l *logLine) key(k string) {

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"seckill/auth"
+	"seckill/errs"
 	"seckill/handlers"
 	"seckill/models"
 )
@@ -22,6 +23,12 @@ const unmatched = "(unmatched)"
 // routerMiss reports whether err is the router's own answer for an address or method no route takes
 // (handlers answer their own 404s with an *errs.Error).
 func routerMiss(err error) bool {
+	if fe, ok := err.(*fiber.Error); ok {
+		return fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed
+	}
+	if _, ok := err.(*errs.Error); ok {
+		return false // a handler's answer; errors.As's target would escape for it
+	}
 	var fe *fiber.Error
 	return errors.As(err, &fe) && (fe.Code == fiber.StatusNotFound || fe.Code == fiber.StatusMethodNotAllowed)
 }

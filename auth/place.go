@@ -12,10 +12,21 @@ import (
 // (which then answers it from memory, without Redis) and cannot claim another. A token binds the item,
 // the user, the ticket and the place; it carries the ticket and the place, and is the same every time for
 // the same place. Keyed by a key derived from the session secret, so every instance signs alike.
-type Places struct{ mac *macPool }
+type Places struct {
+	mac  *macPool
+	seen *verified[placeSeen] // tokens that passed, with what they carry: a page proves its place every poll
+}
+
+type placeSeen struct {
+	item, user int64
+	ticket     string
+	place      int64
+}
 
 // NewPlaces returns a signer keyed by the session secret.
-func NewPlaces(secret string) *Places { return &Places{mac: newMacPool(derive(secret, "place"))} }
+func NewPlaces(secret string) *Places {
+	return &Places{mac: newMacPool(derive(secret, "place")), seen: newVerified[placeSeen]()}
+}
 
 // A token is base64url (no padding) of: format, the ticket (16 bytes), the place (8 bytes, big-endian)
 // and the first 16 bytes of the MAC of the item, the user and all of that.
@@ -46,6 +57,21 @@ func (p *Places) Sign(itemID, userID int64, ticket string, place int64) string {
 // Verify answers the ticket and place a token signed for the user's place in the item's line carries;
 // ok is false for a token that is forged, damaged, or signed for another user or another item.
 func (p *Places) Verify(token string, itemID, userID int64) (ticket string, place int64, ok bool) {
+	if s, ok := p.seen.get(token); ok {
+		// The MAC bound the token to the item and the user it passed for; for others it does not pass.
+		if s.item != itemID || s.user != userID {
+			return "", 0, false
+		}
+		return s.ticket, s.place, true
+	}
+	ticket, place, ok = p.verify(token, itemID, userID)
+	if ok {
+		p.seen.put(token, placeSeen{itemID, userID, ticket, place})
+	}
+	return ticket, place, ok
+}
+
+func (p *Places) verify(token string, itemID, userID int64) (ticket string, place int64, ok bool) {
 	var raw [placeLen]byte
 	if len(token) != base64.RawURLEncoding.EncodedLen(placeLen) {
 		return "", 0, false

@@ -151,14 +151,29 @@ func cookieLenOK(n int) bool {
 // Check returns the session a cookie value proves, if it is genuine, unexpired and not ended. It reads
 // only memory.
 func (s *Sessions) Check(value string) (Session, bool) {
-	if !cookieLenOK(len(value)) {
-		return Session{}, false
-	}
-	sess, ok := s.verified.check(value, s.verify)
+	p, ok := s.Ref(value)
 	if !ok {
 		return Session{}, false
 	}
-	return s.current(sess)
+	return *p, true
+}
+
+// Ref is Check answering a pointer to the session it remembers (when the user's role is unchanged; a
+// copy otherwise), so that a request can keep it without a copy on the heap. Nobody may change it.
+func (s *Sessions) Ref(value string) (*Session, bool) {
+	if !cookieLenOK(len(value)) {
+		return nil, false
+	}
+	p, ok := s.verified.get(value)
+	if !ok {
+		sess, ok := s.verify(value)
+		if !ok {
+			return nil, false
+		}
+		s.verified.put(value, sess)
+		p = &sess
+	}
+	return s.current(p)
 }
 
 // verify decodes a cookie value and checks its signature.
@@ -202,18 +217,22 @@ func (s *Sessions) verify(value string) (Session, bool) {
 }
 
 // current answers a genuine session if it is unexpired and not ended, in its user's current role.
-func (s *Sessions) current(sess Session) (Session, bool) {
+func (s *Sessions) current(sess *Session) (*Session, bool) {
 	if !s.now().Before(sess.Expires) {
-		return Session{}, false
+		return nil, false
 	}
 	s.mu.RLock()
 	st, changed := s.users[sess.UserID]
 	s.mu.RUnlock()
 	if changed {
 		if sess.Version != st.version {
-			return Session{}, false
+			return nil, false
 		}
-		sess.Role = st.role
+		if sess.Role != st.role {
+			now := *sess
+			now.Role = st.role
+			return &now, true
+		}
 	}
 	return sess, true
 }

@@ -14,7 +14,7 @@ type verified[T any] struct {
 	seed  maphash.Seed
 }
 
-const verifiedSlots = 4096
+const verifiedSlots = 1 << 14
 
 type verifiedValue[T any] struct {
 	value string
@@ -31,8 +31,21 @@ func (v *verified[T]) check(value string, check func(string) (T, bool)) (T, bool
 	}
 	found, ok := check(value)
 	if ok {
-		// The value may live in the request's buffer, which the next request reuses: keep a copy.
-		slot.Store(&verifiedValue[T]{value: strings.Clone(value), found: found})
+		v.put(value, found)
 	}
 	return found, ok
+}
+
+// get answers what was kept for value, if it is.
+func (v *verified[T]) get(value string) (*T, bool) {
+	if e := v.slots[maphash.String(v.seed, value)%verifiedSlots].Load(); e != nil && e.value == value {
+		return &e.found, true
+	}
+	return nil, false
+}
+
+// put keeps what a check of value found.
+func (v *verified[T]) put(value string, found T) {
+	// The value may live in the request's buffer, which the next request reuses: keep a copy.
+	v.slots[maphash.String(v.seed, value)%verifiedSlots].Store(&verifiedValue[T]{value: strings.Clone(value), found: found})
 }

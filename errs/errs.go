@@ -129,6 +129,9 @@ func Invalid(field, why string) *Error {
 
 // Code returns the contract code of err, or Internal for an error that carries none.
 func Code(err error) string {
+	if e, ok := err.(*Error); ok {
+		return e.Code // most are: without errors.As, whose target would escape
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
@@ -138,6 +141,12 @@ func Code(err error) string {
 
 // Is reports whether err carries the given code.
 func Is(err error, code string) bool {
+	if err == nil {
+		return false // before errors.As, whose target would escape: a nil error costs nothing
+	}
+	if e, ok := err.(*Error); ok {
+		return e.Code == code
+	}
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }

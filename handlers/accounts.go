@@ -77,8 +77,8 @@ var errBlocked = errs.Static(errs.Blocked, "this account is blocked: write to th
 // LoadSession reads the session cookie, in memory only, and keeps the session for the handlers.
 func (h *Accounts) LoadSession(c *fiber.Ctx) error {
 	if v := c.Cookies(SessionCookie); v != "" {
-		if s, ok := h.Sessions.Check(v); ok {
-			c.Locals(sessionLocal, s)
+		if s, ok := h.Sessions.Ref(v); ok {
+			c.Locals(sessionLocal, s) // a pointer: no copy on the heap
 		}
 	}
 	return c.Next()
@@ -163,7 +163,7 @@ func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	}
 	h.setCookie(c, SessionCookie, value, s.Expires)
 	c.Cookie(&fiber.Cookie{Name: SignedInCookie, Value: "1", Path: "/", Expires: s.Expires, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.SecureCookies})
-	c.Locals(sessionLocal, s)
+	c.Locals(sessionLocal, &s)
 	return nil
 }
 
@@ -356,7 +356,7 @@ func (h *Accounts) upgrade(c *fiber.Ctx, s auth.Session) (auth.Session, error) {
 		return s, err
 	}
 	h.setCookie(c, SessionCookie, value, s.Expires)
-	c.Locals(sessionLocal, s)
+	c.Locals(sessionLocal, &s)
 	return s, nil
 }
 

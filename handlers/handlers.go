@@ -20,8 +20,11 @@ import (
 
 // SessionOf returns the request's session, if it carries a valid one.
 func SessionOf(c *fiber.Ctx) (auth.Session, bool) {
-	s, ok := c.Locals(sessionLocal).(auth.Session)
-	return s, ok
+	s, ok := c.Locals(sessionLocal).(*auth.Session)
+	if !ok {
+		return auth.Session{}, false
+	}
+	return *s, true
 }
 
 // RequireUser answers 401 without a session.

@@ -168,27 +168,34 @@ func (h *Queue) Status(c *fiber.Ctx) error {
 		if !ok {
 			return errBadPlace
 		}
-		return h.answerAt(c, it, a, s.UserID, ticket, place)
+		return h.answerAt(c, it, a, s.UserID, proven{ticket, place, tok})
 	}
 	return h.answer(c, it, a, s.UserID)
 }
 
 // answer writes the caller's standing, as the line tells it.
 func (h *Queue) answer(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64) error {
-	return h.answerAt(c, it, a, userID, "", 0)
+	return h.answerAt(c, it, a, userID, proven{})
+}
+
+// proven is the place a poll proved with its token (X-Line-Place); none when place is 0.
+type proven struct {
+	ticket string
+	place  int64
+	token  string
 }
 
 // answerAt writes the caller's standing, as the line tells it: at the place they proved (place > 0), from
 // memory while the line has not reached it.
-func (h *Queue) answerAt(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64, ticket string, place int64) error {
+func (h *Queue) answerAt(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64, at proven) error {
 	now := h.Now()
 	paused := h.Stops.Paused(it.ID)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	scene := stock.Scene{Now: now, Ends: a.EndsAt, Paused: paused, PausedAt: a.PausedAt}
 	var t stock.Told
 	var err error
-	if place > 0 {
-		t, err = h.Watch.StandingAt(c.UserContext(), it.ID, userID, ticket, place, scene)
+	if at.place > 0 {
+		t, err = h.Watch.StandingAt(c.UserContext(), it.ID, userID, at.ticket, at.place, scene)
 	} else {
 		t, err = h.Watch.Standing(c.UserContext(), it.ID, userID, scene)
 	}
@@ -201,7 +208,10 @@ func (h *Queue) answerAt(c *fiber.Ctx, it *models.Item, a *models.Activity, user
 	case stock.LineOut, stock.LineEnded:
 	default:
 		out.Ticket, out.Position = &t.Ticket, nonZero(t.Place)
-		if t.Place > 0 {
+		switch {
+		case t.Place > 0 && t.Place == at.place && t.Ticket == at.ticket:
+			out.PlaceToken = &at.token // the token the poll proved its place with: the same place signs the same
+		case t.Place > 0:
 			if tok := h.Places.Sign(it.ID, userID, t.Ticket, t.Place); tok != "" {
 				out.PlaceToken = &tok
 			}
