@@ -33,7 +33,8 @@ type Env struct {
 var ErrUsage = errors.New("usage")
 
 const usage = `usage:
-  seckill [serve]      run the web server and its background jobs (the default)
+  seckill [serve]      run the web server and its background jobs (the default); SERVE_ROLE=web runs the
+                       web tier alone, SERVE_ROLE=worker the order writes and the jobs without a public port
   seckill migrate [status|down [--drop-everything]]
                        bring the database schema up to date (run every migration not yet run); status
                        lists each migration and whether it ran; down undoes the newest that ran (version
@@ -268,24 +269,47 @@ func runServe(ctx context.Context, env Env) error {
 		return err
 	}
 	defer srv.Close()
+	// SERVE_ROLE decides which of the workers run here (roleTable) and whether the public port opens.
+	role := cfg.ServeRole
 	bgCtx, stopBackground := context.WithCancel(ctx)
-	background, err := srv.Start(bgCtx)
+	background, err := srv.Start(bgCtx, srv.roleWorkers(role)...)
 	if err != nil {
 		stopBackground()
 		return err
 	}
+	watched := make(chan struct{})
 	defer func() {
 		stopBackground()
 		<-background
+		<-watched
 	}()
+	log.Info("serving", "role", role, "workers", strings.Join(srv.roleWorkers(role), ","))
+	if role == RoleWeb {
+		// A web instance queues the orders it wins in Redis and writes none: without a worker anywhere
+		// they wait there, and the shoppers' results stay "queued".
+		log.Warn("SERVE_ROLE=web writes no orders: a worker (SERVE_ROLE=worker, or all) must run somewhere on the same PostgreSQL and Redis, or the orders this instance queues wait in Redis")
+		go func() {
+			defer close(watched)
+			watchQueue(bgCtx, srv.Ledger, d.Redis, log, 15*time.Second, staleQueue(cfg.ClaimIdle))
+		}()
+	} else {
+		close(watched)
+	}
 	if cfg.MetricsListen != "" {
 		// Metrics are for operators: a port taken (a second instance, a Prometheus on 9090) is said
 		// loudly, and the shop serves on without them.
-		if _, stopMetrics, err := serveMetrics(cfg.MetricsListen, srv.Metrics, log); err != nil {
+		if _, stopMetrics, err := serveOperators(cfg.MetricsListen, srv.Metrics, readiness(d.DB, d.Redis), log); err != nil {
 			log.Error("serving without /metrics", "err", err)
 		} else {
 			defer stopMetrics()
 		}
+	}
+	if role == RoleWorker {
+		// No public port: the worker's only listener is the operators' (/metrics, /healthz, /readyz).
+		log.Info("working without a public port (SERVE_ROLE=worker)")
+		<-ctx.Done()
+		log.Info("stopped")
+		return nil
 	}
 	if cfg.PaySandbox && !cfg.Demo {
 		log.Warn("the payment sandbox is mounted (PAY_SANDBOX=on): anyone can pay any order by pressing Pay; for trying the product only")
@@ -316,6 +340,12 @@ const metricsMaxConns = 64
 
 // serveMetrics serves /metrics on the operators' listener, apart from the public port; stop closes it.
 func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr, func(), error) {
+	return serveOperators(addr, metrics, nil, log)
+}
+
+// serveOperators serves the operators' listener: /metrics, /healthz and, when ready is given, /readyz
+// (a worker has no public port to answer the probes on). Stop closes it.
+func serveOperators(addr string, metrics, ready http.Handler, log *slog.Logger) (net.Addr, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("METRICS_LISTEN %s: %w", addr, err)
@@ -329,6 +359,9 @@ func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr
 	mux.Handle("GET /metrics", metrics)
 	// Liveness apart from the public port: it answers while a flood holds every public connection.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	if ready != nil {
+		mux.Handle("GET /readyz", ready)
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		ConnState: func(c net.Conn, st http.ConnState) {
