@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -221,6 +222,16 @@ func TestWebTierQueuesAndTheWorkerWrites(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Errorf("the worker's %s: %s, want 200", path, resp.Status)
 		}
+	}
+	// The containers' health check, with no curl in the image: seckill probe.
+	if _, _, err := runCLI(t, nil, "probe", "http://"+workerEnv["METRICS_LISTEN"]+"/readyz"); err != nil {
+		t.Errorf("seckill probe of the worker's /readyz: %v", err)
+	}
+	if _, _, err := runCLI(t, nil, "probe", "http://127.0.0.1:"+workerPort+"/readyz"); err == nil {
+		t.Error("seckill probe of a port nobody listens on succeeded")
+	}
+	if _, _, err := runCLI(t, nil, "probe"); !errors.Is(err, ErrUsage) {
+		t.Errorf("seckill probe with no URL = %v, want the usage", err)
 	}
 	testenv.EventuallySaw(t, 5*time.Second, "the worker's log to say it runs the order consumer and no web tier worker, without a public port", func() (bool, string) {
 		logs := worker.logs.String()

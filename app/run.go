@@ -41,6 +41,8 @@ const usage = `usage:
                        1 is the whole schema: undoing it drops every table, and is refused without
                        --drop-everything)
   seckill user create --username NAME --password PASS --role shopper|merchant|admin
+  seckill probe URL    GET URL and succeed on a 200 (a container's health check: the image has no curl),
+                       such as a worker's http://127.0.0.1:9090/readyz
   seckill sandbox-pay  run the payment sandbox alone, as a separate provider (needs REDIS_URL; the shop
                        then sets PAY_PROVIDER_URL to its address + /sandbox and both share PAY_SECRET)
 `
@@ -64,6 +66,12 @@ func Run(ctx context.Context, args []string, env Env) error {
 		return runUserCreate(ctx, args[1:], env)
 	case "sandbox-pay":
 		return runSandbox(ctx, env)
+	case "probe":
+		if len(args) != 1 {
+			fmt.Fprint(env.Stderr, usage)
+			return ErrUsage
+		}
+		return probe(ctx, args[0])
 	case "help", "-h", "--help":
 		fmt.Fprint(env.Stdout, usage)
 		return nil
@@ -435,6 +443,27 @@ func serve(ctx context.Context, f *fiber.App, ln net.Listener, timeout time.Dura
 	_ = ln.Close()
 	if err := <-errc; err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
+	}
+	return nil
+}
+
+// probe asks url once and answers nil when it says 200: a health check for an image with no shell nor
+// curl (the worker's /readyz on its operators' listener, or the public port's).
+func probe(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe: %s answered %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
 }
