@@ -78,8 +78,8 @@ func TestServeRoleIsChecked(t *testing.T) {
 	}
 	for _, role := range []string{"", "all", "web", "worker", "Worker"} {
 		cfg, err := LoadConfig(envOf(map[string]string{"SERVE_ROLE": role, "DATABASE_URL": "postgres://x/y", "REDIS_URL": "redis://x:6379/0", "SESSION_SECRET": goodSecret}))
-		if want := strings.ToLower(cmpOr(role, "all")); err != nil || cfg.ServeRole != want {
-			t.Errorf("SERVE_ROLE=%q: %q, %v; want %q", role, cfg.ServeRole, err, want)
+		if want := strings.ToLower(cmpOr(role, "all")); err != nil || cfg.role() != want {
+			t.Errorf("SERVE_ROLE=%q: %q, %v; want %q", role, cfg.role(), err, want)
 		}
 	}
 }

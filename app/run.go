@@ -278,7 +278,7 @@ func runServe(ctx context.Context, env Env) error {
 	}
 	defer srv.Close()
 	// SERVE_ROLE decides which of the workers run here (roleTable) and whether the public port opens.
-	role := cfg.ServeRole
+	role := cfg.role()
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	background, err := srv.Start(bgCtx, srv.roleWorkers(role)...)
 	if err != nil {
