@@ -35,7 +35,7 @@ var roleTable = map[string][]string{
 		workerSessions,
 		// The buy and the path answer sold_out from this memory before any other check.
 		workerSoldOutFlags,
-		// The buy's per-shopper limiter lives in this process; the worker forgets its idle keys.
+		// The buy's per-shopper limiter lives in this process; this worker forgets its idle keys.
 		workerBuyLimiter,
 		// The buy's answers are counted here and flushed to Redis each second for the live chart.
 		workerBuyAnswers,
