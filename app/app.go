@@ -125,6 +125,31 @@ const (
 	workerEdgeLog      = "nginx_edge_log"
 )
 
+// workers is every worker Start knows, by name: the followers and caches beside the jobs. Which role
+// runs which is roleWorkers' table (roles.go).
+func (s *Server) workers() map[string]func(context.Context) error {
+	workers := map[string]func(context.Context) error{
+		workerSessions:        s.Sessions.Run,
+		workerSoldOutFlags:    s.Flags.Run,
+		workerBuyLimiter:      s.buyLimit.Run,
+		workerBuyAnswers:      s.Answers.Run,
+		workerCaptchaPool:     s.Captchas.Fill,
+		workerStops:           s.Stops.Run,
+		workerImages:          s.site.images.Run,
+		jobs.OrderConsumerJob: s.OrderConsumer.Run,
+		jobs.PreheatJob:       s.Preheat.Run,
+		jobs.PaymentPollJob:   s.PaymentPoll.Run,
+		jobs.UnpaidTimeoutJob: s.UnpaidTimeout.Run,
+		jobs.RefundsJob:       s.Refunds.Run,
+		jobs.ReconcileJob:     s.Reconcile.Run,
+		jobs.QueueJob:         s.Queue.Run,
+	}
+	if s.edge != nil {
+		workers[workerEdgeLog] = s.edge.Run
+	}
+	return workers
+}
+
 // Close releases what NewServer opened (not the Deps, which belong to the caller).
 func (s *Server) Close() error {
 	var errs []error
@@ -180,28 +205,10 @@ func New(ctx context.Context, cfg Config, d Deps) (*fiber.App, error) {
 
 // Start loads what must be in memory before the first request and starts the background work: session
 // changes, sold-out flags, the order consumer, preheating, the payment jobs. It all stops when ctx ends;
-// the returned channel closes once it has. Tests may name the only workers they want; a name that is
-// none of them is an error.
+// the returned channel closes once it has. A caller may name the only workers it wants (a role's, see
+// roleWorkers; tests name a few); a name that is none of them is an error.
 func (s *Server) Start(ctx context.Context, only ...string) (<-chan struct{}, error) {
-	workers := map[string]func(context.Context) error{
-		workerSessions:        s.Sessions.Run,
-		workerSoldOutFlags:    s.Flags.Run,
-		workerBuyLimiter:      s.buyLimit.Run,
-		workerBuyAnswers:      s.Answers.Run,
-		workerCaptchaPool:     s.Captchas.Fill,
-		workerStops:           s.Stops.Run,
-		workerImages:          s.site.images.Run,
-		jobs.OrderConsumerJob: s.OrderConsumer.Run,
-		jobs.PreheatJob:       s.Preheat.Run,
-		jobs.PaymentPollJob:   s.PaymentPoll.Run,
-		jobs.UnpaidTimeoutJob: s.UnpaidTimeout.Run,
-		jobs.RefundsJob:       s.Refunds.Run,
-		jobs.ReconcileJob:     s.Reconcile.Run,
-		jobs.QueueJob:         s.Queue.Run,
-	}
-	if s.edge != nil {
-		workers[workerEdgeLog] = s.edge.Run
-	}
+	workers := s.workers()
 	if len(only) > 0 {
 		chosen := map[string]func(context.Context) error{}
 		for _, name := range only {

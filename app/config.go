@@ -61,6 +61,7 @@ type Config struct {
 	HeaderTimeout   time.Duration // HEADER_TIMEOUT: how long a request's line and headers may take to arrive
 	BodyTimeout     time.Duration // BODY_TIMEOUT: how long a request's body may take to arrive once its headers have
 	IdleTimeout     time.Duration // IDLE_TIMEOUT: how long a keep-alive connection may wait for its next request
+	ServeRole       string        // SERVE_ROLE: web or worker, or empty for all (the default): what seckill serve runs (roles.go)
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -127,6 +128,14 @@ func (c Config) checkPayment() error {
 		return fmt.Errorf("configuration: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// role is what seckill serve runs: SERVE_ROLE, all when it is empty.
+func (c Config) role() string {
+	if c.ServeRole == "" {
+		return RoleAll
+	}
+	return c.ServeRole
 }
 
 // SecureCookies reports whether cookies must be marked Secure: the site is served over TLS.
@@ -225,6 +234,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		HeaderTimeout:   p.duration("HEADER_TIMEOUT", 5*time.Second),
 		BodyTimeout:     p.duration("BODY_TIMEOUT", 30*time.Second),
 		IdleTimeout:     p.duration("IDLE_TIMEOUT", 60*time.Second),
+		// Kept empty for all, so that the default Config has no role set: the whole shop, as before roles.
+		ServeRole: strings.TrimPrefix(p.oneOf("SERVE_ROLE", RoleAll, RoleAll, RoleWeb, RoleWorker), RoleAll),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
@@ -244,6 +255,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		p.fail("DATABASE_URL", "is required when REDIS_URL is set (leave both empty for demo mode)")
 	case c.RedisURL == "":
 		p.fail("REDIS_URL", "is required when DATABASE_URL is set (leave both empty for demo mode)")
+	}
+	if c.Demo && c.ServeRole != "" {
+		// The demo's Redis lives in its process: no other process could take the orders a web-only demo
+		// queues, nor feed a worker-only one.
+		p.fail("SERVE_ROLE", fmt.Sprintf("must be all in demo mode (its Redis is inside the process, so no other process can run the other half), got %q", c.ServeRole))
 	}
 	if c.DatabaseURL != "" {
 		if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

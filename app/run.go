@@ -33,13 +33,16 @@ type Env struct {
 var ErrUsage = errors.New("usage")
 
 const usage = `usage:
-  seckill [serve]      run the web server and its background jobs (the default)
+  seckill [serve]      run the web server and its background jobs (the default); SERVE_ROLE=web runs the
+                       web tier alone, SERVE_ROLE=worker the order writes and the jobs without a public port
   seckill migrate [status|down [--drop-everything]]
                        bring the database schema up to date (run every migration not yet run); status
                        lists each migration and whether it ran; down undoes the newest that ran (version
                        1 is the whole schema: undoing it drops every table, and is refused without
                        --drop-everything)
   seckill user create --username NAME --password PASS --role shopper|merchant|admin
+  seckill probe URL    GET URL and succeed on a 200 (a container's health check: the image has no curl),
+                       such as a worker's http://127.0.0.1:9090/readyz
   seckill sandbox-pay  run the payment sandbox alone, as a separate provider (needs REDIS_URL; the shop
                        then sets PAY_PROVIDER_URL to its address + /sandbox and both share PAY_SECRET)
 `
@@ -63,6 +66,12 @@ func Run(ctx context.Context, args []string, env Env) error {
 		return runUserCreate(ctx, args[1:], env)
 	case "sandbox-pay":
 		return runSandbox(ctx, env)
+	case "probe":
+		if len(args) != 1 {
+			fmt.Fprint(env.Stderr, usage)
+			return ErrUsage
+		}
+		return probe(ctx, args[0])
 	case "help", "-h", "--help":
 		fmt.Fprint(env.Stdout, usage)
 		return nil
@@ -264,24 +273,47 @@ func runServe(ctx context.Context, env Env) error {
 		return err
 	}
 	defer srv.Close()
+	// SERVE_ROLE decides which of the workers run here (roleTable) and whether the public port opens.
+	role := cfg.role()
 	bgCtx, stopBackground := context.WithCancel(ctx)
-	background, err := srv.Start(bgCtx)
+	background, err := srv.Start(bgCtx, srv.roleWorkers(role)...)
 	if err != nil {
 		stopBackground()
 		return err
 	}
+	watched := make(chan struct{})
 	defer func() {
 		stopBackground()
 		<-background
+		<-watched
 	}()
+	log.Info("serving", "role", role, "workers", strings.Join(srv.roleWorkers(role), ","))
+	if role == RoleWeb {
+		// A web instance queues the orders it wins in Redis and writes none: without a worker anywhere
+		// they wait there, and the shoppers' results stay "queued".
+		log.Warn("SERVE_ROLE=web writes no orders: a worker (SERVE_ROLE=worker, or all) must run somewhere on the same PostgreSQL and Redis, or the orders this instance queues wait in Redis")
+		go func() {
+			defer close(watched)
+			watchQueue(bgCtx, srv.Ledger, d.Redis, log, 15*time.Second, staleQueue(cfg.ClaimIdle))
+		}()
+	} else {
+		close(watched)
+	}
 	if cfg.MetricsListen != "" {
 		// Metrics are for operators: a port taken (a second instance, a Prometheus on 9090) is said
 		// loudly, and the shop serves on without them.
-		if _, stopMetrics, err := serveMetrics(cfg.MetricsListen, srv.Metrics, log); err != nil {
+		if _, stopMetrics, err := serveOperators(cfg.MetricsListen, srv.Metrics, readiness(d.DB, d.Redis), log); err != nil {
 			log.Error("serving without /metrics", "err", err)
 		} else {
 			defer stopMetrics()
 		}
+	}
+	if role == RoleWorker {
+		// No public port: the worker's only listener is the operators' (/metrics, /healthz, /readyz).
+		log.Info("working without a public port (SERVE_ROLE=worker)")
+		<-ctx.Done()
+		log.Info("stopped")
+		return nil
 	}
 	if cfg.PaySandbox && !cfg.Demo {
 		log.Warn("the payment sandbox is mounted (PAY_SANDBOX=on): anyone can pay any order by pressing Pay; for trying the product only")
@@ -312,6 +344,12 @@ const metricsMaxConns = 64
 
 // serveMetrics serves /metrics on the operators' listener, apart from the public port; stop closes it.
 func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr, func(), error) {
+	return serveOperators(addr, metrics, nil, log)
+}
+
+// serveOperators serves the operators' listener: /metrics, /healthz and, when ready is given, /readyz
+// (a worker has no public port to answer the probes on). Stop closes it.
+func serveOperators(addr string, metrics, ready http.Handler, log *slog.Logger) (net.Addr, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("METRICS_LISTEN %s: %w", addr, err)
@@ -325,6 +363,9 @@ func serveMetrics(addr string, metrics http.Handler, log *slog.Logger) (net.Addr
 	mux.Handle("GET /metrics", metrics)
 	// Liveness apart from the public port: it answers while a flood holds every public connection.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	if ready != nil {
+		mux.Handle("GET /readyz", ready)
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		ConnState: func(c net.Conn, st http.ConnState) {
@@ -398,6 +439,27 @@ func serve(ctx context.Context, f *fiber.App, ln net.Listener, timeout time.Dura
 	_ = ln.Close()
 	if err := <-errc; err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
+	}
+	return nil
+}
+
+// probe asks url once and answers nil when it says 200: a health check for an image with no shell nor
+// curl (the worker's /readyz on its operators' listener, or the public port's).
+func probe(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe: %s answered %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
 }

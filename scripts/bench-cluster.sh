@@ -34,7 +34,9 @@ CROWD_PROCS=${CROWD_PROCS:-$(((SHOPPERS + 24999) / 25000))}
 COUNTDOWN=${COUNTDOWN:-15s}
 OUT=${BENCH_OUT:-docs/performance.md}
 REDIS_PORTS=(7101 7102 7103)
+# The instances are the web tier; one worker apart writes the orders (its operators' port 9183).
 export CLUSTER_DIR=${CLUSTER_DIR:-bin/bench-cluster} CLUSTER_REDIS_PORTS="${REDIS_PORTS[*]}" CLUSTER_APP_PORTS="8181 8182" CLUSTER_PORT=8190
+export CLUSTER_WORKER_PORTS=9183
 export CLUSTER_DATABASE_URL=${BENCH_CLUSTER_DB:-postgres://postgres:postgres@127.0.0.1:5432/seckill_bench_cluster?sslmode=disable} CLUSTER_FRESH=1
 # The load comes from 64 loopback addresses; nginx's limits are lifted so that it measures, not refuses
 # (limit_conn takes at most 65,535).
@@ -54,16 +56,17 @@ if [ -z "$run" ]; then
   scripts/cluster.sh start
   trap 'scripts/cluster.sh stop >/dev/null 2>&1 || true' EXIT
 
-  # cpu APPS... names the processes whose CPU time the load tool measures: the running instances, the
-  # Redis masters and nginx (its master and workers).
+  # cpu APPS... names the processes whose CPU time the load tool measures: the running instances (the
+  # web tier), the worker that writes the orders, the Redis masters and nginx (its master and workers).
   cpu() {
-    local apps="" redis="" nginx app port master
+    local apps="" worker redis="" nginx app port master
     for app in "$@"; do apps+="${apps:+,}$(cat "$dir/app-$app.pid")"; done
+    worker=$(cat "$dir/worker-1.pid")
     for port in "${REDIS_PORTS[@]}"; do redis+="${redis:+,}$(cat "$dir/redis-$port/redis.pid")"; done
     master=$(cat "$dir/nginx.pid")
     nginx=$master
     for p in $(pgrep -P "$master"); do nginx+=",$p"; done
-    echo "app=$apps;redis=$redis;nginx=$nginx"
+    echo "app=$apps;worker=$worker;redis=$redis;nginx=$nginx"
   }
 
   run=$(mktemp -d)
@@ -88,6 +91,7 @@ if [ -z "$run" ]; then
     ports=($CLUSTER_APP_PORTS)
     metrics=""
     for p in "${ports[@]}"; do metrics+="${metrics:+,}http://127.0.0.1:$((p + 1000))/metrics"; done
+    metrics+=",http://127.0.0.1:$CLUSTER_WORKER_PORTS/metrics" # the orders' writes are the worker's statements
     # The audit's verdict is in the report; a failed one is said below, after the section is written.
     bin/loadtest -base "http://127.0.0.1:$CLUSTER_PORT" -redis "127.0.0.1:${REDIS_PORTS[0]},127.0.0.1:${REDIS_PORTS[1]},127.0.0.1:${REDIS_PORTS[2]}" \
       -admin admin:cluster-boss-pass -merchant merchant:cluster-seller-pass -scenario "$CROWDS" -shoppers "$SHOPPERS" \
@@ -131,9 +135,10 @@ if [ -n "$(files two)" ]; then
 ## One instance and two, behind nginx on a Redis Cluster
 
 Written by \`make bench-cluster\` (scripts/bench-cluster.sh) on $(date -u +%Y-%m-%d): the layout of
-\`make cluster\` (three Redis masters with append-only files, nginx, PostgreSQL) with two seckill instances,
-then with one of them stopped, driven through nginx by the load tool from 64 loopback addresses at scale
-$SCALE; $rounds. Everything, the load tool included, shares this machine's $(nproc) cores: a second instance adds
+\`make cluster\` (three Redis masters with append-only files, nginx, PostgreSQL) with two seckill instances
+(the web tier, SERVE_ROLE=web) and one worker writing the orders apart (SERVE_ROLE=worker, its CPU the
+row "worker"), then with one of the instances stopped, driven through nginx by the load tool from 64
+loopback addresses at scale $SCALE; $rounds. Everything, the load tool included, shares this machine's $(nproc) cores: a second instance adds
 no cores here, so this measures what a second instance costs and what each tier spends per request, not
 how far two machines would go. The second table is the per-core figure docs/scaling.md builds on:
 requests answered per second of CPU used by each tier while the requests were fired.

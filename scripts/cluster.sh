@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # make cluster: several seckill instances on a three-master Redis Cluster behind nginx, all on 127.0.0.1.
+# The instances are the web tier (SERVE_ROLE=web) and a worker process apart writes the orders and runs
+# the jobs (SERVE_ROLE=worker; docs/architecture.md says which runs where).
 #
 #   scripts/cluster.sh start        Redis Cluster (fresh each time), migrations, the accounts admin and
-#                                   merchant, the instances, nginx; waits until each answers; fails when
-#                                   the cluster already runs (stop it first)
-#   scripts/cluster.sh stop         stops what start started (nginx, instances, Redis nodes); safe to repeat
+#                                   merchant, the instances, the workers, nginx; waits until each answers;
+#                                   fails when the cluster already runs (stop it first)
+#   scripts/cluster.sh stop         stops what start started (nginx, instances, workers, Redis nodes); safe
+#                                   to repeat
 #   scripts/cluster.sh status       what runs; exit 0 all of it, 1 some of it, 3 none of it
 #   scripts/cluster.sh stop-app N   stops instance N (1-based) gracefully; nginx sends its share elsewhere
 #   scripts/cluster.sh start-app N  starts instance N again with the environment it had, waits until ready
+#   scripts/cluster.sh stop-worker K, start-worker K   the same for worker K (the orders wait in Redis meanwhile)
 #
 # Knobs (read by start; the other commands use what start recorded in CLUSTER_DIR/cluster.env):
 #   CLUSTER_DIR          bin/cluster        pid files, logs, Redis data, generated nginx config
 #   CLUSTER_REDIS_PORTS  "7001 7002 7003"   one Redis master each (3 or more); port+10000 is its bus
-#   CLUSTER_APP_PORTS    "8081 8082"        one instance each
+#   CLUSTER_APP_PORTS    "8081 8082"        one instance each (the web tier; its /metrics at port+1000)
+#   CLUSTER_WORKER_PORTS "9083"             one worker each, its operators' port (/metrics, /readyz); default
+#                                           the port after the last instance's, + 1000 (where the next
+#                                           instance's /metrics would be); set it empty for none: the
+#                                           instances then write the orders themselves (SERVE_ROLE=all)
 #   CLUSTER_PORT         8090               nginx, the address to use
 #   CLUSTER_DATABASE_URL postgres://postgres:postgres@127.0.0.1:5432/seckill_cluster?sslmode=disable
 #                                           created when missing; CLUSTER_FRESH=1 drops and recreates it
@@ -28,7 +36,7 @@
 #                                           passed to the instances when set; nothing else is
 # Files in CLUSTER_DIR: cluster.env (what start used; mode 600), session_secret (600), redis-PORT/ (a node's
 # nodes.conf, append-only files, redis.log, redis.pid), cluster-create.log, setup.log (migrate, user
-# create), app-N.log and app-N.pid, nginx.conf and seckill.conf (generated), nginx.pid, nginx-error.log,
+# create), app-N.log and app-N.pid, worker-K.log and worker-K.pid, nginx.conf and seckill.conf (generated), nginx.pid, nginx-error.log,
 # nginx-temp/, nginx-cache/ (nginx's cache of shared answers), nginx-edge.log (a line a request nginx
 # answered itself, counted and emptied by instance 1). start wipes all but session_secret; a relative CLUSTER_DIR is taken from the repository.
 # Exit status: 0 done, 1 failed (start prints the failing part's log and stops what it started), 2 usage.
@@ -39,11 +47,12 @@ PATH=$PATH:/usr/sbin:/sbin # nginx is in /usr/sbin, outside a Debian user's PATH
 
 say() { printf 'cluster: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
-usage() { sed -n '3,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 CLUSTER_DIR=${CLUSTER_DIR:-bin/cluster}
 case $CLUSTER_DIR in /*) ;; *) CLUSTER_DIR=$ROOT/$CLUSTER_DIR ;; esac
 STATE=$CLUSTER_DIR/cluster.env
+WORKER_PORTS=() # a cluster started before the workers records none
 PASS_THROUGH=(BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE CAPTCHA_POOL)
 STOP_TIMEOUT=20 # seconds an instance gets after SIGTERM: its SHUTDOWN_TIMEOUT (10s) and some
 
@@ -120,7 +129,7 @@ save_state() {
   local v
   (umask 077 && : >"$STATE")
   {
-    printf 'REDIS_PORTS=(%s)\nAPP_PORTS=(%s)\n' "${REDIS_PORTS[*]}" "${APP_PORTS[*]}"
+    printf 'REDIS_PORTS=(%s)\nAPP_PORTS=(%s)\nWORKER_PORTS=(%s)\n' "${REDIS_PORTS[*]}" "${APP_PORTS[*]}" "${WORKER_PORTS[*]}"
     for v in LB_PORT STATUS_PORT DB_URL BIN SECRET_SHA; do printf '%s=%q\n' "$v" "${!v}"; done
     for v in "${PASS_THROUGH[@]}"; do
       if [ -n "${!v:-}" ]; then printf 'PASS_%s=%q\n' "$v" "${!v}"; fi
@@ -181,23 +190,37 @@ stop_redis() { # stop_redis DIR
   wait_gone "$pid" 10 || stop_pid "$pid" "Redis on port $port" TERM 10
 }
 
-# The instances' environment: only what they need, so that nothing in the caller's shell (a NODE_ID
-# both would share, say) leaks into them. Instance N makes order numbers as snowflake node N.
-app_env() { # app_env N
-  local port=${APP_PORTS[$1 - 1]} redis v pass
+# The processes' environment: only what they need, so that nothing in the caller's shell (a NODE_ID
+# all would share, say) leaks into them.
+base_env() {
+  local redis v pass
   redis=$(printf '127.0.0.1:%s,' "${REDIS_PORTS[@]}")
-  APP_ENV=(PATH="$PATH" HOME="${HOME:-/}" PORT="$port" LISTEN_HOST=127.0.0.1
+  APP_ENV=(PATH="$PATH" HOME="${HOME:-/}" LISTEN_HOST=127.0.0.1
     BASE_URL="http://127.0.0.1:$LB_PORT" REDIS_URL="${redis%,}" DATABASE_URL="$DB_URL"
-    SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 NODE_ID="$1"
-    METRICS_LISTEN="127.0.0.1:$((port + 1000))" PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes)
-  # nginx's counters in the instances' /metrics (a cluster started by an older script has no port), and
-  # its edge log counted by instance 1 alone (it empties the log as it reads it).
-  if [ -n "${STATUS_PORT:-}" ]; then APP_ENV+=(NGINX_STATUS_URL="http://127.0.0.1:$STATUS_PORT/nginx_status"); fi
-  if [ "$1" = 1 ]; then APP_ENV+=(NGINX_EDGE_LOG="$CLUSTER_DIR/nginx-edge.log"); fi
+    SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes)
   for v in "${PASS_THROUGH[@]}"; do
     pass=PASS_$v
     if [ -n "${!pass:-}" ]; then APP_ENV+=("$v=${!pass}"); fi
   done
+}
+
+# Instance N makes order numbers as snowflake node N. With workers it is the web tier alone.
+app_env() { # app_env N
+  local port=${APP_PORTS[$1 - 1]} role=all
+  if [ "${#WORKER_PORTS[@]}" -gt 0 ]; then role=web; fi
+  base_env
+  APP_ENV+=(PORT="$port" NODE_ID="$1" METRICS_LISTEN="127.0.0.1:$((port + 1000))" SERVE_ROLE="$role")
+  # nginx's counters in the instances' /metrics (a cluster started by an older script has no port), and
+  # its edge log counted by instance 1 alone (it empties the log as it reads it).
+  if [ -n "${STATUS_PORT:-}" ]; then APP_ENV+=(NGINX_STATUS_URL="http://127.0.0.1:$STATUS_PORT/nginx_status"); fi
+  if [ "$1" = 1 ]; then APP_ENV+=(NGINX_EDGE_LOG="$CLUSTER_DIR/nginx-edge.log"); fi
+}
+
+# Worker K opens no public port: its operators' port is all it listens on. Its snowflake node follows the
+# instances' (it makes no order numbers, but its consumer's name carries it).
+worker_env() { # worker_env K
+  base_env
+  APP_ENV+=(SERVE_ROLE=worker NODE_ID="$((${#APP_PORTS[@]} + $1))" METRICS_LISTEN="127.0.0.1:${WORKER_PORTS[$1 - 1]}")
 }
 
 # session_secret prints SESSION_SECRET, or the one kept in CLUSTER_DIR (made the first time). Every
@@ -219,33 +242,47 @@ session_secret() {
 secret_sha() { session_secret | sha256sum | cut -c 1-64; }
 
 start_app() { # start_app N
-  local n=$1 port=${APP_PORTS[$1 - 1]} log=$CLUSTER_DIR/app-$1.log pid _
-  app_env "$n"
+  app_env "$1"
+  start_proc "instance $1" "app-$1" "${APP_PORTS[$1 - 1]}" "port ${APP_PORTS[$1 - 1]}"
+}
+
+start_worker() { # start_worker K
+  worker_env "$1"
+  start_proc "worker $1" "worker-$1" "${WORKER_PORTS[$1 - 1]}" "operators' port ${WORKER_PORTS[$1 - 1]}"
+}
+
+# start_proc NAME FILE PORT WHERE: starts the binary with APP_ENV, its log and pid in CLUSTER_DIR/FILE.*,
+# and waits until PORT's /readyz answers (an instance's public port; a worker's operators' port).
+start_proc() {
+  local name=$1 log=$CLUSTER_DIR/$2.log pidfile=$CLUSTER_DIR/$2.pid port=$3 pid _
   STARTED=1
   printf -- '---- %s start\n' "$(date -u +%FT%TZ)" >>"$log"
   setsid env -i "${APP_ENV[@]}" "$BIN" serve </dev/null >>"$log" 2>&1 &
   pid=$!
-  echo "$pid" >"$CLUSTER_DIR/app-$n.pid"
+  echo "$pid" >"$pidfile"
   for _ in $(seq 300); do
     if ! alive "$pid"; then
-      rm -f "$CLUSTER_DIR/app-$n.pid"
+      rm -f "$pidfile"
       log_tail "$log"
-      die "instance $n (port $port) exited at start"
+      die "$name ($4) exited at start"
     fi
     http_ok "http://127.0.0.1:$port/readyz" && return 0
     sleep 0.1
   done
-  stop_app "$n"
+  stop_proc "$name" "$2" "$4"
   log_tail "$log"
-  die "instance $n (port $port) was not ready within 30s"
+  die "$name ($4) was not ready within 30s"
 }
 
-stop_app() { # stop_app N
+stop_app() { stop_proc "instance $1" "app-$1" "port ${APP_PORTS[$1 - 1]}"; }                  # stop_app N
+stop_worker() { stop_proc "worker $1" "worker-$1" "operators' port ${WORKER_PORTS[$1 - 1]}"; } # stop_worker K
+
+stop_proc() { # stop_proc NAME FILE WHERE
   local pid
-  pid=$(pid_of "$CLUSTER_DIR/app-$1.pid" "$BIN") || { rm -f "$CLUSTER_DIR/app-$1.pid"; return 0; }
-  say "stopping instance $1 (port ${APP_PORTS[$1 - 1]}, pid $pid)"
-  stop_pid "$pid" "instance $1" TERM "$STOP_TIMEOUT"
-  rm -f "$CLUSTER_DIR/app-$1.pid"
+  pid=$(pid_of "$CLUSTER_DIR/$2.pid" "$BIN") || { rm -f "$CLUSTER_DIR/$2.pid"; return 0; }
+  say "stopping $1 ($3, pid $pid)"
+  stop_pid "$pid" "$1" TERM "$STOP_TIMEOUT"
+  rm -f "$CLUSTER_DIR/$2.pid"
 }
 
 # nginx's workers, sized so that nginx can hold CLUSTER_CLIENTS client connections at once while each
@@ -403,6 +440,9 @@ running_parts() { # prints one line per part that runs
     for n in $(seq "${#APP_PORTS[@]}"); do
       pid_of "$CLUSTER_DIR/app-$n.pid" "$BIN" >/dev/null && echo "instance $n"
     done
+    for n in $(seq "${#WORKER_PORTS[@]}"); do
+      pid_of "$CLUSTER_DIR/worker-$n.pid" "$BIN" >/dev/null && echo "worker $n"
+    done
   fi
   pid_of "$CLUSTER_DIR/nginx.pid" nginx >/dev/null && echo nginx
   return 0
@@ -422,11 +462,16 @@ check_settings() {
   for p in "${APP_PORTS[@]}"; do
     is_port "$p" 65535 || die "CLUSTER_APP_PORTS: '$p' is not a port"
     all+=("$p")
+    seen+="$((p + 1000)) " # its /metrics: not checked for being taken (the instance serves on without it)
+  done
+  for p in "${WORKER_PORTS[@]}"; do
+    is_port "$p" 65535 || die "CLUSTER_WORKER_PORTS: '$p' is not a port"
+    all+=("$p")
   done
   is_port "$STATUS_PORT" 65535 || die "CLUSTER_STATUS_PORT must be a port number, got '$STATUS_PORT'"
   all+=("$LB_PORT" "$STATUS_PORT")
   for p in "${all[@]}"; do
-    case $seen in *" $p "*) die "port $p is named twice (Redis bus ports are port+10000)" ;; esac
+    case $seen in *" $p "*) die "port $p is named twice (Redis bus ports are port+10000, an instance's /metrics port+1000)" ;; esac
     seen+="$p "
     port_busy "$p" && die "port $p on 127.0.0.1 is taken by another program (ss -ltnp | grep :$p)"
   done
@@ -453,6 +498,7 @@ cmd_start() {
   DB_URL=${CLUSTER_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/seckill_cluster?sslmode=disable}
   RATE=${CLUSTER_RATE:-20} BURST=${CLUSTER_BURST:-40} CONNS=${CLUSTER_CONNS:-512} APPENDFSYNC=${CLUSTER_APPENDFSYNC:-everysec}
   CLIENTS=${CLUSTER_CLIENTS:-100000} STATUS_PORT=${CLUSTER_STATUS_PORT:-$((LB_PORT + 1000))}
+  read -r -a WORKER_PORTS <<<"${CLUSTER_WORKER_PORTS-$((${APP_PORTS[${#APP_PORTS[@]} - 1]:-0} + 1001))}"
   ADMIN_PASSWORD=${CLUSTER_ADMIN_PASSWORD:-cluster-boss-pass}
   MERCHANT_PASSWORD=${CLUSTER_MERCHANT_PASSWORD:-cluster-seller-pass}
   local v running
@@ -491,7 +537,7 @@ cmd_start() {
   STARTED=0
   trap 'start_failed' EXIT
   trap 'exit 130' INT TERM
-  rm -f "$CLUSTER_DIR"/app-*.pid "$CLUSTER_DIR"/app-*.log "$CLUSTER_DIR/nginx.pid" "$CLUSTER_DIR/nginx-error.log" \
+  rm -f "$CLUSTER_DIR"/app-*.pid "$CLUSTER_DIR"/app-*.log "$CLUSTER_DIR"/worker-*.pid "$CLUSTER_DIR"/worker-*.log "$CLUSTER_DIR/nginx.pid" "$CLUSTER_DIR/nginx-error.log" \
     "$CLUSTER_DIR/cluster-create.log"
   rm -rf "$CLUSTER_DIR"/redis-* "$CLUSTER_DIR/nginx-temp" "$CLUSTER_DIR/nginx-cache" "$CLUSTER_DIR/nginx-edge.log"
   SECRET_SHA=$(secret_sha)
@@ -509,6 +555,10 @@ cmd_start() {
     say "starting instance $v on port ${APP_PORTS[$v - 1]}"
     start_app "$v"
   done
+  for v in $(seq "${#WORKER_PORTS[@]}"); do
+    say "starting worker $v (operators' port ${WORKER_PORTS[$v - 1]})"
+    start_worker "$v"
+  done
   say "starting nginx on port $LB_PORT"
   start_nginx
   trap - EXIT INT TERM
@@ -516,12 +566,22 @@ cmd_start() {
   cat <<DONE
 seckill runs at http://127.0.0.1:$LB_PORT  (nginx: $RATE requests/s per address on /api/, burst $BURST)
   instances      $(printf '127.0.0.1:%s ' "${APP_PORTS[@]}")(logs: $CLUSTER_DIR/app-N.log)
+  workers        $(workers_line)
   Redis Cluster  $(printf '127.0.0.1:%s ' "${REDIS_PORTS[@]}")
   database       $(sed -E 's#(//[^:/@]*):[^@/]*@#\1:***@#' <<<"${DB_URL%%\?*}")
 accounts (username, password)
 $(accounts)
 scripts/cluster.sh status | stop-app N | start-app N; make cluster-stop stops it all.
 DONE
+}
+
+workers_line() {
+  if [ "${#WORKER_PORTS[@]}" = 0 ]; then
+    echo "none: the instances write the orders themselves (SERVE_ROLE=all)"
+  else
+    printf '127.0.0.1:%s ' "${WORKER_PORTS[@]}"
+    echo "(operators' ports: /metrics, /readyz; logs: $CLUSTER_DIR/worker-K.log)"
+  fi
 }
 
 start_failed() {
@@ -539,6 +599,8 @@ stop_all() {
   stop_nginx
   if load_state; then
     for n in $(seq "${#APP_PORTS[@]}"); do stop_app "$n"; done
+    # After the instances: what they queued last is written before the workers stop.
+    for n in $(seq "${#WORKER_PORTS[@]}"); do stop_worker "$n"; done
   fi
   for d in "$CLUSTER_DIR"/redis-*; do [ -d "$d" ] && stop_redis "$d"; done
   return 0
@@ -579,6 +641,17 @@ cmd_status() {
       echo "instance $n 127.0.0.1:$p  stopped"
     fi
   done
+  for n in $(seq "${#WORKER_PORTS[@]}"); do
+    p=${WORKER_PORTS[$n - 1]}
+    total=$((total + 1))
+    if pid=$(pid_of "$CLUSTER_DIR/worker-$n.pid" "$BIN"); then
+      up=$((up + 1))
+      if http_ok "http://127.0.0.1:$p/readyz"; then state=ready; else state="not ready"; fi
+      echo "worker $n   127.0.0.1:$p  running (pid $pid), $state (its operators' port; no public one)"
+    else
+      echo "worker $n   127.0.0.1:$p  stopped"
+    fi
+  done
   total=$((total + 1))
   if pid=$(pid_of "$CLUSTER_DIR/nginx.pid" nginx); then
     up=$((up + 1))
@@ -617,11 +690,40 @@ cmd_start_app() {
   say "instance $1 ready on port ${APP_PORTS[$1 - 1]}"
 }
 
+worker_number() { # worker_number ARG: checks K against what start recorded
+  load_state || die "not started ($STATE does not exist)"
+  if ! [[ ${1:-} =~ ^[1-9][0-9]*$ ]] || [ "$1" -gt "${#WORKER_PORTS[@]}" ]; then
+    say "worker number must be 1 to ${#WORKER_PORTS[@]}, got '${1:-}'"
+    exit 2
+  fi
+}
+
+cmd_stop_worker() {
+  worker_number "${1:-}"
+  if ! pid_of "$CLUSTER_DIR/worker-$1.pid" "$BIN" >/dev/null; then say "worker $1 is not running"; return 0; fi
+  stop_worker "$1"
+  say "worker $1 stopped: the orders the instances take wait in Redis until a worker runs"
+}
+
+cmd_start_worker() {
+  worker_number "${1:-}"
+  if pid_of "$CLUSTER_DIR/worker-$1.pid" "$BIN" >/dev/null; then say "worker $1 already runs"; return 0; fi
+  port_busy "${WORKER_PORTS[$1 - 1]}" && die "port ${WORKER_PORTS[$1 - 1]} on 127.0.0.1 is taken by another program"
+  [ "$(secret_sha)" = "$SECRET_SHA" ] ||
+    die "the session secret is not the one the cluster started with (set SESSION_SECRET as it was for start, or unset it)"
+  raise_open_files
+  STARTED=0
+  start_worker "$1"
+  say "worker $1 ready (operators' port ${WORKER_PORTS[$1 - 1]})"
+}
+
 case ${1:-} in
   start) [ $# = 1 ] || usage; cmd_start ;;
   stop) [ $# = 1 ] || usage; cmd_stop ;;
   status) [ $# = 1 ] || usage; cmd_status ;;
   stop-app) [ $# = 2 ] || usage; cmd_stop_app "$2" ;;
   start-app) [ $# = 2 ] || usage; cmd_start_app "$2" ;;
+  stop-worker) [ $# = 2 ] || usage; cmd_stop_worker "$2" ;;
+  start-worker) [ $# = 2 ] || usage; cmd_start_worker "$2" ;;
   *) usage ;;
 esac
