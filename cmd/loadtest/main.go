@@ -246,9 +246,9 @@ func run(ctx context.Context, args []string) error {
 			}
 			charts[r.Scenario] = f
 		}
-		md := fmt.Sprintf("## Load tool run, %s\n\nMachine: %d cores, %s/%s, Go %s. Server at %s.\n\n### Goals\n\n%s\n%s",
+		md := fmt.Sprintf("## Load tool run, %s\n\nMachine: %d cores, %s/%s, Go %s. Server at %s.\n\n### CPU a request\n\n%s\n### Goals\n\n%s\n%s",
 			time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *base,
-			loadtest.Goals(reports), loadtest.Markdown(reports, charts))
+			loadtest.Headline(reports), loadtest.Goals(reports), loadtest.Markdown(reports, charts))
 		if err := os.WriteFile(*report, []byte(md), 0o644); err != nil {
 			return err
 		}
