@@ -1,10 +1,14 @@
 package loadtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -240,5 +244,31 @@ func TestFiguresCarryTheBaseline(t *testing.T) {
 	slower[0].BaselineCPU = []CPUUse{{Name: "baseline", Seconds: 0.05}, {Name: "redis", Seconds: 0.005}}
 	if m := Median([][]Figures{figs, back, slower}); m[0].BaselineCPU[0].Seconds != 0.025 {
 		t.Errorf("the median's baseline CPU: %+v", m[0].BaselineCPU)
+	}
+}
+
+// A request's own headers go with it when fired: the poll scenario's status polls carry the signed place
+// their page holds.
+func TestFireSendsARequestsHeaders(t *testing.T) {
+	var signed atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Line-Place") == "place-1" {
+			signed.Add(1)
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL, 4)
+	defer c.Close()
+	reqs := make([]Request, 40)
+	for i := range reqs {
+		reqs[i] = Request{Method: http.MethodGet, Path: "/api/items/1/queue"}
+		if i%2 == 0 {
+			reqs[i].Header = map[string]string{"X-Line-Place": "place-1"}
+		}
+	}
+	res := c.Fire(context.Background(), reqs, 4, nil)
+	if res.Kinds["200"] != 40 || signed.Load() != 20 {
+		t.Errorf("answers %v, %d with the place, want 40 and 20", res.Kinds, signed.Load())
 	}
 }

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-1}
-SCENARIOS=${SCENARIOS:-rush,big,soldout,pages,crowd,queue}
+SCENARIOS=${SCENARIOS:-rush,big,soldout,pages,poll,crowd,queue}
 PORT=${BENCH_PORT:-18080}
 PG=${BENCH_PG:-postgres://postgres:postgres@127.0.0.1:5432}
 REDIS_DB=${BENCH_REDIS_DB:-14}

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 func TestBaselineInItsOwnProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, kind := range []string{"bare", "bare-page"} {
+	for _, kind := range []string{"bare", "bare-page", "bare-json"} {
 		// This process stands in for Redis: the measured names must come back in order, Redis's after
 		// the baseline's own.
 		procs := []loadtest.Process{{Name: "app", PIDs: []int{os.Getpid()}}, {Name: "redis", PIDs: []int{os.Getpid()}}}

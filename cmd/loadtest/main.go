@@ -73,8 +73,9 @@ var sizes = map[string]struct {
 	"big":     {scale{10_000, 10_000, 1000}, 10_000},
 	"soldout": {scale{1_000, 100_000, 1000}, 1},
 	"pages":   {scale{0, 50_000, 1000}, 0},
-	"crowd":   {scale{10_000, 0, 1000}, 500}, // first come: half of the shoppers arrive after the start
-	"queue":   {scale{10_000, 0, 1000}, 500}, // the same crowd through the waiting room
+	"poll":    {scale{2_000, 100_000, 1000}, 100}, // status polls of shoppers in a queue sale's line, and its public document
+	"crowd":   {scale{10_000, 0, 1000}, 500},      // first come: half of the shoppers arrive after the start
+	"queue":   {scale{10_000, 0, 1000}, 500},      // the same crowd through the waiting room
 }
 
 func run(ctx context.Context, args []string) error {
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string) error {
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline): redis://host:port/db, or host:port,host:port,... of a cluster")
 	admin := fs.String("admin", "", "an admin's username:password")
 	merchant := fs.String("merchant", "", "a merchant's username:password")
-	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages, crowd, queue; name:N splits the item's stock over N shards (big:4)")
+	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages, poll, crowd, queue; name:N splits the item's stock over N shards (big:4)")
 	countdown := fs.Duration("countdown", 15*time.Second, "crowd and queue: how long before the start the sale is set up (half the shoppers arrive over it)")
 	dbURL := fs.String("db", "", "crowd and queue: the server's PostgreSQL, to count its transactions a second during the crowd")
 	scaleBy := fs.Float64("scale", 1, "multiply users and requests by this (0.1 for a quick run)")
@@ -214,6 +215,8 @@ func run(ctx context.Context, args []string) error {
 			rep, err = client.SoldOut(ctx, rdb, o)
 		case "pages":
 			rep, err = client.Pages(ctx, o)
+		case "poll":
+			rep, err = client.Poll(ctx, rdb, o)
 		case "crowd", "queue":
 			mode := map[string]string{"crowd": "first_come", "queue": "queue"}[name]
 			rep, err = client.Crowd(ctx, rdb, mode, *countdown, o, transactions)
@@ -305,12 +308,15 @@ func baselineOf(scenario string) string {
 		return "evalsha"
 	case "pages":
 		return "bare-page"
+	case "poll":
+		return "bare-json"
 	}
 	return "bare"
 }
 
 // baselines name the baseline handlers, for the report.
-var baselines = map[string]string{"bare": "a bare Fiber handler", "evalsha": "a Fiber handler with one EVALSHA", "bare-page": "a bare Fiber page handler"}
+var baselines = map[string]string{"bare": "a bare Fiber handler", "evalsha": "a Fiber handler with one EVALSHA", "bare-page": "a bare Fiber page handler",
+	"bare-json": "a bare Fiber JSON handler"}
 
 // baselineRun is what a baseline's load measured: its requests a second, and the CPU its own process
 // ("baseline") and Redis ("redis", when -cpu names it) used meanwhile.
@@ -364,7 +370,7 @@ func baseline(ctx context.Context, kind, redisURL string, procs []loadtest.Proce
 	}
 	addr := strings.TrimSpace(line)
 	method, want := "POST", "202"
-	if kind == "bare-page" {
+	if kind == "bare-page" || kind == "bare-json" {
 		method, want = "GET", "200"
 	}
 	reqs := make([]loadtest.Request, n)
@@ -383,13 +389,19 @@ func baseline(ctx context.Context, kind, redisURL string, procs []loadtest.Proce
 	return out, nil
 }
 
+// statusBody is a waiting shopper's status poll's answer, as app's BenchmarkBaselineBareJSON has it.
+var statusBody = []byte(`{"state":"waiting","ticket":"0123456789abcdef0123456789abcdef","position":1234,"ahead":1000,"stock_left":312,` +
+	`"wait_seconds":20,"path":null,"turn_ends_at":null,"queue_opens_at":"2026-11-23T09:50:00Z","starts_at":"2026-11-23T10:00:00Z",` +
+	`"seed_hash":"9b1e0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab","server_time":"2026-11-23T10:00:05Z"}`)
+
 // baselineServe serves a baseline handler until its standard input closes (or it is killed): loadtest
-// baseline-serve -kind bare|evalsha|bare-page -listen 127.0.0.1:0 -redis URL. It prints the address it
-// listens on, on a line of its own. "bare" answers the buy's 202 body, "evalsha" first makes one EVALSHA
-// round trip on the same Redis as the app's, "bare-page" answers a small fixed HTML page; each at /b.
+// baseline-serve -kind bare|evalsha|bare-page|bare-json -listen 127.0.0.1:0 -redis URL. It prints the
+// address it listens on, on a line of its own. "bare" answers the buy's 202 body, "evalsha" first makes
+// one EVALSHA round trip on the same Redis as the app's, "bare-page" answers a small fixed HTML page,
+// "bare-json" a fixed JSON body of a status poll's size (about 350 bytes); each at /b.
 func baselineServe(args []string) error {
 	fs := flag.NewFlagSet("loadtest baseline-serve", flag.ContinueOnError)
-	kind := fs.String("kind", "bare", "bare, evalsha or bare-page")
+	kind := fs.String("kind", "bare", "bare, evalsha, bare-page or bare-json")
 	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on (port 0: any free one)")
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "evalsha: the Redis to run the script on")
 	if err := fs.Parse(args); err != nil {
@@ -416,8 +428,13 @@ func baselineServe(args []string) error {
 	case "bare-page":
 		page := []byte("<!doctype html><title>item</title><p>an item page</p>")
 		f.Get("/b", func(c *fiber.Ctx) error { c.Set("Content-Type", "text/html; charset=utf-8"); return c.Send(page) })
+	case "bare-json":
+		f.Get("/b", func(c *fiber.Ctx) error {
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			return c.Send(statusBody)
+		})
 	default:
-		return fmt.Errorf("-kind must be bare, evalsha or bare-page, got %q", *kind)
+		return fmt.Errorf("-kind must be bare, evalsha, bare-page or bare-json, got %q", *kind)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
