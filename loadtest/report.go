@@ -78,6 +78,16 @@ func Headline(reports []*Report) string {
 	if worker {
 		b.WriteString(" The worker's CPU an order runs from the first buy until the queue was drained.")
 	}
+	// The counters count in ticks of a hundredth of a second: with few requests a figure is coarse.
+	fewest := 0
+	for _, f := range figs {
+		if f.Requests > 0 && (fewest == 0 || f.Requests < fewest) {
+			fewest = f.Requests
+		}
+	}
+	if fewest > 0 {
+		fmt.Fprintf(&b, " The counters tick every 10 ms: at %d requests a tick is %.1f µs a request.", fewest, 1e6/clockTicks/float64(fewest))
+	}
 	b.WriteString("\n\nRequests a second, the secondary figure (the load tool takes its share of the same cores):\n\n")
 	b.WriteString("| scenario | req/s | baseline's req/s | ratio |\n| --- | --- | --- | --- |\n")
 	for _, f := range figs {
