@@ -191,6 +191,10 @@ func TestHeadline(t *testing.T) {
 	if strings.Index(h, "app ÷ baseline") > strings.Index(h, "baseline's req/s") {
 		t.Errorf("requests a second lead the headline:\n%s", h)
 	}
+	// A run of crowds only has no table of requests a second.
+	if h := Headline(cpuReports()[2:]); strings.Contains(h, "req/s") {
+		t.Errorf("a crowd's requests a second in the headline:\n%s", h)
+	}
 	// Without a worker measured apart there is no worker column.
 	one := sampleReport(true)
 	one.CPU = []CPUUse{{Name: "app", Seconds: 0.05}}

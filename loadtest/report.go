@@ -88,17 +88,25 @@ func Headline(reports []*Report) string {
 	if fewest > 0 {
 		fmt.Fprintf(&b, " The counters tick every 10 ms: at %d requests a tick is %.1f µs a request.", fewest, 1e6/clockTicks/float64(fewest))
 	}
-	b.WriteString("\n\nRequests a second, the secondary figure (the load tool takes its share of the same cores):\n\n")
-	b.WriteString("| scenario | req/s | baseline's req/s | ratio |\n| --- | --- | --- | --- |\n")
+	b.WriteString("\n\n")
+	head := false
 	for _, f := range figs {
 		if f.Crowd {
 			continue // a crowd's requests are paced by its shoppers, not fired as fast as answered
+		}
+		if !head {
+			b.WriteString("Requests a second, the secondary figure (the load tool takes its share of the same cores):\n\n")
+			b.WriteString("| scenario | req/s | baseline's req/s | ratio |\n| --- | --- | --- | --- |\n")
+			head = true
 		}
 		base, ratio := "–", "–"
 		if f.BaselineReqPerSec > 0 {
 			base, ratio = fmt.Sprintf("%.0f", f.BaselineReqPerSec), fmt.Sprintf("%.2f", f.RateRatio())
 		}
 		fmt.Fprintf(&b, "| %s | %.0f | %s | %s |\n", f.Scenario, f.ReqPerSec, base, ratio)
+	}
+	if head {
+		b.WriteString("\n")
 	}
 	return b.String()
 }
