@@ -9,11 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Poll runs the waiting room's hot reads: shoppers in a queue sale's line before its start poll their
-// standing, each with the signed place its page sends when it has one, and one request in five reads
-// the line's public document, as the pages do between their own polls. Both are answered from memory
-// and small JSON bodies: what they cost is set against a bare Fiber handler answering a fixed body of
-// a status poll's size.
+// Poll runs the waiting room's hot reads: shoppers waiting in a queue sale's line poll their standing,
+// each with the signed place its page sends, and one request in five reads the line's public document,
+// as the pages do between their own polls. Both are answered from memory with small JSON bodies: what
+// they cost is set against a bare Fiber handler answering a fixed body of a status poll's size. The
+// sale has one unit (o.Stock): the first in line has its turn, everyone else waits behind.
 func (c *Client) Poll(ctx context.Context, rdb redis.UniversalClient, o Options) (*Report, error) {
 	if err := c.logins(ctx, &o); err != nil {
 		return nil, err
@@ -24,10 +24,13 @@ func (c *Client) Poll(ctx context.Context, rdb redis.UniversalClient, o Options)
 	if err != nil {
 		return nil, err
 	}
-	// The sale starts well after the firing ends: every shopper stays waiting for the draw, so each poll
-	// asks the same question.
-	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, 1, 10*time.Minute, "queue")
+	// The shoppers join after the start, so each has its place at once (before the draw a place is
+	// not known, and a poll without one asks Redis rather than the line's memory).
+	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, 1, 2*time.Second, "queue")
 	if err != nil {
+		return nil, err
+	}
+	if err := WaitUntil(ctx, sale.StartsAt.Add(time.Second)); err != nil {
 		return nil, err
 	}
 	logf(o.Log, "poll: %d shoppers join the line", len(users))
@@ -52,6 +55,17 @@ func (c *Client) Poll(ctx context.Context, rdb redis.UniversalClient, o Options)
 			var q standing
 			if a.Status != http.StatusOK || jsonUnmarshal(a.Body, &q) != nil {
 				return fmt.Errorf("join the line: %s %s", a.Kind(), a.Body)
+			}
+			// The place may be told on a later poll: ask a few times, as the page does.
+			for try := 0; q.PlaceToken == nil && try < 20; try++ {
+				if err := WaitUntil(ctx, time.Now().Add(250*time.Millisecond)); err != nil {
+					return err
+				}
+				a, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), nil, users[i])
+				if err != nil {
+					return err
+				}
+				_ = jsonUnmarshal(a.Body, &q)
 			}
 			if q.PlaceToken != nil {
 				places[i] = *q.PlaceToken

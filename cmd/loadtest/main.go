@@ -73,9 +73,9 @@ var sizes = map[string]struct {
 	"big":     {scale{10_000, 10_000, 1000}, 10_000},
 	"soldout": {scale{1_000, 100_000, 1000}, 1},
 	"pages":   {scale{0, 50_000, 1000}, 0},
-	"poll":    {scale{2_000, 100_000, 1000}, 100}, // status polls of shoppers in a queue sale's line, and its public document
-	"crowd":   {scale{10_000, 0, 1000}, 500},      // first come: half of the shoppers arrive after the start
-	"queue":   {scale{10_000, 0, 1000}, 500},      // the same crowd through the waiting room
+	"poll":    {scale{2_000, 100_000, 1000}, 1}, // status polls of shoppers waiting in a queue sale's line, and its public document
+	"crowd":   {scale{10_000, 0, 1000}, 500},    // first come: half of the shoppers arrive after the start
+	"queue":   {scale{10_000, 0, 1000}, 500},    // the same crowd through the waiting room
 }
 
 func run(ctx context.Context, args []string) error {
