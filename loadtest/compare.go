@@ -20,6 +20,63 @@ type Figures struct {
 	DrainRate float64  `json:"drain_per_sec,omitempty"`
 	AuditOK   bool     `json:"audit_ok"`
 	CPU       []CPUUse `json:"cpu,omitempty"`
+	// The baseline, in the same run: its requests a second, and the CPU its own process ("baseline") and
+	// Redis ("redis") used while as many requests were fired at it.
+	Baseline          string   `json:"baseline,omitempty"`
+	BaselineReqPerSec float64  `json:"baseline_req_per_sec,omitempty"`
+	BaselineRequests  int      `json:"baseline_requests,omitempty"`
+	BaselineCPU       []CPUUse `json:"baseline_cpu,omitempty"`
+	// A buying scenario's orders, and the CPU used from the first buy until its queue was drained.
+	Orders   int      `json:"orders,omitempty"`
+	DrainCPU []CPUUse `json:"drain_cpu,omitempty"`
+	Crowd    bool     `json:"crowd,omitempty"` // crowd and queue: no baseline, requests are the shoppers' pages'
+}
+
+// PerRequest answers the CPU the processes named name used a request, in microseconds, and whether they
+// were measured.
+func (f Figures) PerRequest(name string) (float64, bool) {
+	s, ok := secondsOf(f.CPU, name)
+	if !ok || f.Requests == 0 {
+		return 0, false
+	}
+	return s * 1e6 / float64(f.Requests), true
+}
+
+// BaselinePerRequest is PerRequest for the baseline's processes: "baseline" (its own) or "redis".
+func (f Figures) BaselinePerRequest(name string) (float64, bool) {
+	s, ok := secondsOf(f.BaselineCPU, name)
+	if !ok || f.BaselineRequests == 0 {
+		return 0, false
+	}
+	return s * 1e6 / float64(f.BaselineRequests), true
+}
+
+// CPURatio answers the app's CPU a request over the baseline process's: the headline figure.
+func (f Figures) CPURatio() (float64, bool) {
+	app, ok1 := f.PerRequest("app")
+	base, ok2 := f.BaselinePerRequest("baseline")
+	if !ok1 || !ok2 || base <= 0 {
+		return 0, false
+	}
+	return app / base, true
+}
+
+// WorkerPerOrder answers the worker's CPU an order, in microseconds, from the first buy until the queue
+// was drained, and whether it was measured (a buying scenario, with a process named worker).
+func (f Figures) WorkerPerOrder() (float64, bool) {
+	s, ok := secondsOf(f.DrainCPU, "worker")
+	if !ok || f.Orders == 0 {
+		return 0, false
+	}
+	return s * 1e6 / float64(f.Orders), true
+}
+
+// RateRatio answers the scenario's requests a second over its baseline's.
+func (f Figures) RateRatio() float64 {
+	if f.BaselineReqPerSec == 0 {
+		return 0
+	}
+	return f.ReqPerSec / f.BaselineReqPerSec
 }
 
 // FiguresOf takes the headline figures of reports.
@@ -29,7 +86,9 @@ func FiguresOf(reports []*Report) []Figures {
 		msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 		f := Figures{Scenario: r.Scenario, Shards: max(r.Options.Shards, 1), Requests: r.Result.Requests, ReqPerSec: r.Result.Throughput(),
 			P50: msf(r.Result.Latency.P50), P99: msf(r.Result.Latency.P99), Answers: r.Result.Kinds["200"] + r.Result.Kinds["202"],
-			DrainRate: r.DrainRate, AuditOK: r.Audit == nil || r.Audit.OK(), CPU: r.CPU}
+			DrainRate: r.DrainRate, AuditOK: r.Audit == nil || r.Audit.OK(), CPU: r.CPU,
+			Baseline: r.Baseline, BaselineReqPerSec: r.BaselineRS, BaselineRequests: r.BaselineRequests, BaselineCPU: r.BaselineCPU,
+			Orders: r.Orders, DrainCPU: r.DrainCPU, Crowd: r.Crowd != nil}
 		out = append(out, f)
 	}
 	return out
@@ -89,6 +148,31 @@ func SideBySide(labels []string, runs [][]Figures) string {
 			b.WriteString(" passed |\n")
 		} else {
 			b.WriteString(" **FAILED** |\n")
+		}
+	}
+	// The headline: the app's CPU a request, and over its baseline's, per run.
+	measured := false
+	for _, run := range runs {
+		for _, f := range run {
+			_, ok := f.PerRequest("app")
+			measured = measured || ok
+		}
+	}
+	if measured {
+		b.WriteString("\nThe app's CPU a request, and over its baseline's (a process of its own, as many requests):\n\n| scenario |")
+		for _, l := range labels {
+			fmt.Fprintf(&b, " %s: app | ÷ baseline |", l)
+		}
+		b.WriteString("\n|" + strings.Repeat(" --- |", 1+2*len(labels)) + "\n")
+		for _, k := range order {
+			fmt.Fprintf(&b, "| %s |", k)
+			for i := range runs {
+				f, found := by[i][k]
+				app, ok := f.PerRequest("app")
+				ratio, rok := f.CPURatio()
+				fmt.Fprintf(&b, " %s | %s |", micros(app, found && ok), times(ratio, found && rok))
+			}
+			b.WriteString("\n")
 		}
 	}
 	// What a request costs each tier: requests per core-second of CPU, per run.
@@ -163,17 +247,20 @@ func Median(runs [][]Figures) []Figures {
 		m.P50 = pick(func(f Figures) float64 { return f.P50 })
 		m.P99 = pick(func(f Figures) float64 { return f.P99 })
 		m.DrainRate = pick(func(f Figures) float64 { return f.DrainRate })
-		m.CPU = nil
-		for _, u := range first.CPU {
-			m.CPU = append(m.CPU, CPUUse{Name: u.Name, Seconds: pick(func(f Figures) float64 {
-				for _, v := range f.CPU {
-					if v.Name == u.Name {
-						return v.Seconds
-					}
-				}
-				return 0
-			})})
+		m.BaselineReqPerSec = pick(func(f Figures) float64 { return f.BaselineReqPerSec })
+		cpu := func(of func(Figures) []CPUUse) []CPUUse {
+			var out []CPUUse
+			for _, u := range of(first) {
+				out = append(out, CPUUse{Name: u.Name, Seconds: pick(func(f Figures) float64 {
+					s, _ := secondsOf(of(f), u.Name)
+					return s
+				})})
+			}
+			return out
 		}
+		m.CPU = cpu(func(f Figures) []CPUUse { return f.CPU })
+		m.BaselineCPU = cpu(func(f Figures) []CPUUse { return f.BaselineCPU })
+		m.DrainCPU = cpu(func(f Figures) []CPUUse { return f.DrainCPU })
 		for _, f := range same {
 			m.AuditOK = m.AuditOK && f.AuditOK
 		}

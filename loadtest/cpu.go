@@ -80,8 +80,10 @@ func sampleCPU(ps []Process) map[int]float64 {
 	return out
 }
 
-// measureCPU runs fn and answers the CPU each name's processes used meanwhile, in the order given. A
+// MeasureCPU runs fn and answers the CPU each name's processes used meanwhile, in the order given. A
 // process that started or ended meanwhile is not counted (its share of the window cannot be told).
+func MeasureCPU(ps []Process, fn func()) []CPUUse { return measureCPU(ps, fn) }
+
 func measureCPU(ps []Process, fn func()) []CPUUse {
 	before := sampleCPU(ps)
 	fn()
@@ -103,4 +105,25 @@ func cpuUsed(ps []Process, before, after map[int]float64) []CPUUse {
 		out = append(out, u)
 	}
 	return out
+}
+
+// Named answers the processes named name, or none: the -cpu flag's names (app, worker, redis) say
+// which tier each is.
+func Named(ps []Process, name string) []Process {
+	for _, p := range ps {
+		if p.Name == name {
+			return []Process{p}
+		}
+	}
+	return nil
+}
+
+// secondsOf answers the CPU seconds the processes named name used, and whether they were measured.
+func secondsOf(us []CPUUse, name string) (float64, bool) {
+	for _, u := range us {
+		if u.Name == name {
+			return u.Seconds, true
+		}
+	}
+	return 0, false
 }

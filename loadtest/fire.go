@@ -17,6 +17,9 @@ type Request struct {
 	Method, Path string
 	User         *User // nil: anonymous
 	Who          int   // the user's index, for the audit
+	// Header holds headers of the request's own: a status poll's signed place (X-Line-Place), as the
+	// waiting room's page sends it.
+	Header map[string]string
 }
 
 // Result is a load's outcome.
@@ -96,7 +99,7 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 				}
 				r := reqs[i]
 				t0 := time.Now()
-				a, err := c.Do(ctx, r.Method, r.Path, nil, r.User)
+				a, err := c.DoHeader(ctx, r.Method, r.Path, nil, r.User, r.Header)
 				t1 := time.Now()
 				lat.Record(t1, t1.Sub(t0))
 				if err != nil || a.Status >= 500 {

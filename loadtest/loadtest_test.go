@@ -1,9 +1,14 @@
 package loadtest
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -45,7 +50,7 @@ func TestReport(t *testing.T) {
 		t.Fatalf("throughput %v ratio %v, want 500 and 0.8", r.Result.Throughput(), r.Ratio())
 	}
 	md := Markdown([]*Report{r}, map[string]string{"rush": "run-rush.svg"})
-	for _, want := range []string{"### rush", "**500 req/s**", "ratio **0.80**", "| | 3.0 ms | 9.0 ms | 20.0 ms |", "| 409 sold_out | 880 |",
+	for _, want := range []string{"### rush", "in 2.00 s: 500 req/s", "ratio 0.80", "| | 3.0 ms | 9.0 ms | 20.0 ms |", "| 409 sold_out | 880 |",
 		"Audit **passed**", "- ok: second check", "](run-rush.svg)", "Queue drained 250.0 ms"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the Markdown report lacks %q:\n%s", want, md)
@@ -73,14 +78,15 @@ func TestGoals(t *testing.T) {
 	big.DrainRate = 6000
 	rush := sampleReport(true) // p99 20 ms
 	g := Goals([]*Report{big, rush})
-	for _, want := range []string{"| buys while stock lasts ≥ 0.8 of one EVALSHA (big) | 0.80 | yes |", "| orders drained ≥ 5,000/s (big) | 6000/s | yes |",
-		"| p99 < 50 ms at 50 connections (rush) | 20.0 ms | yes |"} {
+	for _, want := range []string{"| buys while stock lasts ≥ 0.8 of one EVALSHA (big) | 0.80 | met |", "| orders drained ≥ 5,000/s (big) | 6000/s | met |",
+		"| p99 < 50 ms at 50 connections (rush) | 20.0 ms | met |",
+		"| a buy in stock: app CPU a request ≤ 1.5× a Fiber handler with one EVALSHA (rush) | not measured (app –, baseline –: give -cpu app=PID) | – |"} {
 		if !strings.Contains(g, want) {
 			t.Errorf("goals lack %q:\n%s", want, g)
 		}
 	}
 	big.BaselineRS = 1000
-	if g := Goals([]*Report{big}); !strings.Contains(g, "| 0.50 | **no** |") {
+	if g := Goals([]*Report{big}); !strings.Contains(g, "| 0.50 | **not met** |") {
 		t.Errorf("a missed goal is not marked:\n%s", g)
 	}
 }
@@ -144,5 +150,130 @@ func TestMedianOfRuns(t *testing.T) {
 	}
 	if m := Median([][]Figures{run(100, 1, true), run(300, 3, false)}); m[0].ReqPerSec != 200 || m[0].AuditOK {
 		t.Errorf("median of two runs, one audit failed: %+v", m)
+	}
+}
+
+// cpuReports are a rush, a soldout and a queue crowd with their processes' CPU: the rush's app spent 50
+// µs a request against its baseline's 25, the soldout's 30 against 25, and the rush's worker 300 µs on
+// each of its 100 orders.
+func cpuReports() []*Report {
+	rush := sampleReport(true) // 1,000 requests, 500 req/s against 625
+	rush.CPU = []CPUUse{{Name: "app", Seconds: 0.05}, {Name: "worker", Seconds: 0.002}, {Name: "redis", Seconds: 0.01}}
+	rush.BaselineCPU, rush.BaselineRequests = []CPUUse{{Name: "baseline", Seconds: 0.025}, {Name: "redis", Seconds: 0.005}}, 1000
+	rush.Orders, rush.DrainCPU = 100, []CPUUse{{Name: "app", Seconds: 0.06}, {Name: "worker", Seconds: 0.03}, {Name: "redis", Seconds: 0.012}}
+	sold := sampleReport(true)
+	sold.Scenario, sold.Baseline, sold.BaselineRS = "soldout", "a bare Fiber handler", 400
+	sold.CPU = []CPUUse{{Name: "app", Seconds: 0.03}, {Name: "worker", Seconds: 0.001}, {Name: "redis", Seconds: 0}}
+	sold.BaselineCPU, sold.BaselineRequests = []CPUUse{{Name: "baseline", Seconds: 0.025}, {Name: "redis", Seconds: 0.001}}, 1000
+	queue := &Report{Scenario: "queue", Options: Options{Conns: 50}, Crowd: &CrowdReport{},
+		Result: &Result{Requests: 4000, Elapsed: 10 * time.Second, Kinds: map[string]int{}}, CPU: []CPUUse{{Name: "app", Seconds: 0.2}}}
+	return []*Report{rush, sold, queue}
+}
+
+func TestHeadline(t *testing.T) {
+	h := Headline(cpuReports())
+	for _, want := range []string{
+		"| scenario | against | app CPU a request | Redis CPU a request | baseline's CPU a request | baseline's Redis a request | app ÷ baseline | worker CPU an order |",
+		"| rush | a Fiber handler with one EVALSHA | 50.0 µs | 10.0 µs | 25.0 µs | 5.0 µs | 2.00× | 300.0 µs (100 orders) |",
+		"| soldout | a bare Fiber handler | 30.0 µs | 0.0 µs | 25.0 µs | 1.0 µs | 1.20× | – |",
+		"| queue | none (a crowd: a request is a shopper's page's) | 50.0 µs | – | – | – | – | – |",
+		"| scenario | req/s | baseline's req/s | ratio |", "| rush | 500 | 625 | 0.80 |", "| soldout | 500 | 400 | 1.25 |",
+		"at 1000 requests a tick is 10.0 µs a request",
+	} {
+		if !strings.Contains(h, want) {
+			t.Errorf("the headline lacks %q:\n%s", want, h)
+		}
+	}
+	if strings.Contains(h, "| queue | 400 |") {
+		t.Errorf("a crowd's requests a second are set against no baseline:\n%s", h)
+	}
+	// The CPU table comes first, requests a second after it.
+	if strings.Index(h, "app ÷ baseline") > strings.Index(h, "baseline's req/s") {
+		t.Errorf("requests a second lead the headline:\n%s", h)
+	}
+	// A run of crowds only has no table of requests a second.
+	if h := Headline(cpuReports()[2:]); strings.Contains(h, "req/s") {
+		t.Errorf("a crowd's requests a second in the headline:\n%s", h)
+	}
+	// Without a worker measured apart there is no worker column.
+	one := sampleReport(true)
+	one.CPU = []CPUUse{{Name: "app", Seconds: 0.05}}
+	if h := Headline([]*Report{one}); strings.Contains(h, "worker") || !strings.Contains(h, "| rush | a Fiber handler with one EVALSHA | 50.0 µs | – | – | – | – |") {
+		t.Errorf("a run without a worker or a baseline's CPU:\n%s", h)
+	}
+}
+
+func TestCPUGoals(t *testing.T) {
+	g := Goals(cpuReports())
+	for _, want := range []string{
+		"| sold-out buy answer: app CPU a request ≤ 1.5× a bare Fiber handler's (soldout) | 30.0 µs ÷ 25.0 µs = 1.20× (Redis 0.0 µs against 1.0 µs) | met |",
+		"| a buy in stock: app CPU a request ≤ 1.5× a Fiber handler with one EVALSHA (rush) | 50.0 µs ÷ 25.0 µs = 2.00× (Redis 10.0 µs against 5.0 µs) | **not met** |",
+	} {
+		if !strings.Contains(g, want) {
+			t.Errorf("goals lack %q:\n%s", want, g)
+		}
+	}
+	md := Markdown(cpuReports()[:1], nil)
+	for _, want := range []string{"App CPU **50.0 µs** a request (Redis 10.0 µs); a Fiber handler with one EVALSHA, in a process of its own: 25.0 µs (Redis 5.0 µs), ratio **2.00×**.",
+		"| the baseline's own process | 0.03 | 25.0 µs |", "| redis, during the baseline | 0.01 | 5.0 µs |", "| worker | 0.00 | 2.0 µs |",
+		"From the first buy until the queue was drained (100 orders): app 0.06 core-seconds (600.0 µs an order), worker 0.03 core-seconds (300.0 µs an order)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the scenario's section lacks %q:\n%s", want, md)
+		}
+	}
+	if term := Terminal(cpuReports()[:1]); !strings.Contains(term, "rush     app 50.0 µs/req (2.00× of a Fiber handler with one EVALSHA's 25.0 µs), worker 300.0 µs/order;      500 req/s") {
+		t.Errorf("the terminal's line: %s", term)
+	}
+}
+
+// The figures kept as JSON carry the baseline's CPU, and compare sets the app's CPU a request and its
+// ratio side by side; the median of runs takes the baseline's CPU too.
+func TestFiguresCarryTheBaseline(t *testing.T) {
+	figs := FiguresOf(cpuReports())
+	b, err := json.Marshal(figs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []Figures
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := back[0].CPURatio(); !ok || r != 2 || !back[2].Crowd {
+		t.Errorf("the figures read back: %+v", back)
+	}
+	md := SideBySide([]string{"one", "two"}, [][]Figures{figs, back})
+	if !strings.Contains(md, "| scenario | one: app | ÷ baseline | two: app | ÷ baseline |") || !strings.Contains(md, "| rush | 50.0 µs | 2.00× | 50.0 µs | 2.00× |") {
+		t.Errorf("compare lacks the CPU table:\n%s", md)
+	}
+	slower := FiguresOf(cpuReports())
+	slower[0].BaselineCPU = []CPUUse{{Name: "baseline", Seconds: 0.05}, {Name: "redis", Seconds: 0.005}}
+	if m := Median([][]Figures{figs, back, slower}); m[0].BaselineCPU[0].Seconds != 0.025 {
+		t.Errorf("the median's baseline CPU: %+v", m[0].BaselineCPU)
+	}
+}
+
+// A request's own headers go with it when fired: the poll scenario's status polls carry the signed place
+// their page holds.
+func TestFireSendsARequestsHeaders(t *testing.T) {
+	var signed atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Line-Place") == "place-1" {
+			signed.Add(1)
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL, 4)
+	defer c.Close()
+	reqs := make([]Request, 40)
+	for i := range reqs {
+		reqs[i] = Request{Method: http.MethodGet, Path: "/api/items/1/queue"}
+		if i%2 == 0 {
+			reqs[i].Header = map[string]string{"X-Line-Place": "place-1"}
+		}
+	}
+	res := c.Fire(context.Background(), reqs, 4, nil)
+	if res.Kinds["200"] != 40 || signed.Load() != 20 {
+		t.Errorf("answers %v, %d with the place, want 40 and 20", res.Kinds, signed.Load())
 	}
 }

@@ -9,6 +9,108 @@ import (
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
+// micros writes microseconds of CPU, or a dash when they were not measured.
+func micros(v float64, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f µs", v)
+}
+
+// times writes a ratio, or a dash when it could not be computed.
+func times(v float64, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+// Headline is the report's lead: each scenario's CPU a request, the app's and Redis's, beside its
+// baseline's, read from the processes' own counters (/proc/PID/stat) while the requests were fired. CPU
+// a request holds where requests a second do not: the load tool shares the machine's cores with the
+// server, and takes more of them when the server is quicker. Requests a second follow, as the secondary
+// figure. The processes are named as the -cpu flag named them: app (the web tier, or the whole server),
+// worker (the order consumer, when it runs apart), redis.
+func Headline(reports []*Report) string {
+	figs := FiguresOf(reports)
+	worker := false
+	for _, f := range figs {
+		_, ok := secondsOf(f.CPU, "worker")
+		worker = worker || ok
+	}
+	var b strings.Builder
+	b.WriteString("| scenario | against | app CPU a request | Redis CPU a request | baseline's CPU a request | baseline's Redis a request | app ÷ baseline |")
+	if worker {
+		b.WriteString(" worker CPU an order |")
+	}
+	b.WriteString("\n| --- | --- | --- | --- | --- | --- | --- |")
+	if worker {
+		b.WriteString(" --- |")
+	}
+	b.WriteString("\n")
+	for _, f := range figs {
+		against := f.Baseline
+		if f.Crowd {
+			against = "none (a crowd: a request is a shopper's page's)"
+		} else if against == "" {
+			against = "not measured"
+		}
+		app, aok := f.PerRequest("app")
+		red, rok := f.PerRequest("redis")
+		base, bok := f.BaselinePerRequest("baseline")
+		bred, brok := f.BaselinePerRequest("redis")
+		ratio, ok := f.CPURatio()
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |", f.Scenario, against, micros(app, aok), micros(red, rok),
+			micros(base, bok), micros(bred, brok), times(ratio, ok))
+		if worker {
+			w, wok := f.WorkerPerOrder()
+			cell := micros(w, wok)
+			if wok {
+				cell = fmt.Sprintf("%s (%d orders)", cell, f.Orders)
+			}
+			fmt.Fprintf(&b, " %s |", cell)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nCPU a request is a process's user and system time while the scenario's requests were fired, over the requests; " +
+		"the baseline's is its own process's (`loadtest baseline-serve`), fired with as many requests over as many connections. " +
+		"Redis is one server for the whole machine: its figure counts whatever else used it meanwhile.")
+	if worker {
+		b.WriteString(" The worker's CPU an order runs from the first buy until the queue was drained.")
+	}
+	// The counters count in ticks of a hundredth of a second: with few requests a figure is coarse.
+	fewest := 0
+	for _, f := range figs {
+		if f.Requests > 0 && (fewest == 0 || f.Requests < fewest) {
+			fewest = f.Requests
+		}
+	}
+	if fewest > 0 {
+		fmt.Fprintf(&b, " The counters tick every 10 ms: at %d requests a tick is %.1f µs a request.", fewest, 1e6/clockTicks/float64(fewest))
+	}
+	b.WriteString("\n\n")
+	head := false
+	for _, f := range figs {
+		if f.Crowd {
+			continue // a crowd's requests are paced by its shoppers, not fired as fast as answered
+		}
+		if !head {
+			b.WriteString("Requests a second, the secondary figure (the load tool takes its share of the same cores):\n\n")
+			b.WriteString("| scenario | req/s | baseline's req/s | ratio |\n| --- | --- | --- | --- |\n")
+			head = true
+		}
+		base, ratio := "–", "–"
+		if f.BaselineReqPerSec > 0 {
+			base, ratio = fmt.Sprintf("%.0f", f.BaselineReqPerSec), fmt.Sprintf("%.2f", f.RateRatio())
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %s |\n", f.Scenario, f.ReqPerSec, base, ratio)
+	}
+	if head {
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 // writeCPU writes what each measured tier spent on the requests: CPU time per request is the figure that
 // holds when a shared machine makes requests a second noisy.
 func writeCPU(b *strings.Builder, cpu []CPUUse, requests int) {
@@ -39,9 +141,26 @@ func Markdown(reports []*Report, charts map[string]string) string {
 			writeAudit(&b, r)
 			continue
 		}
-		fmt.Fprintf(&b, "%d requests over %d connections in %.2f s: **%.0f req/s**", res.Requests, r.Options.Conns, res.Elapsed.Seconds(), res.Throughput())
+		f := FiguresOf([]*Report{r})[0]
+		if app, ok := f.PerRequest("app"); ok {
+			fmt.Fprintf(&b, "App CPU **%s** a request", micros(app, true))
+			if red, ok := f.PerRequest("redis"); ok {
+				fmt.Fprintf(&b, " (Redis %s)", micros(red, true))
+			}
+			if base, ok := f.BaselinePerRequest("baseline"); ok {
+				fmt.Fprintf(&b, "; %s, in a process of its own: %s", r.Baseline, micros(base, true))
+				if red, ok := f.BaselinePerRequest("redis"); ok {
+					fmt.Fprintf(&b, " (Redis %s)", micros(red, true))
+				}
+				if ratio, ok := f.CPURatio(); ok {
+					fmt.Fprintf(&b, ", ratio **%s**", times(ratio, true))
+				}
+			}
+			b.WriteString(".\n\n")
+		}
+		fmt.Fprintf(&b, "%d requests over %d connections in %.2f s: %.0f req/s", res.Requests, r.Options.Conns, res.Elapsed.Seconds(), res.Throughput())
 		if r.BaselineRS > 0 {
-			fmt.Fprintf(&b, "; %s measured in the same run: %.0f req/s, ratio **%.2f**", r.Baseline, r.BaselineRS, r.Ratio())
+			fmt.Fprintf(&b, "; %s measured in the same run: %.0f req/s, ratio %.2f", r.Baseline, r.BaselineRS, r.Ratio())
 		}
 		if r.Options.Shards > 1 {
 			fmt.Fprintf(&b, "; the item's stock split over %d shards", r.Options.Shards)
@@ -58,7 +177,18 @@ func Markdown(reports []*Report, charts map[string]string) string {
 			fmt.Fprintf(&b, "| no answer (transport error) | %d |\n", res.Errors)
 		}
 		b.WriteString("\n")
-		writeCPU(&b, r.CPU, res.Requests)
+		writeCPU(&b, append(append([]CPUUse(nil), r.CPU...), duringBaseline(r.BaselineCPU)...), res.Requests)
+		if len(r.DrainCPU) > 0 && r.Orders > 0 {
+			fmt.Fprintf(&b, "From the first buy until the queue was drained (%d orders):", r.Orders)
+			for i, u := range r.DrainCPU {
+				sep := ","
+				if i == 0 {
+					sep = ""
+				}
+				fmt.Fprintf(&b, "%s %s %.2f core-seconds (%.1f µs an order)", sep, u.Name, u.Seconds, u.Seconds*1e6/float64(r.Orders))
+			}
+			b.WriteString(".\n\n")
+		}
 		if r.Drain > 0 || r.DrainRate > 0 {
 			fmt.Fprintf(&b, "Queue drained %s after the last answer; orders written at %.0f/s from the first buy to the drained queue.\n\n", ms(r.Drain), r.DrainRate)
 		}
@@ -68,6 +198,18 @@ func Markdown(reports []*Report, charts map[string]string) string {
 		}
 	}
 	return b.String()
+}
+
+// duringBaseline names the baseline's processes for a scenario's CPU table, beside the app's.
+func duringBaseline(us []CPUUse) []CPUUse {
+	out := make([]CPUUse, len(us))
+	for i, u := range us {
+		out[i] = CPUUse{Name: u.Name + ", during the baseline", Seconds: u.Seconds}
+		if u.Name == "baseline" {
+			out[i].Name = "the baseline's own process"
+		}
+	}
+	return out
 }
 
 func writeAudit(b *strings.Builder, r *Report) {
@@ -111,7 +253,20 @@ func Terminal(reports []*Report) string {
 			b.WriteString("\n")
 			continue
 		}
-		fmt.Fprintf(&b, "%-8s %8.0f req/s", r.Scenario, res.Throughput())
+		fmt.Fprintf(&b, "%-8s", r.Scenario)
+		f := FiguresOf([]*Report{r})[0]
+		if app, ok := f.PerRequest("app"); ok {
+			fmt.Fprintf(&b, " app %s/req", micros(app, true))
+			if ratio, ok := f.CPURatio(); ok {
+				base, _ := f.BaselinePerRequest("baseline")
+				fmt.Fprintf(&b, " (%s of %s's %s)", times(ratio, true), r.Baseline, micros(base, true))
+			}
+			if w, ok := f.WorkerPerOrder(); ok {
+				fmt.Fprintf(&b, ", worker %s/order", micros(w, true))
+			}
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " %8.0f req/s", res.Throughput())
 		if r.BaselineRS > 0 {
 			fmt.Fprintf(&b, " (%.2f of %s)", r.Ratio(), r.Baseline)
 		}
@@ -181,13 +336,39 @@ func Goals(reports []*Report) string {
 		by[r.Scenario] = r
 	}
 	var b strings.Builder
-	b.WriteString("| goal | measured | met |\n| --- | --- | --- |\n")
+	b.WriteString("| goal | measured | |\n| --- | --- | --- |\n")
 	row := func(goal, measured string, met bool) {
-		mark := "yes"
+		mark := "met"
 		if !met {
-			mark = "**no**"
+			mark = "**not met**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", goal, measured, mark)
+	}
+	// The issue's goals on CPU: the app's CPU a request at most 1.5 times its baseline's, each in a
+	// process of its own, measured while as many requests were fired at each.
+	cpuRow := func(goal string, r *Report) {
+		f := FiguresOf([]*Report{r})[0]
+		app, aok := f.PerRequest("app")
+		base, bok := f.BaselinePerRequest("baseline")
+		ratio, ok := f.CPURatio()
+		if !ok {
+			fmt.Fprintf(&b, "| %s | not measured (app %s, baseline %s: give -cpu app=PID) | – |\n", goal, micros(app, aok), micros(base, bok))
+			return
+		}
+		measured := fmt.Sprintf("%s ÷ %s = %s", micros(app, true), micros(base, true), times(ratio, true))
+		if red, ok := f.PerRequest("redis"); ok {
+			bred, _ := f.BaselinePerRequest("redis")
+			measured += fmt.Sprintf(" (Redis %s against %s)", micros(red, true), micros(bred, true))
+		}
+		row(goal, measured, ratio <= 1.5)
+	}
+	if r := by["soldout"]; r != nil {
+		cpuRow("sold-out buy answer: app CPU a request ≤ 1.5× a bare Fiber handler's (soldout)", r)
+	}
+	for _, name := range []string{"rush", "big"} {
+		if r := by[name]; r != nil {
+			cpuRow(fmt.Sprintf("a buy in stock: app CPU a request ≤ 1.5× a Fiber handler with one EVALSHA (%s)", name), r)
+		}
 	}
 	if r := by["big"]; r != nil {
 		row("buys while stock lasts ≥ 0.8 of one EVALSHA (big)", fmt.Sprintf("%.2f", r.Ratio()), r.Ratio() >= 0.8)

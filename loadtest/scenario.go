@@ -60,6 +60,14 @@ type Report struct {
 	Baseline   string   // the baseline it is compared with
 	BaselineRS float64  // the baseline's requests per second, measured in the same run
 	CPU        []CPUUse // CPU time of the measured processes while the requests were fired
+	// The baseline's own process ("baseline") and Redis ("redis"), while as many requests as the
+	// scenario's were fired at it over as many connections: what the app's CPU a request is set against.
+	BaselineCPU      []CPUUse
+	BaselineRequests int
+	// A buying scenario's orders, and the CPU the processes used from the first buy until the queue was
+	// drained: the order consumer (the worker, when it runs apart) writes most orders after the last answer.
+	Orders   int
+	DrainCPU []CPUUse
 	// A buying scenario's sale, its books once drained and its shoppers: what its audit read.
 	Sale  *Sale
 	Stats Stats
@@ -159,12 +167,15 @@ func (c *Client) Buying(ctx context.Context, rdb redis.UniversalClient, name str
 			}
 		}
 	}
+	cpuBefore := sampleCPU(o.CPU)
 	rep.CPU = measureCPU(o.CPU, func() { rep.Result = c.Fire(ctx, reqs, o.Conns, progress) })
 	mid.Wait()
 	st, drain, err := c.WaitDrained(ctx, &o.Admin, sale, 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
+	rep.DrainCPU = cpuUsed(o.CPU, cpuBefore, sampleCPU(o.CPU))
+	rep.Orders = int(st.OrdersPending + st.OrdersPaid + st.OrdersCancelled + st.OrdersRefunded)
 	rep.Drain = drain
 	if total := rep.Result.Elapsed + drain; total > 0 {
 		rep.DrainRate = float64(st.OrdersPending+st.OrdersPaid+st.OrdersCancelled) / total.Seconds()

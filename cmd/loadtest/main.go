@@ -12,6 +12,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -72,8 +73,9 @@ var sizes = map[string]struct {
 	"big":     {scale{10_000, 10_000, 1000}, 10_000},
 	"soldout": {scale{1_000, 100_000, 1000}, 1},
 	"pages":   {scale{0, 50_000, 1000}, 0},
-	"crowd":   {scale{10_000, 0, 1000}, 500}, // first come: half of the shoppers arrive after the start
-	"queue":   {scale{10_000, 0, 1000}, 500}, // the same crowd through the waiting room
+	"poll":    {scale{2_000, 100_000, 1000}, 1}, // status polls of shoppers waiting in a queue sale's line, and its public document
+	"crowd":   {scale{10_000, 0, 1000}, 500},    // first come: half of the shoppers arrive after the start
+	"queue":   {scale{10_000, 0, 1000}, 500},    // the same crowd through the waiting room
 }
 
 func run(ctx context.Context, args []string) error {
@@ -86,12 +88,15 @@ func run(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "shoppers" {
 		return shoppers(ctx, args[1:])
 	}
+	if len(args) > 0 && args[0] == "baseline-serve" {
+		return baselineServe(args[1:])
+	}
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	base := fs.String("base", "http://127.0.0.1:8080", "the server's address")
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline): redis://host:port/db, or host:port,host:port,... of a cluster")
 	admin := fs.String("admin", "", "an admin's username:password")
 	merchant := fs.String("merchant", "", "a merchant's username:password")
-	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages, crowd, queue; name:N splits the item's stock over N shards (big:4)")
+	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages, poll, crowd, queue; name:N splits the item's stock over N shards (big:4)")
 	countdown := fs.Duration("countdown", 15*time.Second, "crowd and queue: how long before the start the sale is set up (half the shoppers arrive over it)")
 	dbURL := fs.String("db", "", "crowd and queue: the server's PostgreSQL, to count its transactions a second during the crowd")
 	scaleBy := fs.Float64("scale", 1, "multiply users and requests by this (0.1 for a quick run)")
@@ -210,6 +215,8 @@ func run(ctx context.Context, args []string) error {
 			rep, err = client.SoldOut(ctx, rdb, o)
 		case "pages":
 			rep, err = client.Pages(ctx, o)
+		case "poll":
+			rep, err = client.Poll(ctx, rdb, o)
 		case "crowd", "queue":
 			mode := map[string]string{"crowd": "first_come", "queue": "queue"}[name]
 			rep, err = client.Crowd(ctx, rdb, mode, *countdown, o, transactions)
@@ -220,11 +227,11 @@ func run(ctx context.Context, args []string) error {
 		}
 		// The baseline, by the same tool, in the same run, with as many requests and connections.
 		if *withBaseline && rep.Crowd == nil { // a crowd is measured by what its shoppers wait for, not against a handler
-			kind, n := baselineOf(name), rep.Result.Requests
-			rep.Baseline, rep.BaselineRS, err = baseline(ctx, kind, rdb, n, o.Conns)
+			b, err := baseline(ctx, baselineOf(name), *redisURL, procs, rep.Result.Requests, o.Conns)
 			if err != nil {
 				return fmt.Errorf("%s baseline: %w", name, err)
 			}
+			rep.Baseline, rep.BaselineRS, rep.BaselineRequests, rep.BaselineCPU = b.name, b.rate, b.requests, b.cpu
 		}
 		reports = append(reports, rep)
 		fmt.Fprint(os.Stderr, loadtest.Terminal([]*loadtest.Report{rep}))
@@ -242,9 +249,9 @@ func run(ctx context.Context, args []string) error {
 			}
 			charts[r.Scenario] = f
 		}
-		md := fmt.Sprintf("## Load tool run, %s\n\nMachine: %d cores, %s/%s, Go %s. Server at %s.\n\n### Goals\n\n%s\n%s",
+		md := fmt.Sprintf("## Load tool run, %s\n\nMachine: %d cores, %s/%s, Go %s. Server at %s.\n\n### CPU a request\n\n%s\n### Goals\n\n%s\n%s",
 			time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *base,
-			loadtest.Goals(reports), loadtest.Markdown(reports, charts))
+			loadtest.Headline(reports), loadtest.Goals(reports), loadtest.Markdown(reports, charts))
 		if err := os.WriteFile(*report, []byte(md), 0o644); err != nil {
 			return err
 		}
@@ -301,21 +308,117 @@ func baselineOf(scenario string) string {
 		return "evalsha"
 	case "pages":
 		return "bare-page"
+	case "poll":
+		return "bare-json"
 	}
 	return "bare"
 }
 
-// baseline starts a baseline Fiber handler on loopback and fires n requests at it over conns
-// connections: "bare" answers the buy's 202 body, "evalsha" first makes one EVALSHA round trip on the
-// same Redis, "bare-page" answers a small fixed HTML page.
-func baseline(ctx context.Context, kind string, rdb redis.UniversalClient, n, conns int) (string, float64, error) {
-	script := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'n', 1)`)
+// baselines name the baseline handlers, for the report.
+var baselines = map[string]string{"bare": "a bare Fiber handler", "evalsha": "a Fiber handler with one EVALSHA", "bare-page": "a bare Fiber page handler",
+	"bare-json": "a bare Fiber JSON handler"}
+
+// baselineRun is what a baseline's load measured: its requests a second, and the CPU its own process
+// ("baseline") and Redis ("redis", when -cpu names it) used meanwhile.
+type baselineRun struct {
+	name     string
+	rate     float64
+	requests int
+	cpu      []loadtest.CPUUse
+}
+
+// baseline starts a baseline Fiber handler in a process of its own (`loadtest baseline-serve`) and fires
+// n requests at it over conns connections, measuring that process's CPU and Redis's meanwhile, as the
+// scenario's were measured on the app: in the load tool's own process the handler's CPU could not be
+// told from the tool's.
+func baseline(ctx context.Context, kind, redisURL string, procs []loadtest.Process, n, conns int) (baselineRun, error) {
+	out := baselineRun{name: baselines[kind], requests: n}
+	if out.name == "" {
+		return out, fmt.Errorf("unknown baseline %q", kind)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return out, err
+	}
+	cmd := exec.CommandContext(ctx, self, "baseline-serve", "-kind", kind, "-listen", "127.0.0.1:0", "-redis", redisURL)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return out, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return out, err
+	}
+	if err := cmd.Start(); err != nil {
+		return out, err
+	}
+	defer func() { // closing its standard input ends it; a kill if it does not
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return out, fmt.Errorf("baseline-serve said no address: %w", err)
+	}
+	addr := strings.TrimSpace(line)
+	method, want := "POST", "202"
+	if kind == "bare-page" || kind == "bare-json" {
+		method, want = "GET", "200"
+	}
+	reqs := make([]loadtest.Request, n)
+	for i := range reqs {
+		reqs[i] = loadtest.Request{Method: method, Path: "/b"}
+	}
+	client := loadtest.NewClient("http://"+addr, conns)
+	defer client.Close()
+	measured := append([]loadtest.Process{{Name: "baseline", PIDs: []int{cmd.Process.Pid}}}, loadtest.Named(procs, "redis")...)
+	var res *loadtest.Result
+	out.cpu = loadtest.MeasureCPU(measured, func() { res = client.Fire(ctx, reqs, conns, nil) })
+	if res.Kinds[want] != n { // a baseline that failed would flatter the app
+		return out, fmt.Errorf("%d of %d requests answered %s (%v, %d without an answer)", res.Kinds[want], n, want, res.Kinds, res.Errors)
+	}
+	out.rate = res.Throughput()
+	return out, nil
+}
+
+// statusBody is a waiting shopper's status poll's answer, as app's BenchmarkBaselineBareJSON has it.
+var statusBody = []byte(`{"state":"waiting","ticket":"0123456789abcdef0123456789abcdef","position":1234,"ahead":1000,"stock_left":312,` +
+	`"wait_seconds":20,"path":null,"turn_ends_at":null,"queue_opens_at":"2026-11-23T09:50:00Z","starts_at":"2026-11-23T10:00:00Z",` +
+	`"seed_hash":"9b1e0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab","server_time":"2026-11-23T10:00:05Z"}`)
+
+// baselineServe serves a baseline handler until its standard input closes (or it is killed): loadtest
+// baseline-serve -kind bare|evalsha|bare-page|bare-json -listen 127.0.0.1:0 -redis URL. It prints the
+// address it listens on, on a line of its own. "bare" answers the buy's 202 body, "evalsha" first makes
+// one EVALSHA round trip on the same Redis as the app's, "bare-page" answers a small fixed HTML page,
+// "bare-json" a fixed JSON body of a status poll's size (about 350 bytes); each at /b.
+func baselineServe(args []string) error {
+	fs := flag.NewFlagSet("loadtest baseline-serve", flag.ContinueOnError)
+	kind := fs.String("kind", "bare", "bare, evalsha, bare-page or bare-json")
+	listen := fs.String("listen", "127.0.0.1:0", "the address to listen on (port 0: any free one)")
+	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "evalsha: the Redis to run the script on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	f := fiber.New(fiber.Config{DisableStartupMessage: true})
-	page := []byte("<!doctype html><title>item</title><p>an item page</p>")
-	switch kind {
+	switch *kind {
 	case "bare":
 		f.Post("/b", func(c *fiber.Ctx) error { return c.Status(202).JSON(fiber.Map{"status": "queued"}) })
 	case "evalsha":
+		rdb, err := openRedis(*redisURL)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		defer rdb.Del(context.Background(), "loadtest:{baseline}")
+		script := redis.NewScript(`return redis.call('HINCRBY', KEYS[1], 'n', 1)`)
 		f.Post("/b", func(c *fiber.Ctx) error {
 			if err := script.Run(c.UserContext(), rdb, []string{"loadtest:{baseline}"}).Err(); err != nil {
 				return err
@@ -323,27 +426,31 @@ func baseline(ctx context.Context, kind string, rdb redis.UniversalClient, n, co
 			return c.Status(202).JSON(fiber.Map{"status": "queued"})
 		})
 	case "bare-page":
+		page := []byte("<!doctype html><title>item</title><p>an item page</p>")
 		f.Get("/b", func(c *fiber.Ctx) error { c.Set("Content-Type", "text/html; charset=utf-8"); return c.Send(page) })
+	case "bare-json":
+		f.Get("/b", func(c *fiber.Ctx) error {
+			c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			return c.Send(statusBody)
+		})
+	default:
+		return fmt.Errorf("-kind must be bare, evalsha, bare-page or bare-json, got %q", *kind)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
-		return "", 0, err
+		return err
 	}
-	go func() { _ = f.Listener(ln) }()
-	defer f.Shutdown()
-	method := "POST"
-	if kind == "bare-page" {
-		method = "GET"
+	served := make(chan error, 1)
+	go func() { served <- f.Listener(ln) }()
+	fmt.Println(ln.Addr().String())
+	stdinClosed := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(stdinClosed) }()
+	select {
+	case <-stdinClosed:
+	case err := <-served:
+		return err
 	}
-	reqs := make([]loadtest.Request, n)
-	for i := range reqs {
-		reqs[i] = loadtest.Request{Method: method, Path: "/b"}
-	}
-	client := loadtest.NewClient("http://"+ln.Addr().String(), conns)
-	defer client.Close()
-	res := client.Fire(ctx, reqs, conns, nil)
-	defer rdb.Del(context.WithoutCancel(ctx), "loadtest:{baseline}")
-	return map[string]string{"bare": "a bare Fiber handler", "evalsha": "a Fiber handler with one EVALSHA", "bare-page": "a bare Fiber page handler"}[kind], res.Throughput(), nil
+	return f.Shutdown()
 }
 
 // flood holds a connection flood against a server on this machine: loadtest flood -target
