@@ -33,7 +33,7 @@ bench-cluster: ## through nginx on a Redis Cluster: the scenarios with two insta
 	./scripts/bench-cluster.sh
 
 bench-go: services ## Go benchmarks: the buy path against its baselines, the consumer's drain rate, captcha drawing (medians of 5)
-	$(GO) test -run '^$$' -bench 'Baseline|Buy|Page|Catalog|QueueStatus' -benchtime 30000x -count 5 ./app
+	$(GO) test -run '^$$' -bench 'Baseline|Buy|Page|Catalog|QueueStatus|LineDocument|InProcess' -benchtime 30000x -count 5 ./app
 	$(GO) test -run '^$$' -bench ConsumerDrain -benchtime 20000x -count 5 ./jobs
 	$(GO) test -run '^$$' -bench Draw -cpu 1 -count 5 ./captcha
 
@@ -47,7 +47,7 @@ soak: services ## steady mixed load for SOAK (default 1h; SOAK=20m) on servers o
 screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
 	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser|TestPauseInABrowser|TestFormErrorsAtOnceInABrowser|TestBlockInABrowser' ./app
 
-cluster: ## two instances on a three-master Redis Cluster behind nginx, on 127.0.0.1:8090 (scripts/cluster.sh)
+cluster: ## two web instances and a worker on a three-master Redis Cluster behind nginx, on 127.0.0.1:8090 (scripts/cluster.sh)
 	./scripts/cluster.sh start
 
 cluster-stop: ## stop what make cluster started

@@ -25,11 +25,13 @@ import (
 	"seckill/stock"
 )
 
-// The layout of `make cluster` on ports of the test's own: three Redis masters, two instances, nginx.
+// The layout of `make cluster` on ports of the test's own: three Redis masters, two instances (the web
+// tier), two workers (the order writes: one is killed mid-rush, the other claims its orders), nginx.
 var (
-	clusterRedis = []string{"127.0.0.1:17101", "127.0.0.1:17102", "127.0.0.1:17103"}
-	clusterApps  = []string{"127.0.0.1:17181", "127.0.0.1:17182"}
-	clusterNginx = "http://127.0.0.1:17180"
+	clusterRedis   = []string{"127.0.0.1:17101", "127.0.0.1:17102", "127.0.0.1:17103"}
+	clusterApps    = []string{"127.0.0.1:17181", "127.0.0.1:17182"}
+	clusterNginx   = "http://127.0.0.1:17180"
+	clusterWorkers = "18183 18184" // their operators' ports
 )
 
 type cluster struct {
@@ -85,7 +87,7 @@ func startCluster(t *testing.T) *cluster {
 		cmd := exec.Command("bash", append([]string{filepath.Join(root, "scripts", "cluster.sh")}, args...)...)
 		cmd.Env = append(os.Environ(), "CLUSTER_DIR="+filepath.Join(dir, "run"), "CLUSTER_REDIS_PORTS="+ports(clusterRedis),
 			"CLUSTER_APP_PORTS="+ports(clusterApps), "CLUSTER_PORT="+clusterNginx[strings.LastIndexByte(clusterNginx, ':')+1:],
-			"CLUSTER_DATABASE_URL="+db.String(), "CLUSTER_FRESH=1", "CLUSTER_RATE=100", "CLUSTER_BURST=200",
+			"CLUSTER_DATABASE_URL="+db.String(), "CLUSTER_FRESH=1", "CLUSTER_WORKER_PORTS="+clusterWorkers, "CLUSTER_RATE=100", "CLUSTER_BURST=200",
 			"SECKILL_BIN="+bin, "BCRYPT_COST=4", "RATE_LIMIT_IP=off", "LOG_LEVEL=warn", "ORDER_CLAIM_IDLE=5s", "SESSION_SECRET=cluster-test-secret-cluster-test-secret")
 		return cmd
 	}
@@ -154,7 +156,7 @@ func (c *cluster) rush(t *testing.T, requests int, stock int64, shards int, mid 
 }
 
 // Two instances behind nginx on a three-master Redis Cluster: the rush's audit passes with the item in
-// one shard and in four, both instances take buys, nginx limits each address, and when an instance is
+// one shard and in four, both instances take buys, nginx limits each address, and when a worker is
 // killed in the middle of a rush the other finishes its queue.
 func TestRushThroughNginxOnARedisCluster(t *testing.T) {
 	c := startCluster(t)
@@ -242,8 +244,8 @@ func TestRushThroughNginxOnARedisCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("an instance killed mid-rush", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(c.dir, "app-1.pid"))
+	t.Run("a worker killed mid-rush", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(c.dir, "worker-1.pid"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,6 +254,7 @@ func TestRushThroughNginxOnARedisCluster(t *testing.T) {
 		var atKill int
 		// A unit for every shopper and one buy each, so that orders flow until the end: instance 1 is
 		// frozen until its consumer holds orders it read and did not acknowledge, then killed outright.
+		// (Worker 1: the instances are the web tier, and write no orders.)
 		rep := c.rush(t, 1000, 1000, 4, func() {
 			if item, err = lastItem(c); err != nil {
 				t.Error(err)
@@ -265,18 +268,18 @@ func TestRushThroughNginxOnARedisCluster(t *testing.T) {
 				}
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				t.Errorf("kill instance 1: %v", err)
+				t.Errorf("kill worker 1: %v", err)
 			}
 		})
-		t.Logf("instance 1 died holding %d orders it had read and not acknowledged", atKill)
+		t.Logf("worker 1 died holding %d orders it had read and not acknowledged", atKill)
 		if atKill == 0 {
-			t.Error("instance 1 never held an unacknowledged order to be claimed: the test proved nothing")
+			t.Error("worker 1 never held an unacknowledged order to be claimed: the test proved nothing")
 		}
 		if n := pendingOf(c, item, pid); n != 0 {
-			t.Errorf("%d of the dead instance's orders were never claimed", n)
+			t.Errorf("%d of the dead worker's orders were never claimed", n)
 		}
 		if err := syscall.Kill(pid, 0); err == nil && !zombie(pid) {
-			t.Error("instance 1 still runs")
+			t.Error("worker 1 still runs")
 		}
 		if rep.Result.Kinds["202"] < 500 {
 			t.Errorf("too few buys were queued to tell: %v", rep.Result.Kinds)
