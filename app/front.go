@@ -45,7 +45,8 @@ func (f *front) handle(c *fiber.Ctx) error {
 	start := time.Now() // latency, by the wall clock
 	h := &c.Response().Header
 	var idBuf [64]byte
-	h.SetCanonical(headerRequestID, f.ids.of(c, idBuf[:0]))
+	id := f.ids.of(c, idBuf[:0])
+	h.SetCanonical(headerRequestID, id)
 	set := f.pages
 	if strings.HasPrefix(c.Path(), "/api/") {
 		set = f.api
@@ -71,7 +72,7 @@ func (f *front) handle(c *fiber.Ctx) error {
 	s := f.metrics.series(route, methodLabel(c.Method()), status)
 	s.requests.Inc()
 	s.latency.Observe(elapsed.Seconds())
-	f.access.request(c, status, elapsed)
+	f.access.request(c, status, start.Add(elapsed), elapsed, id)
 	return nil
 }
 
@@ -184,7 +185,7 @@ func newAccessLog(log *slog.Logger, proxied bool) *accessLog {
 	return a
 }
 
-func (a *accessLog) request(c *fiber.Ctx, status int, elapsed time.Duration) {
+func (a *accessLog) request(c *fiber.Ctx, status int, end time.Time, elapsed time.Duration, id []byte) {
 	if !a.on {
 		return
 	}
@@ -195,7 +196,7 @@ func (a *accessLog) request(c *fiber.Ctx, status int, elapsed time.Duration) {
 	unlogged := a.unlogged.Swap(0)
 	if a.out == nil {
 		attrs := []slog.Attr{slog.String("method", c.Method()), slog.String("path", c.Path()), slog.Int("status", status),
-			slog.Duration("latency", elapsed), slog.String("ip", c.IP()), slog.String("request_id", requestID(c))}
+			slog.Duration("latency", elapsed), slog.String("ip", c.IP()), slog.String("request_id", string(id))}
 		if unlogged > 0 {
 			attrs = append(attrs, slog.Int64("refusals_not_logged", unlogged))
 		}
@@ -204,7 +205,7 @@ func (a *accessLog) request(c *fiber.Ctx, status int, elapsed time.Duration) {
 	}
 	l := a.out.line()
 	defer a.out.done(l)
-	l.start(time.Now(), "INFO", "request")
+	l.start(end, "INFO", "request")
 	l.str("method", c.Method())
 	l.str("path", c.Path())
 	l.int("status", int64(status))
@@ -214,7 +215,7 @@ func (a *accessLog) request(c *fiber.Ctx, status int, elapsed time.Duration) {
 	} else {
 		l.ip("ip", c.Context().RemoteIP())
 	}
-	l.bytes("request_id", c.Response().Header.PeekBytes(headerRequestID))
+	l.bytes("request_id", id)
 	if unlogged > 0 {
 		l.int("refusals_not_logged", unlogged)
 	}

@@ -125,8 +125,10 @@ func (l *logLine) duration(k string, d time.Duration) {
 		l.b = strconv.AppendInt(l.b, int64(d), 10)
 		return
 	}
-	l.b = strconv.AppendFloat(l.b, float64(d)/float64(time.Millisecond), 'f', 3, 64)
-	l.b = append(l.b, "ms"...)
+	us := max(int64(d/time.Microsecond), 0)
+	l.b = strconv.AppendInt(l.b, us/1000, 10)
+	frac := us % 1000
+	l.b = append(l.b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10), 'm', 's')
 }
 
 func (l *logLine) ip(k string, ip net.IP) {

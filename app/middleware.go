@@ -125,7 +125,11 @@ type header struct{ key, value []byte }
 
 // securityHeaderList is the security headers of pages (page) or of JSON answers: those a browser still
 // reads (the ones helmet adds for Internet Explorer and Flash are left out). Each answer costs a few
-// header writes: they are most of what a status poll or a sold-out answer sends.
+// header writes: they are most of what a status poll or a sold-out answer sends. A JSON answer is never
+// a document a person sees, so it carries only what protects it as data: no sniffing it as a script or a
+// page, no reading it from another site's page, and the CSP that loads nothing and lets nobody frame it
+// (X-Frame-Options, Referrer-Policy and the opener policy are a page's: a JSON answer has no links, no
+// clicks and no window).
 func securityHeaderList(page, hsts bool, imageHosts []string) []header {
 	csp := apiContentSecurityPolicy
 	if page {
@@ -134,12 +138,11 @@ func securityHeaderList(page, hsts bool, imageHosts []string) []header {
 	list := [][2]string{
 		{fiber.HeaderContentSecurityPolicy, csp},
 		{fiber.HeaderXContentTypeOptions, "nosniff"},
-		{fiber.HeaderXFrameOptions, "DENY"},
-		{fiber.HeaderReferrerPolicy, "same-origin"},
 		{fiber.HeaderCrossOriginResourcePolicy, "same-origin"},
 	}
 	if page {
-		list = append(list, [2]string{"Cross-Origin-Opener-Policy", "same-origin"})
+		list = append(list, [2]string{fiber.HeaderXFrameOptions, "DENY"}, [2]string{fiber.HeaderReferrerPolicy, "same-origin"},
+			[2]string{"Cross-Origin-Opener-Policy", "same-origin"})
 	}
 	if hsts {
 		list = append(list, [2]string{fiber.HeaderStrictTransportSecurity, "max-age=31536000; includeSubDomains"})

@@ -331,8 +331,13 @@ func TestSecurityHeaders(t *testing.T) {
 			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, want) {
 				t.Errorf("%s%s: Content-Security-Policy %q", base, path, csp)
 			}
-			if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") == "" {
-				t.Errorf("%s%s: nosniff %q, frame %q, referrer %q", base, path, h.Get("X-Content-Type-Options"), h.Get("X-Frame-Options"), h.Get("Referrer-Policy"))
+			if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Cross-Origin-Resource-Policy") != "same-origin" {
+				t.Errorf("%s%s: nosniff %q, resource policy %q", base, path, h.Get("X-Content-Type-Options"), h.Get("Cross-Origin-Resource-Policy"))
+			}
+			// A page's own headers are on pages, and only there: a JSON answer has no links and no window.
+			page := !strings.HasPrefix(path, "/api/")
+			if (h.Get("X-Frame-Options") == "DENY") != page || (h.Get("Referrer-Policy") != "") != page || (h.Get("Cross-Origin-Opener-Policy") != "") != page {
+				t.Errorf("%s%s: frame %q, referrer %q, opener %q", base, path, h.Get("X-Frame-Options"), h.Get("Referrer-Policy"), h.Get("Cross-Origin-Opener-Policy"))
 			}
 			if hsts := h.Get("Strict-Transport-Security"); (hsts != "") != strings.HasPrefix(base, "https") {
 				t.Errorf("%s%s: Strict-Transport-Security %q", base, path, hsts)
