@@ -109,7 +109,7 @@ func (l *logLine) str(k, v string) {
 
 func (l *logLine) bytes(k string, v []byte) {
 	l.key(k)
-	l.b = appendLogString(l.b, string(v), l.json) // the conversion does not escape: no copy
+	l.b = appendLogString(l.b, v, l.json)
 }
 
 func (l *logLine) int(k string, v int64) {
@@ -155,7 +155,7 @@ func (l *logLine) end() {
 // appendLogString appends s as a value: in JSON a string; in text bare, or quoted when it is empty or
 // holds a space, '=', '"', a control character or a byte beyond ASCII (slog's text handler quotes fewer
 // of those; quoted is never wrong).
-func appendLogString(b []byte, s string, asJSON bool) []byte {
+func appendLogString[S string | []byte](b []byte, s S, asJSON bool) []byte {
 	plain := len(s) > 0
 	for i := 0; i < len(s) && plain; i++ {
 		ch := s[i]
@@ -169,8 +169,8 @@ func appendLogString(b []byte, s string, asJSON bool) []byte {
 	case plain:
 		return append(b, s...)
 	case asJSON:
-		q, _ := json.Marshal(s) // escapes what JSON needs, and replaces bytes that are not UTF-8
+		q, _ := json.Marshal(string(s)) // escapes what JSON needs, and replaces bytes that are not UTF-8
 		return append(b, q...)
 	}
-	return strconv.AppendQuote(b, s)
+	return strconv.AppendQuote(b, string(s))
 }
