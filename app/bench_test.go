@@ -66,6 +66,18 @@ func BenchmarkBaselineBare(b *testing.B) {
 	hammer(b, addr, b.N, func(int) (string, string, string) { return "/buy", "", "" }, 202)
 }
 
+// BenchmarkBaselineBareBuyRequest is BenchmarkBaselineBare sent the sold-out buy's very requests: the
+// same session and CSRF cookies and header, so that what the two parse is the same.
+func BenchmarkBaselineBareBuyRequest(b *testing.B) {
+	srv, _, itemID := benchServer(b, 1)
+	_, cookies, csrf := buyers(b, srv, itemID, 1000)
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	f.Post("/api/items/:id/buy/:path", func(c *fiber.Ctx) error { return c.Status(202).JSON(fiber.Map{"status": "queued"}) })
+	addr := listen(b, f)
+	path := fmt.Sprintf("/api/items/%d/buy/%s", itemID, strings.Repeat("a", 32))
+	hammer(b, addr, b.N, func(i int) (string, string, string) { return path, cookies[i%len(cookies)], csrf }, 202)
+}
+
 // BenchmarkBaselineOneEvalsha is a Fiber handler that makes one EVALSHA round trip and answers 202.
 func BenchmarkBaselineOneEvalsha(b *testing.B) {
 	rdb := testenv.Redis(b)
@@ -233,6 +245,24 @@ func BenchmarkBaselineBareJSON(b *testing.B) {
 	})
 	addr := listen(b, f)
 	hammerMethod(b, "GET", addr, b.N, func(int) (string, string, string) { return "/status", "", "" }, 200)
+}
+
+// BenchmarkBaselineBareJSONPollRequest is BenchmarkBaselineBareJSON sent a placed status poll's very
+// requests: the same cookies and X-Line-Place header.
+func BenchmarkBaselineBareJSONPollRequest(b *testing.B) {
+	srv, _, path, cookies, _ := queueStatusServer(b)
+	places := placesOf(b, srv, path, cookies)
+	f := fiber.New(fiber.Config{DisableStartupMessage: true})
+	body := []byte(strings.Repeat("x", 350))
+	f.Get("/api/items/:id/queue", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(body)
+	})
+	addr := listen(b, f)
+	hammerRequests(b, "GET", addr, b.N, benchConns, func(i int) hammerRequest {
+		k := i % len(cookies)
+		return hammerRequest{Path: path, Cookie: cookies[k], Place: places[k]}
+	}, 200)
 }
 
 // BenchmarkCatalogItem is GET /api/items/{id} through the whole app: from the catalog's snapshot and

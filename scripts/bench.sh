@@ -68,10 +68,12 @@ if [ -n "$redis_pid" ]; then cpu="$cpu;redis=$redis_pid"; fi
 
 run=$(mktemp -d)
 # The sections make bench does not write stay as they are: each between a line `<!-- NAME: ... make bench
-# keeps it -->` and `<!-- /NAME -->` (make bench-cluster's, and the hand-written budget a shopper may cost).
-awk 'match($0, /^<!-- [a-z-]+: .*make bench keeps it -->/) { name = substr($0, 6, index($0, ":") - 6); keep = 1 }
-  keep { print }
-  keep && $0 == "<!-- /" name " -->" { keep = 0; print "" }' "$OUT" >"$run/kept.md" 2>/dev/null || true
+# keeps it -->` and `<!-- /NAME -->` (make bench-cluster's, and the hand-written budget a shopper may cost),
+# after the run; those marked `make bench keeps it first` (the hot answers' CPU, from make bench-go) before it.
+awk -v first="$run/first.md" -v rest="$run/kept.md" '
+  match($0, /^<!-- [a-z0-9-]+: .*make bench keeps it( first)? -->/) { name = substr($0, 6, index($0, ":") - 6); keep = 1; to = ($0 ~ /keeps it first -->/) ? first : rest }
+  keep { print > to }
+  keep && $0 == "<!-- /" name " -->" { keep = 0; print "" > to }' "$OUT" 2>/dev/null || true
 # The crowds' accounts are made beforehand in bulk (-seed), and what reached the server is read from its
 # own /metrics. SHOPPERS sets the crowds' size (default 10,000 times SCALE).
 bin/loadtest -base "$BASE_URL" -redis "$REDIS_URL" -admin bench_admin:bench-admin-pass -merchant bench_merchant:bench-merchant-pass \
@@ -104,6 +106,7 @@ needs well over 20,000 req/s through tool and server together on these two cores
 of that noise; their last medians are in the issue notes.
 
 MD
+  if [ -s "$run/first.md" ]; then cat "$run/first.md"; fi
   sed 's/^## Load tool run/## Run/' "$run/performance.md"
   if [ -s "$run/kept.md" ]; then echo; cat "$run/kept.md"; fi
 } > "$OUT"
