@@ -341,25 +341,34 @@ func BenchmarkInProcess(b *testing.B) {
 		app  *fiber.App
 		req  hammerRequest
 		want int
+		each func(i int) hammerRequest // when set, request i (the crowd's shoppers in turn)
 	}{
-		{"bare-json", bare, hammerRequest{Path: "/status"}, 200},
-		{"status-placed", srv.Fiber, hammerRequest{Path: path, Cookie: cookies[500], Place: places[500]}, 200}, // one in line, not let in
-		{"line", srv.Fiber, hammerRequest{Path: itemPath + "/line"}, 200},
-		{"item", srv.Fiber, hammerRequest{Path: itemPath}, 200},
+		{"bare-json", bare, hammerRequest{Path: "/status"}, 200, nil},
+		{"status-placed", srv.Fiber, hammerRequest{Path: path, Cookie: cookies[500], Place: places[500]}, 200, nil}, // one in line, not let in
+		{"status-placed-crowd", srv.Fiber, hammerRequest{}, 200, func(i int) hammerRequest {
+			k := 10 + i%(len(cookies)-10) // the 990 in line, in turn
+			return hammerRequest{Path: path, Cookie: cookies[k], Place: places[k]}
+		}},
+		{"line", srv.Fiber, hammerRequest{Path: itemPath + "/line"}, 200, nil},
+		{"item", srv.Fiber, hammerRequest{Path: itemPath}, 200, nil},
 	} {
 		b.Run(r.name, func(b *testing.B) {
 			h := r.app.Handler()
 			var rc fasthttp.RequestCtx
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
+				req := r.req
+				if r.each != nil {
+					req = r.each(i)
+				}
 				rc.Request.Reset()
 				rc.Response.Reset()
-				rc.Request.SetRequestURI(r.req.Path)
-				if r.req.Cookie != "" {
-					rc.Request.Header.Set("Cookie", r.req.Cookie)
+				rc.Request.SetRequestURI(req.Path)
+				if req.Cookie != "" {
+					rc.Request.Header.Set("Cookie", req.Cookie)
 				}
-				if r.req.Place != "" {
-					rc.Request.Header.Set(handlers.PlaceHeader, r.req.Place)
+				if req.Place != "" {
+					rc.Request.Header.Set(handlers.PlaceHeader, req.Place)
 				}
 				h(&rc)
 				if rc.Response.StatusCode() != r.want {
