@@ -69,7 +69,7 @@ if [ -n "$redis_pid" ]; then cpu="$cpu;redis=$redis_pid"; fi
 run=$(mktemp -d)
 # The sections make bench does not write stay as they are: each between a line `<!-- NAME: ... make bench
 # keeps it -->` and `<!-- /NAME -->` (make bench-cluster's, and the hand-written budget a shopper may cost),
-# after the run; those marked `make bench keeps it first` (the hot answers' CPU, from make bench-go) before it.
+# after the run; those marked `make bench keeps it first` (the hot answers' CPU, from make bench-go) open the file.
 awk -v first="$run/first.md" -v rest="$run/kept.md" '
   match($0, /^<!-- [a-z0-9-]+: .*make bench keeps it( first)? -->/) { name = substr($0, 6, index($0, ":") - 6); keep = 1; to = ($0 ~ /keeps it first -->/) ? first : rest }
   keep { print > to }
@@ -81,9 +81,10 @@ bin/loadtest -base "$BASE_URL" -redis "$REDIS_URL" -admin bench_admin:bench-admi
   -report "$run/performance.md" -cpu "$cpu" ${CONNS:+-conns "$CONNS"} ${SHOPPERS:+-shoppers "$SHOPPERS"}
 
 {
+  echo "# Performance"
+  echo
+  if [ -s "$run/first.md" ]; then cat "$run/first.md"; fi
   cat <<MD
-# Performance
-
 Written by \`make bench\` (scripts/bench.sh) on $(date -u +%Y-%m-%d): the server built from this tree on real
 PostgreSQL and Redis on this machine ($(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)),
 driven over loopback by the load tool (\`cmd/loadtest\`), which shares the cores with the server. Each
@@ -106,7 +107,6 @@ needs well over 20,000 req/s through tool and server together on these two cores
 of that noise; their last medians are in the issue notes.
 
 MD
-  if [ -s "$run/first.md" ]; then cat "$run/first.md"; fi
   sed 's/^## Load tool run/## Run/' "$run/performance.md"
   if [ -s "$run/kept.md" ]; then echo; cat "$run/kept.md"; fi
 } > "$OUT"
