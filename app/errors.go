@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -70,7 +69,7 @@ func errorHandler(log *slog.Logger, now func() time.Time) fiber.ErrorHandler {
 		if !ok {
 			status = fiber.StatusInternalServerError
 		}
-		if status == fiber.StatusNotFound && !strings.HasPrefix(c.Path(), "/api/") && c.Path() != "/api" {
+		if status == fiber.StatusNotFound && !isAPI(c.Path()) {
 			c.Status(status)
 			return c.Render("error", handlers.PageData(c, now(), "notfound.title"), handlers.Layout)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +47,7 @@ func (f *front) handle(c *fiber.Ctx) error {
 	id := f.ids.of(c, idBuf[:0])
 	h.SetCanonical(headerRequestID, id)
 	set := f.pages
-	if strings.HasPrefix(c.Path(), "/api/") {
+	if isAPI(c.Path()) {
 		set = f.api
 	}
 	for _, kv := range set {

@@ -134,7 +134,7 @@ func TestHotAnswersKeepTheChain(t *testing.T) {
 			t.Errorf("%s: the metrics counted %d then %d, want one more", h.name, before, after)
 		}
 		line := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=request method=` + h.method + ` path=` + regexp.QuoteMeta(h.path) +
-			fmt.Sprintf(` status=%d latency=[0-9.]+ms ip=\S+ request_id=`, h.want) + regexp.QuoteMeta(id) + `$`)
+			fmt.Sprintf(` status=%d latency=[0-9.]+(µs|ms|s) ip=\S+ request_id=`, h.want) + regexp.QuoteMeta(id) + `$`)
 		if !line.MatchString(logs.String()) {
 			t.Errorf("%s: no access log line with its request id %s in:\n%s", h.name, id, lastLines(logs.String(), 4))
 		}
@@ -276,6 +276,26 @@ func TestAppendLogString(t *testing.T) {
 			}
 		} else if text != v || v == "" || strings.ContainsAny(v, " =\"\n") {
 			t.Errorf("text of %q: %s", v, text)
+		}
+	}
+}
+
+// The access log writes a duration and a time as slog does: Duration's String in text, RFC 3339 with
+// nanoseconds in JSON and milliseconds in text.
+func TestLogDurationsAndTimesAreSlogs(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 999, 1000, 1001, 725123, 999999, time.Millisecond, 1500 * time.Microsecond,
+		1234567, 999999999, time.Second, 2500 * time.Millisecond, 59*time.Second + 1, time.Minute, 90 * time.Second, -5} {
+		if got := string(appendDuration(nil, d)); got != d.String() {
+			t.Errorf("%d: %q, String says %q", int64(d), got, d.String())
+		}
+	}
+	for _, ts := range []time.Time{time.Date(2026, 11, 26, 4, 3, 3, 978123456, time.UTC), time.Date(2026, 11, 26, 4, 3, 3, 0, time.UTC),
+		time.Date(2026, 11, 26, 4, 3, 4, 500000000, time.FixedZone("CST", 8*3600))} {
+		if got, want := string(appendLogTime(nil, ts, true)), ts.Format(time.RFC3339Nano); got != want {
+			t.Errorf("JSON time %q, want %q", got, want)
+		}
+		if got, want := string(appendLogTime(nil, ts, false)), ts.Format("2006-01-02T15:04:05.000Z07:00"); got != want {
+			t.Errorf("text time %q, want %q", got, want)
 		}
 	}
 }

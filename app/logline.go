@@ -53,7 +53,7 @@ type logLine struct {
 func (l *logLine) start(t time.Time, level, msg string) {
 	if l.json {
 		l.b = append(l.b, `{"time":"`...)
-		l.b = appendLogTime(l.b, t)
+		l.b = appendLogTime(l.b, t, true)
 		l.b = append(l.b, `","level":"`...)
 		l.b = append(l.b, level...)
 		l.b = append(l.b, '"')
@@ -61,7 +61,7 @@ func (l *logLine) start(t time.Time, level, msg string) {
 		return
 	}
 	l.b = append(l.b, "time="...)
-	l.b = appendLogTime(l.b, t)
+	l.b = appendLogTime(l.b, t, false)
 	l.b = append(l.b, " level="...)
 	l.b = append(l.b, level...)
 	l.str("msg", msg)
@@ -76,8 +76,9 @@ type logSecond struct {
 
 var lastLogSecond atomic.Pointer[logSecond]
 
-// appendLogTime appends t as slog's text handler writes it (RFC 3339, milliseconds).
-func appendLogTime(b []byte, t time.Time) []byte {
+// appendLogTime appends t as slog writes it: RFC 3339 with milliseconds in text, with nanoseconds (trailing
+// zeros left out) in JSON.
+func appendLogTime(b []byte, t time.Time, nanos bool) []byte {
 	s := lastLogSecond.Load()
 	if s == nil || s.unix != t.Unix() {
 		full := t.AppendFormat(nil, "2006-01-02T15:04:05Z07:00")
@@ -85,9 +86,54 @@ func appendLogTime(b []byte, t time.Time) []byte {
 		lastLogSecond.Store(s)
 	}
 	b = append(b, s.head...)
-	ms := t.Nanosecond() / int(time.Millisecond)
-	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	if nanos {
+		b = appendFraction(b, int64(t.Nanosecond()), 9, true)
+	} else {
+		b = appendFraction(b, int64(t.Nanosecond())/int64(time.Millisecond), 3, false)
+	}
 	return append(b, s.zone...)
+}
+
+// appendFraction appends '.' and f as digits decimals, its trailing zeros left out when trim (and then
+// nothing at all for 0).
+func appendFraction(b []byte, f int64, digits int, trim bool) []byte {
+	var d [9]byte
+	for i := digits - 1; i >= 0; i-- {
+		d[i] = byte('0' + f%10)
+		f /= 10
+	}
+	n := digits
+	for trim && n > 0 && d[n-1] == '0' {
+		n--
+	}
+	if n == 0 {
+		return b
+	}
+	return append(append(b, '.'), d[:n]...)
+}
+
+// appendDuration appends d as time.Duration's String writes it ("725.123µs", "1.5ms"), without the string.
+func appendDuration(b []byte, d time.Duration) []byte {
+	var unit time.Duration // the unit written, in nanoseconds
+	var digits int         // a fraction's digits: nanoseconds below the unit
+	var suffix string
+	switch {
+	case d < 0 || d >= time.Minute:
+		return append(b, d.String()...) // not a request's latency: rare, and String knows minutes
+	case d == 0:
+		return append(b, "0s"...)
+	case d < time.Microsecond:
+		return append(strconv.AppendInt(b, int64(d), 10), "ns"...)
+	case d < time.Millisecond:
+		unit, digits, suffix = time.Microsecond, 3, "µs"
+	case d < time.Second:
+		unit, digits, suffix = time.Millisecond, 6, "ms"
+	default:
+		unit, digits, suffix = time.Second, 9, "s"
+	}
+	b = strconv.AppendInt(b, int64(d/unit), 10)
+	b = appendFraction(b, int64(d%unit), digits, true)
+	return append(b, suffix...)
 }
 
 func (l *logLine) key(k string) {
@@ -117,18 +163,14 @@ func (l *logLine) int(k string, v int64) {
 	l.b = strconv.AppendInt(l.b, v, 10)
 }
 
-// duration is written as slog writes a time.Duration: nanoseconds in JSON; in text, a duration Go
-// parses, in milliseconds ("0.850ms").
+// duration is written as slog writes a time.Duration: nanoseconds in JSON, its String in text.
 func (l *logLine) duration(k string, d time.Duration) {
 	l.key(k)
 	if l.json {
 		l.b = strconv.AppendInt(l.b, int64(d), 10)
 		return
 	}
-	us := max(int64(d/time.Microsecond), 0)
-	l.b = strconv.AppendInt(l.b, us/1000, 10)
-	frac := us % 1000
-	l.b = append(l.b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10), 'm', 's')
+	l.b = appendDuration(l.b, d)
 }
 
 func (l *logLine) ip(k string, ip net.IP) {

@@ -154,12 +154,17 @@ func securityHeaderList(page, hsts bool, imageHosts []string) []header {
 	return out
 }
 
+// isAPI reports whether a path is the JSON API's: /api or under /api/, in any case, as the router matches it.
+func isAPI(path string) bool {
+	return len(path) >= 4 && strings.EqualFold(path[:4], "/api") && (len(path) == 4 || path[4] == '/')
+}
+
 // securityHeaders sets the security headers alone (the sandbox's pages have no front of their own).
 func securityHeaders(cfg Config) fiber.Handler {
 	pages, api := securityHeaderList(true, cfg.SecureCookies(), cfg.imageHostList()), securityHeaderList(false, cfg.SecureCookies(), nil)
 	return func(c *fiber.Ctx) error {
 		set := pages
-		if strings.HasPrefix(c.Path(), "/api/") {
+		if isAPI(c.Path()) {
 			set = api
 		}
 		for _, kv := range set {

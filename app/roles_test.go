@@ -230,6 +230,25 @@ func TestWebTierQueuesAndTheWorkerWrites(t *testing.T) {
 	if _, _, err := runCLI(t, nil, "probe", "http://127.0.0.1:"+workerPort+"/readyz"); err == nil {
 		t.Error("seckill probe of a port nobody listens on succeeded")
 	}
+	if _, _, err := runCLI(t, nil, "probe", webURL+"/orders"); err == nil {
+		t.Error("seckill probe of an address that redirects (to a page that answers 200) succeeded")
+	}
+	// A second worker whose operators' listener is taken (by the first) refuses to start: its probe
+	// would ask the first.
+	second := map[string]string{}
+	for k, v := range workerEnv {
+		second[k] = v
+	}
+	second["PORT"] = freePort(t)
+	twin := runRole(t, second)
+	select {
+	case <-twin.finished:
+		if twin.err == nil || !strings.Contains(twin.err.Error(), "SERVE_ROLE=worker needs its operators' listener") {
+			t.Errorf("a worker without its listener: %v", twin.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("a worker whose METRICS_LISTEN is taken kept running")
+	}
 	if _, _, err := runCLI(t, nil, "probe"); !errors.Is(err, ErrUsage) {
 		t.Errorf("seckill probe with no URL = %v, want the usage", err)
 	}

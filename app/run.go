@@ -303,6 +303,11 @@ func runServe(ctx context.Context, env Env) error {
 		// Metrics are for operators: a port taken (a second instance, a Prometheus on 9090) is said
 		// loudly, and the shop serves on without them.
 		if _, stopMetrics, err := serveOperators(cfg.MetricsListen, srv.Metrics, readiness(d.DB, d.Redis), log); err != nil {
+			if role == RoleWorker {
+				// A worker's only listener is this one: without it nothing can tell it is alive, and a
+				// probe of the address would ask whichever process holds it (a web instance, say).
+				return fmt.Errorf("SERVE_ROLE=worker needs its operators' listener (/healthz, /readyz, /metrics): METRICS_LISTEN %s: %w", cfg.MetricsListen, err)
+			}
 			log.Error("serving without /metrics", "err", err)
 		} else {
 			defer stopMetrics()
@@ -452,7 +457,9 @@ func probe(ctx context.Context, url string) error {
 	if err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// The address itself must answer 200: a redirect to a page that does is not health.
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}

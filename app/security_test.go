@@ -321,11 +321,11 @@ func TestJunkItemIDsMakeNoDashboardKeys(t *testing.T) {
 func TestSecurityHeaders(t *testing.T) {
 	for _, base := range []string{"http://shop.example", "https://shop.example"} {
 		s := startLive(t, liveOpts{noBackground: true, tune: func(c *Config) { c.BaseURL = base }})
-		for _, path := range []string{"/", "/api/activities", "/login", "/api/nothing-here", "/nothing-here"} {
+		for _, path := range []string{"/", "/api/activities", "/API/activities", "/login", "/api/nothing-here", "/nothing-here", "/api"} {
 			a := do(t, s.Srv.Fiber, "GET", path, nil)
 			h := a.Header
 			want := "script-src 'self'" // a page's scripts come from this site; a JSON answer loads nothing
-			if strings.HasPrefix(path, "/api/") {
+			if isAPI(path) {
 				want = "default-src 'none'"
 			}
 			if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, want) {
@@ -335,7 +335,7 @@ func TestSecurityHeaders(t *testing.T) {
 				t.Errorf("%s%s: nosniff %q, resource policy %q", base, path, h.Get("X-Content-Type-Options"), h.Get("Cross-Origin-Resource-Policy"))
 			}
 			// A page's own headers are on pages, and only there: a JSON answer has no links and no window.
-			page := !strings.HasPrefix(path, "/api/")
+			page := !isAPI(path)
 			if (h.Get("X-Frame-Options") == "DENY") != page || (h.Get("Referrer-Policy") != "") != page || (h.Get("Cross-Origin-Opener-Policy") != "") != page {
 				t.Errorf("%s%s: frame %q, referrer %q, opener %q", base, path, h.Get("X-Frame-Options"), h.Get("Referrer-Policy"), h.Get("Cross-Origin-Opener-Policy"))
 			}
