@@ -121,8 +121,10 @@ func writeCPU(b *strings.Builder, cpu []CPUUse, requests int) {
 	for _, u := range cpu {
 		per, each := "–", "–"
 		if u.Seconds > 0 && requests > 0 {
-			per = fmt.Sprintf("%.0f", float64(requests)/u.Seconds)
 			each = fmt.Sprintf("%.1f µs", u.Seconds*1e6/float64(requests))
+			if u.Name != "worker" { // it answers no request: its cost a request is a share, not a rate
+				per = fmt.Sprintf("%.0f", float64(requests)/u.Seconds)
+			}
 		}
 		fmt.Fprintf(b, "| %s | %.2f | %s | %s |\n", u.Name, u.Seconds, each, per)
 	}
