@@ -277,3 +277,35 @@ func TestFireSendsARequestsHeaders(t *testing.T) {
 		t.Errorf("answers %v, %d with the place, want 40 and 20", res.Kinds, signed.Load())
 	}
 }
+
+// A measurement waits while a measured process is busy (a server refilling its captcha pool, say), and
+// starts at once when it is quiet; Redis is not waited for.
+func TestQuiesceWaitsForABusyProcess(t *testing.T) {
+	self := []Process{{Name: "app", PIDs: []int{os.Getpid()}}}
+	start := time.Now()
+	quiesce(self, 0.05, 5*time.Second)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a quiet process was waited for %v", d)
+	}
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	time.AfterFunc(time.Second, func() { close(stop) })
+	start = time.Now()
+	quiesce(self, 0.05, 5*time.Second)
+	if d := time.Since(start); d < time.Second || d > 4*time.Second {
+		t.Errorf("a process busy for a second was waited for %v, want a little over a second", d)
+	}
+	start = time.Now()
+	quiesce([]Process{{Name: "redis", PIDs: []int{os.Getpid()}}}, 0.05, 5*time.Second)
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("Redis was waited for (%v)", d)
+	}
+}
