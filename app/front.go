@@ -23,16 +23,13 @@ type front struct {
 	metrics  *httpMetrics
 	access   *accessLog
 	ids      requestIDs
-	pages    []header // the security headers of pages
-	api      []header // those of JSON answers (under /api/)
+	headers  securityHeaderSets
 	deadline deadlineClock
 }
 
 func newFront(m *httpMetrics, access *accessLog, cfg Config) *front {
 	return &front{
-		metrics: m, access: access, ids: newRequestIDs(),
-		pages:    securityHeaderList(true, cfg.SecureCookies(), cfg.imageHostList()),
-		api:      securityHeaderList(false, cfg.SecureCookies(), nil),
+		metrics: m, access: access, ids: newRequestIDs(), headers: newSecurityHeaderSets(cfg),
 		deadline: deadlineClock{d: requestDeadline},
 	}
 }
@@ -42,17 +39,10 @@ var headerRequestID = []byte("X-Request-Id")
 
 func (f *front) handle(c *fiber.Ctx) error {
 	start := time.Now() // latency, by the wall clock
-	h := &c.Response().Header
 	var idBuf [64]byte
 	id := f.ids.of(c, idBuf[:0])
-	h.SetCanonical(headerRequestID, id)
-	set := f.pages
-	if isAPI(c.Path()) {
-		set = f.api
-	}
-	for _, kv := range set {
-		h.SetCanonical(kv.key, kv.value)
-	}
+	c.Response().Header.SetCanonical(headerRequestID, id)
+	f.headers.set(c)
 	c.SetUserContext(f.deadline.at(start))
 
 	matched := true

@@ -159,17 +159,29 @@ func isAPI(path string) bool {
 	return len(path) >= 4 && strings.EqualFold(path[:4], "/api") && (len(path) == 4 || path[4] == '/')
 }
 
+// securityHeaderSets are the security headers of pages and of JSON answers.
+type securityHeaderSets struct{ pages, api []header }
+
+func newSecurityHeaderSets(cfg Config) securityHeaderSets {
+	return securityHeaderSets{securityHeaderList(true, cfg.SecureCookies(), cfg.imageHostList()), securityHeaderList(false, cfg.SecureCookies(), nil)}
+}
+
+// set writes the headers of the request's kind of answer: a JSON answer's under /api, a page's elsewhere.
+func (s securityHeaderSets) set(c *fiber.Ctx) {
+	list := s.pages
+	if isAPI(c.Path()) {
+		list = s.api
+	}
+	for _, kv := range list {
+		c.Response().Header.SetCanonical(kv.key, kv.value)
+	}
+}
+
 // securityHeaders sets the security headers alone (the sandbox's pages have no front of their own).
 func securityHeaders(cfg Config) fiber.Handler {
-	pages, api := securityHeaderList(true, cfg.SecureCookies(), cfg.imageHostList()), securityHeaderList(false, cfg.SecureCookies(), nil)
+	sets := newSecurityHeaderSets(cfg)
 	return func(c *fiber.Ctx) error {
-		set := pages
-		if isAPI(c.Path()) {
-			set = api
-		}
-		for _, kv := range set {
-			c.Response().Header.SetCanonical(kv.key, kv.value)
-		}
+		sets.set(c)
 		return c.Next()
 	}
 }

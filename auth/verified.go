@@ -25,9 +25,8 @@ func newVerified[T any]() *verified[T] { return &verified[T]{seed: maphash.MakeS
 
 // check answers what check found for value, from memory when value passed before.
 func (v *verified[T]) check(value string, check func(string) (T, bool)) (T, bool) {
-	slot := &v.slots[maphash.String(v.seed, value)%verifiedSlots]
-	if e := slot.Load(); e != nil && e.value == value {
-		return e.found, true
+	if p, ok := v.get(value); ok {
+		return *p, true
 	}
 	found, ok := check(value)
 	if ok {

@@ -332,9 +332,7 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 // appendSaleTimes writes them, made once per sale (nil: written here).
 func sendQueue(c *fiber.Ctx, q *queueJSON, times []byte) error {
 	buf := queueBodies.Get().(*[]byte)
-	defer queueBodies.Put(buf)
 	b := (*buf)[:0]
-	defer func() { *buf = b[:0] }()
 	b = append(b, `{"state":"`...)
 	b = append(b, q.State...)
 	b = append(b, '"')
@@ -359,6 +357,8 @@ func sendQueue(c *fiber.Ctx, q *queueJSON, times []byte) error {
 	b = append(b, '}')
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	c.Response().SetBody(b) // a copy (Send would keep b, which goes back to the pool)
+	*buf = b[:0]
+	queueBodies.Put(buf)
 	return nil
 }
 
