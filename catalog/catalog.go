@@ -13,12 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
 	"seckill/errs"
+	"seckill/internal/memo"
 	"seckill/models"
 )
 
@@ -69,7 +69,7 @@ type Catalog struct {
 	cur        atomic.Pointer[built]
 	seq        atomic.Uint64 // rebuilds started: a later one's snapshot is never replaced by an earlier one's
 	flight     singleflight.Group
-	lookups    *expirable.LRU[int64, lookup] // sales outside the snapshot, found or not
+	lookups    *memo.Timed[int64, lookup] // sales outside the snapshot, found or not
 	lookupRate *rate.Limiter
 }
 
@@ -87,7 +87,7 @@ type lookup struct {
 
 // New returns a catalog that rebuilds its snapshot at most once per ttl.
 func New(db *gorm.DB, now func() time.Time, ttl time.Duration, log *slog.Logger) *Catalog {
-	return &Catalog{db: db, now: now, ttl: ttl, log: log, lookups: expirable.NewLRU[int64, lookup](maxLookups, nil, ttl),
+	return &Catalog{db: db, now: now, ttl: ttl, log: log, lookups: memo.NewTimed[int64, lookup](maxLookups, ttl),
 		lookupRate: rate.NewLimiter(lookupsPerSecond, lookupsPerSecond)}
 }
 

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
 	"gorm.io/gorm"
 
 	"seckill/catalog"
 	"seckill/errs"
 	"seckill/i18n"
+	"seckill/internal/memo"
 	"seckill/models"
 	"seckill/stock"
 )
@@ -55,7 +55,7 @@ type Pages struct {
 	TTL     time.Duration // how long a rendered shared page is served (default 1s)
 
 	once   sync.Once
-	cache  *expirable.LRU[string, renderedPage]
+	cache  *memo.Timed[string, renderedPage]
 	flight singleflight.Group
 }
 
@@ -77,7 +77,7 @@ func (h *Pages) shared(c *fiber.Ctx, key string, build func() (status int, view 
 		if ttl <= 0 {
 			ttl = time.Second
 		}
-		h.cache = expirable.NewLRU[string, renderedPage](maxSharedPages, nil, ttl)
+		h.cache = memo.NewTimed[string, renderedPage](maxSharedPages, ttl)
 	})
 	key = Lang(c) + ":" + key
 	p, ok := h.cache.Get(key)

@@ -5,15 +5,16 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
+
+	"seckill/internal/memo"
 )
 
 // LeftCache answers the stock left of items from Redis, at most one read per item per ttl: pages and the
 // catalog show stock that may lag by up to ttl.
 type LeftCache struct {
 	ledger *Ledger
-	m      *expirable.LRU[int64, cachedLeft]
+	m      *memo.Timed[int64, cachedLeft]
 	flight singleflight.Group // one read per item at a time, however many pages ask at once
 }
 
@@ -27,7 +28,7 @@ const maxLeftCached = 16384
 
 // NewLeftCache returns a cache that reads Redis at most once per item per ttl.
 func NewLeftCache(ledger *Ledger, ttl time.Duration) *LeftCache {
-	return &LeftCache{ledger: ledger, m: expirable.NewLRU[int64, cachedLeft](maxLeftCached, nil, ttl)}
+	return &LeftCache{ledger: ledger, m: memo.NewTimed[int64, cachedLeft](maxLeftCached, ttl)}
 }
 
 // Left answers the item's stock left in Redis, and false when its sale is not loaded (or Redis failed:
@@ -54,7 +55,7 @@ func (c *LeftCache) Left(ctx context.Context, itemID int64) (int64, bool) {
 
 // Peek answers the item's stock left as last read, without asking Redis (false: not read lately).
 func (c *LeftCache) Peek(itemID int64) (int64, bool) {
-	e, ok := c.m.Peek(itemID)
+	e, ok := c.m.Get(itemID)
 	return e.left, ok && e.loaded
 }
 

@@ -1,6 +1,9 @@
 package memo
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestMapForgetsAllWhenFull(t *testing.T) {
 	m := Map[int, string]{Max: 2}
@@ -19,5 +22,30 @@ func TestMapForgetsAllWhenFull(t *testing.T) {
 	m.Remove(3)
 	if _, ok := m.Get(3); ok {
 		t.Error("3 kept after Remove")
+	}
+}
+
+func TestTimedAnswersOnlyWithinItsTTL(t *testing.T) {
+	m := NewTimed[int, string](2, 50*time.Millisecond)
+	m.Add(1, "a")
+	if v, ok := m.Get(1); !ok || v != "a" {
+		t.Fatalf("get 1 at once: %q %v", v, ok)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if v, ok := m.Get(1); ok {
+		t.Fatalf("get 1 past its ttl: %q", v)
+	}
+	m.Add(1, "b") // added again: answered again
+	if v, ok := m.Get(1); !ok || v != "b" {
+		t.Fatalf("get 1 added again: %q %v", v, ok)
+	}
+	m.Add(2, "c")
+	m.Add(3, "d") // full: 1 and 2 are forgotten
+	if _, ok := m.Get(1); ok {
+		t.Error("1 kept past the bound")
+	}
+	m.Purge()
+	if _, ok := m.Get(3); ok {
+		t.Error("3 kept after Purge")
 	}
 }
