@@ -355,7 +355,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.Fiber.Server().HeaderReceived = bodyTimeout(cfg.BodyTimeout, uploadLimit(cfg.BodyLimit, s.Sessions))
 	s.NoFile = openFileLimit()
 	s.Conns = connlimit.New(connlimit.Options{Total: cfg.connCap(s.NoFile), PerAddr: cfg.MaxConnsPerAddr,
-		Exempt: cfg.proxyPrefixes(), Log: d.Log})
+		Exempt: cfg.proxyPrefixes(), Log: d.Log, CoarseDeadlines: true})
 	s.Fiber.Server().ConnState = connStates(s.Conns)
 	reg.MustRegister(connMetrics(s.Conns)...)
 	s.Fiber.Use(newFront(newHTTPMetrics(reg), newAccessLog(d.Log, len(cfg.proxies()) > 0), cfg).handle)

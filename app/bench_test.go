@@ -58,6 +58,21 @@ func listen(b *testing.B, f *fiber.App) string {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return serveBench(b, f, ln)
+}
+
+// listenApp serves the app as seckill serve does: on its connection limiter's listener (the caps, the
+// idle connections' list, the coarse deadlines), which the bare baselines do without.
+func listenApp(b *testing.B, srv *Server) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return serveBench(b, srv.Fiber, srv.Conns.Listen(ln))
+}
+
+func serveBench(b *testing.B, f *fiber.App, ln net.Listener) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = serve(ctx, f, ln, 5*time.Second) }()
@@ -136,7 +151,7 @@ func benchServerLogging(b *testing.B, stockTotal int64, logging bool) (*Server, 
 	if _, err := srv.Ledger.Preheat(context.Background(), jobs.DBBooks{DB: db}, item.ID); err != nil {
 		b.Fatal(err)
 	}
-	return srv, listen(b, srv.Fiber), item.ID
+	return srv, listenApp(b, srv), item.ID
 }
 
 // reportRedisCPU reports Redis's CPU time a request (Redis's own count, server-wide: nothing else should

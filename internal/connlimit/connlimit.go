@@ -4,7 +4,6 @@
 package connlimit
 
 import (
-	"container/list"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -25,7 +24,17 @@ type Options struct {
 	Exempt  []netip.Prefix // trusted proxies: the per-address cap does not apply to them, and an eighth of
 	// the total is kept for them (a connection of theirs carries many clients' requests in turn)
 	Log *slog.Logger // where refusals and accept errors are said, at most once in LogEvery
+	// CoarseDeadlines: a deadline takes effect when the connection next reads or writes, and one that
+	// moves later by less than deadlineGrain keeps the one in force (a deadline may end up to that much
+	// early). For a server that sets deadlines only from the goroutine that reads and writes, as fasthttp
+	// does: it moves the read deadline three times a request (idle, headers, body) and the write deadline
+	// once, each a runtime timer moved, while a small request is read whole at the first of them. Not
+	// for net/http, which ends a blocked read from another goroutine by moving its deadline.
+	CoarseDeadlines bool
 }
+
+// deadlineGrain is how much earlier than asked a coarse deadline may be in force.
+const deadlineGrain = 250 * time.Millisecond
 
 // logEvery is how often at most the limiter says that it refuses connections or that accept fails.
 const logEvery = 10 * time.Second
@@ -49,8 +58,8 @@ type Limiter struct {
 	mu     sync.Mutex
 	open   int
 	byAddr map[netip.Addr]int
-	idle   [2]list.List // *Conn, the longest idle first: [0] others', [1] the exempt addresses'
-	room   int          // of the total, kept for the exempt addresses
+	idle   [2]idleList // the longest idle first: [0] others', [1] the exempt addresses'
+	room   int         // of the total, kept for the exempt addresses
 
 	shed, refusedTotal, refusedAddr, acceptRetries atomic.Uint64
 	lastLog                                        atomic.Int64 // unix nanoseconds of the last log line
@@ -68,7 +77,7 @@ func New(opts Options) *Limiter {
 // Stats reports the counts now.
 func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
-	open, idle := l.open, l.idle[0].Len()+l.idle[1].Len()
+	open, idle := l.open, l.idle[0].n+l.idle[1].n
 	l.mu.Unlock()
 	return Stats{Open: open, Idle: idle, Shed: l.shed.Load(), RefusedTotal: l.refusedTotal.Load(),
 		RefusedAddr: l.refusedAddr.Load(), AcceptRetries: l.acceptRetries.Load()}
@@ -83,10 +92,8 @@ func (l *Limiter) Idle(c net.Conn) {
 	}
 	l.mu.Lock()
 	if !lc.closed {
-		if lc.idleAt != nil {
-			l.idle[lc.exemptIdx()].Remove(lc.idleAt)
-		}
-		lc.idleAt = l.idle[lc.exemptIdx()].PushBack(lc)
+		l.idle[lc.exemptIdx()].remove(lc)
+		l.idle[lc.exemptIdx()].pushBack(lc)
 	}
 	l.mu.Unlock()
 }
@@ -98,10 +105,7 @@ func (l *Limiter) Active(c net.Conn) {
 		return
 	}
 	l.mu.Lock()
-	if lc.idleAt != nil {
-		l.idle[lc.exemptIdx()].Remove(lc.idleAt)
-		lc.idleAt = nil
-	}
+	l.idle[lc.exemptIdx()].remove(lc)
 	l.mu.Unlock()
 }
 
@@ -177,18 +181,16 @@ func (l *Limiter) admit(c *Conn) refusal {
 		}
 		// A trusted proxy's idle connection goes only for another of a trusted proxy's.
 		from := &l.idle[0]
-		if from.Len() == 0 && c.exempt {
+		if from.n == 0 && c.exempt {
 			from = &l.idle[1]
 		}
-		front := from.Front()
-		if front == nil {
+		victim := from.head
+		if victim == nil {
 			l.mu.Unlock()
 			l.refusedTotal.Add(1)
 			return fullTotal
 		}
-		victim := front.Value.(*Conn)
-		from.Remove(front)
-		victim.idleAt = nil
+		from.remove(victim)
 		l.mu.Unlock()
 		// Closing counts it out; the server's read of its next request ends with an error and the server
 		// forgets it. Another may have taken the room meanwhile: look again.
@@ -205,10 +207,7 @@ func (l *Limiter) release(c *Conn) {
 		return
 	}
 	c.closed = true
-	if c.idleAt != nil {
-		l.idle[c.exemptIdx()].Remove(c.idleAt)
-		c.idleAt = nil
-	}
+	l.idle[c.exemptIdx()].remove(c)
 	if !c.counted {
 		return
 	}
@@ -246,7 +245,50 @@ type Conn struct {
 	exempt  bool // from a trusted proxy (set before the connection is shared, then only read)
 	counted bool
 	closed  bool
-	idleAt  *list.Element
+	idle    bool  // in its idle list
+	prev    *Conn // its neighbours there
+	next    *Conn
+
+	// with CoarseDeadlines, only the connection's own goroutine touches these
+	coarse bool
+	rd, wd deadline
+}
+
+// deadline is a coarse deadline: the one last asked for, and the one in force.
+type deadline struct{ want, set time.Time }
+
+// due reports whether the deadline asked for must be put in force: it is none where one is in force, or
+// earlier than the one in force, or later by a grain or more.
+func (d *deadline) due() bool {
+	if d.want.Equal(d.set) {
+		return false
+	}
+	if d.want.IsZero() || d.set.IsZero() || d.want.Before(d.set) {
+		return true
+	}
+	return d.want.Sub(d.set) >= deadlineGrain
+}
+
+// Read reads, with the read deadline last asked for (coarse deadlines) in force.
+func (c *Conn) Read(b []byte) (int, error) {
+	if c.coarse && c.rd.due() {
+		if err := c.Conn.SetReadDeadline(c.rd.want); err != nil {
+			return 0, err
+		}
+		c.rd.set = c.rd.want
+	}
+	return c.Conn.Read(b)
+}
+
+// Write writes, with the write deadline last asked for (coarse deadlines) in force.
+func (c *Conn) Write(b []byte) (int, error) {
+	if c.coarse && c.wd.due() {
+		if err := c.Conn.SetWriteDeadline(c.wd.want); err != nil {
+			return 0, err
+		}
+		c.wd.set = c.wd.want
+	}
+	return c.Conn.Write(b)
 }
 
 func (c *Conn) exemptIdx() int {
@@ -269,13 +311,31 @@ func (c *Conn) Close() error {
 // SetWriteDeadline"). Its next read or write reports the closed connection instead, which it handles.
 
 // SetDeadline sets both deadlines; on a closed connection it does nothing.
-func (c *Conn) SetDeadline(t time.Time) error { return closedIsNil(c.Conn.SetDeadline(t)) }
+func (c *Conn) SetDeadline(t time.Time) error {
+	if c.coarse {
+		c.rd.want, c.wd.want = t, t
+		return nil
+	}
+	return closedIsNil(c.Conn.SetDeadline(t))
+}
 
 // SetReadDeadline sets the read deadline; on a closed connection it does nothing.
-func (c *Conn) SetReadDeadline(t time.Time) error { return closedIsNil(c.Conn.SetReadDeadline(t)) }
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	if c.coarse {
+		c.rd.want = t
+		return nil
+	}
+	return closedIsNil(c.Conn.SetReadDeadline(t))
+}
 
 // SetWriteDeadline sets the write deadline; on a closed connection it does nothing.
-func (c *Conn) SetWriteDeadline(t time.Time) error { return closedIsNil(c.Conn.SetWriteDeadline(t)) }
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	if c.coarse {
+		c.wd.want = t
+		return nil
+	}
+	return closedIsNil(c.Conn.SetWriteDeadline(t))
+}
 
 func closedIsNil(err error) error {
 	if errors.Is(err, net.ErrClosed) {
@@ -338,7 +398,7 @@ func (ln *Listener) Accept() (net.Conn, error) {
 			}
 		}
 		backoff = 0
-		lc := &Conn{Conn: c, l: ln.l}
+		lc := &Conn{Conn: c, l: ln.l, coarse: ln.l.opts.CoarseDeadlines}
 		switch ln.l.admit(lc) {
 		case admitted:
 			return lc, nil
@@ -458,4 +518,42 @@ func (ln *Listener) refuseWithSpare() {
 	default:
 		ln.spare, _ = os.Open(os.DevNull)
 	}
+}
+
+// idleList is the limiter's idle connections, the longest idle first, linked through the connections
+// themselves: a request's going idle and active again allocates nothing (container/list made an element
+// a request). Guarded by the limiter's mu.
+type idleList struct {
+	head, tail *Conn
+	n          int
+}
+
+func (q *idleList) pushBack(c *Conn) {
+	c.idle, c.prev, c.next = true, q.tail, nil
+	if q.tail != nil {
+		q.tail.next = c
+	} else {
+		q.head = c
+	}
+	q.tail = c
+	q.n++
+}
+
+// remove takes c out of the list if it is in it.
+func (q *idleList) remove(c *Conn) {
+	if !c.idle {
+		return
+	}
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		q.head = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	} else {
+		q.tail = c.prev
+	}
+	c.idle, c.prev, c.next = false, nil, nil
+	q.n--
 }
