@@ -76,7 +76,7 @@ var errBlocked = errs.Static(errs.Blocked, "this account is blocked: write to th
 
 // LoadSession reads the session cookie, in memory only, and keeps the session for the handlers.
 func (h *Accounts) LoadSession(c *fiber.Ctx) error {
-	if v := c.Cookies(SessionCookie); v != "" {
+	if v := requestCookie(c, SessionCookie); v != "" {
 		if s, ok := h.Sessions.Ref(v); ok {
 			c.Locals(sessionLocal, s) // a pointer: no copy on the heap
 		}
@@ -105,7 +105,7 @@ func (h *Accounts) RequireCSRF(c *fiber.Ctx) error {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 		return c.Next()
 	}
-	if c.Path() != NotifyPath && !h.CSRF.Valid(c.Get(CSRFHeader), c.Cookies(CSRFCookie)) {
+	if c.Path() != NotifyPath && !h.CSRF.Valid(c.Get(CSRFHeader), requestCookie(c, CSRFCookie)) {
 		return errCSRF
 	}
 	// Bodies are JSON, but for the upload routes' files (which carry the CSRF token all the same).

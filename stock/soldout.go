@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,33 +23,41 @@ type Flags struct {
 	ledger *Ledger
 	rdb    redis.UniversalClient
 	log    *slog.Logger
-	mu     sync.RWMutex
-	out    map[int64]struct{}
+	mu     sync.Mutex                         // serialises the writers
+	out    atomic.Pointer[map[int64]struct{}] // read without a lock: every buy and poll asks; a change copies it
 }
 
 // NewFlags returns empty flags.
 func NewFlags(ledger *Ledger, rdb redis.UniversalClient, log *slog.Logger) *Flags {
-	return &Flags{ledger: ledger, rdb: rdb, log: log, out: map[int64]struct{}{}}
+	f := &Flags{ledger: ledger, rdb: rdb, log: log}
+	f.out.Store(&map[int64]struct{}{})
+	return f
 }
 
 // SoldOut reports whether the item is known to be sold out. Memory only.
 func (f *Flags) SoldOut(itemID int64) bool {
-	f.mu.RLock()
-	_, ok := f.out[itemID]
-	f.mu.RUnlock()
+	_, ok := (*f.out.Load())[itemID]
 	return ok
 }
 
 func (f *Flags) set(itemID int64, out bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, was := f.out[itemID]
-	if out {
-		f.out[itemID] = struct{}{}
-	} else {
-		delete(f.out, itemID)
+	old := *f.out.Load()
+	if _, was := old[itemID]; was == out {
+		return false
 	}
-	return was != out
+	next := make(map[int64]struct{}, len(old)+1)
+	for id := range old {
+		next[id] = struct{}{}
+	}
+	if out {
+		next[itemID] = struct{}{}
+	} else {
+		delete(next, itemID)
+	}
+	f.out.Store(&next)
+	return true
 }
 
 // MarkSoldOut flags the item here and on every instance.
@@ -82,12 +91,11 @@ func (f *Flags) Run(ctx context.Context) error {
 
 // recheck clears the flag of every item whose stock is back, in case its message was lost.
 func (f *Flags) recheck(ctx context.Context) {
-	f.mu.RLock()
-	ids := make([]int64, 0, len(f.out))
-	for id := range f.out {
+	out := *f.out.Load()
+	ids := make([]int64, 0, len(out))
+	for id := range out {
 		ids = append(ids, id)
 	}
-	f.mu.RUnlock()
 	for _, id := range ids {
 		left, complete, err := f.ledger.Left(ctx, id)
 		if err != nil {
