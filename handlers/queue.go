@@ -43,7 +43,7 @@ type Queue struct {
 	times  saleTimes                     // each queue sale's two times, as answers write them
 	draws  *expirable.LRU[int64, []byte] // the answers of written draws (they never change)
 	flight singleflight.Group            // one read of a draw's tickets at a time; one line document made at a time
-	lines  memo.Map[int64, lineDoc]      // each line's public document, as last made
+	lines  memo.Slots[int64, lineDoc]    // each line's public document, as last made
 }
 
 // Bounds of the memory the handler keeps per instance.
@@ -374,7 +374,7 @@ func appendSaleTimes(b []byte, opens *time.Time, starts time.Time) []byte {
 // saleTimes are a queue sale's queue_opens_at and starts_at as a status answer writes them, written once
 // per sale (an approved sale's times never change).
 type saleTimes struct {
-	memo.Map[int64, saleTimesText]
+	memo.Slots[int64, saleTimesText]
 }
 
 type saleTimesText struct {

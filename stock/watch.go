@@ -20,8 +20,8 @@ type Watch struct {
 	flags *Flags
 	rate  int // the line's most let in per second, for the wait estimate
 
-	rooms  memo.Map[int64, RoomView]
-	lines  memo.Map[int64, LineView]       // the rooms as the line's public document shows them
+	rooms  memo.Slots[int64, RoomView]
+	lines  memo.Slots[int64, LineView]     // the rooms as the line's public document shows them
 	flight singleflight.Group              // one read of a line at a time, however many ask
 	rates  *expirable.LRU[int64, lineRate] // kept beyond the room's view
 	places [64]memo.Map[placeKey, knownPlace]

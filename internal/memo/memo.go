@@ -5,6 +5,7 @@ package memo
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,3 +92,66 @@ func (t *Timed[K, V]) Purge() { t.m.Clear() }
 var start = time.Now()
 
 func sinceStart() int64 { return int64(time.Since(start)) }
+
+// Slots is a memo for the few keys that every request reads (an item's line, a sale's times), read
+// without a lock: each key has a slot whose value is swapped atomically, and only a key not seen before
+// copies the map of slots. A read lock's two atomic adds on one shared word make the two cores take the
+// word from each other on every read; here a read writes nothing. At most Max keys (all forgotten when
+// full); for many keys added often, Map.
+type Slots[K comparable, V any] struct {
+	mu  sync.Mutex // serialises new keys
+	m   atomic.Pointer[map[K]*atomic.Pointer[V]]
+	Max int
+}
+
+// Get answers the value kept for k.
+func (s *Slots[K, V]) Get(k K) (V, bool) {
+	if p := s.slot(k); p != nil {
+		if v := p.Load(); v != nil {
+			return *v, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+func (s *Slots[K, V]) slot(k K) *atomic.Pointer[V] {
+	if m := s.m.Load(); m != nil {
+		return (*m)[k]
+	}
+	return nil
+}
+
+// Add keeps v for k.
+func (s *Slots[K, V]) Add(k K, v V) {
+	if p := s.slot(k); p != nil {
+		p.Store(&v)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.slot(k); p != nil {
+		p.Store(&v)
+		return
+	}
+	var next map[K]*atomic.Pointer[V]
+	if old := s.m.Load(); old == nil || len(*old) >= s.Max {
+		next = make(map[K]*atomic.Pointer[V])
+	} else {
+		next = make(map[K]*atomic.Pointer[V], len(*old)+1)
+		for k, p := range *old {
+			next[k] = p
+		}
+	}
+	p := new(atomic.Pointer[V])
+	p.Store(&v)
+	next[k] = p
+	s.m.Store(&next)
+}
+
+// Remove forgets the value kept for k (its slot stays, counted against Max, until the slots are forgotten).
+func (s *Slots[K, V]) Remove(k K) {
+	if p := s.slot(k); p != nil {
+		p.Store(nil)
+	}
+}
