@@ -556,11 +556,19 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/api/items/:id/on-sale", buy.OnSale)
 
 	api := f.Group("/api", accounts.RequireCSRF)
+	// The crowd's routes first: Fiber tries a request's routes in the order they were added (each a
+	// pattern match), and these are most of what a sale's crowd asks.
+	api.Get("/items/:id/queue", user, queue.Status)
+	api.Get("/items/:id/line", queue.PublicLine) // public and cacheable: no session needed, no cookie set
+	api.Post("/items/:id/buy/:path", user, buy.Take)
+	api.Post("/items/:id/path", user, buy.Path)
+	api.Get("/items/:id/result", user, buy.Result)
+	api.Get("/items/:id", catalog.Item)
+	api.Get("/me", user, accounts.Me)
 	api.Get("/csrf", accounts.CSRFToken)
 	api.Post("/auth/register", accounts.Register)
 	api.Post("/auth/login", accounts.Login)
 	api.Post("/auth/logout", accounts.Logout)
-	api.Get("/me", user, accounts.Me)
 
 	api.Post("/qr/login", qr.Create)
 	api.Get("/qr/login/:id", qr.State)
@@ -570,17 +578,11 @@ func routes(f *fiber.App, h *site) {
 
 	api.Get("/activities", catalog.Activities)
 	api.Get("/activities/:id", catalog.Activity)
-	api.Get("/items/:id", catalog.Item)
 
 	api.Get("/captcha", buy.Captcha)
 	api.Get("/captcha/:id/audio", buy.CaptchaAudio)
-	api.Post("/items/:id/path", user, buy.Path)
-	api.Post("/items/:id/buy/:path", user, buy.Take)
-	api.Get("/items/:id/result", user, buy.Result)
 	api.Post("/items/:id/queue", user, queue.Join)
-	api.Get("/items/:id/queue", user, queue.Status)
 	api.Get("/items/:id/draw", queue.Draw)
-	api.Get("/items/:id/line", queue.PublicLine) // public and cacheable: no session needed, no cookie set
 
 	api.Get("/orders", user, orders.List)
 	api.Get("/orders/:order_no", user, orders.Get)
