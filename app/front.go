@@ -193,7 +193,7 @@ func (a *accessLog) request(c *fiber.Ctx, status int, end time.Time, elapsed tim
 		return
 	}
 	l := a.out.line()
-	defer a.out.done(l)
+	defer a.out.doneFrom(l, c.Context().ConnID()) // a connection's lines keep their order
 	l.start(end, "INFO", "request")
 	l.str("method", c.Method())
 	l.str("path", c.Path())

@@ -78,3 +78,52 @@ func TestRefusalsAreSampledInTheAccessLog(t *testing.T) {
 		t.Errorf("/metrics lacks %s", want)
 	}
 }
+
+// Lines written through one key (a connection's) come out in the order written, whole, all of them,
+// whatever the other keys write meanwhile; a line longer than a stripe goes out whole too.
+func TestLogBufferKeepsAConnectionsLinesInOrder(t *testing.T) {
+	out := &safeWriter{w: &bytes.Buffer{}}
+	b := newLogBuffer(out)
+	var wg sync.WaitGroup
+	const keys, each = 16, 2000
+	for k := range keys {
+		wg.Go(func() {
+			for i := range each {
+				b.WriteFrom(fmt.Appendf(nil, "k=%d i=%d %s\n", k, i, strings.Repeat("x", 60)), uint64(k))
+			}
+		})
+	}
+	long := "long " + strings.Repeat("y", logStripeSize+100) + "\n"
+	b.WriteFrom([]byte(long), 3)
+	wg.Wait()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := make([]int, keys)
+	longs := 0
+	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if strings.HasPrefix(l, "long ") {
+			if l+"\n" != long {
+				t.Fatalf("the long line came out broken (%d bytes)", len(l))
+			}
+			longs++
+			continue
+		}
+		var k, i int
+		if _, err := fmt.Sscanf(l, "k=%d i=%d", &k, &i); err != nil || k < 0 || k >= keys {
+			t.Fatalf("a broken line: %.80q", l)
+		}
+		if i != next[k] {
+			t.Fatalf("key %d: line %d came where %d was due", k, i, next[k])
+		}
+		next[k]++
+	}
+	for k, n := range next {
+		if n != each {
+			t.Errorf("key %d: %d of %d lines written", k, n, each)
+		}
+	}
+	if longs != 1 {
+		t.Errorf("the long line came out %d times", longs)
+	}
+}

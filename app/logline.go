@@ -35,8 +35,21 @@ func newLogHandler(w io.Writer, json bool, opts *slog.HandlerOptions) *logHandle
 func (h *logHandler) line() *logLine { return h.lines.Get().(*logLine) }
 
 // done writes the line (one Write: whole in the output) and keeps its buffer for the next one.
-func (h *logHandler) done(l *logLine) {
-	_, _ = h.w.Write(l.b)
+func (h *logHandler) done(l *logLine) { h.doneFrom(l, 0) }
+
+// stripedWriter takes lines in stripes (logBuffer): those written with one key keep their order.
+type stripedWriter interface {
+	WriteFrom(p []byte, key uint64)
+}
+
+// doneFrom is done for a line of the source key (a connection): through the writer's stripe for it when
+// the writer has stripes.
+func (h *logHandler) doneFrom(l *logLine, key uint64) {
+	if sw, ok := h.w.(stripedWriter); ok {
+		sw.WriteFrom(l.b, key)
+	} else {
+		_, _ = h.w.Write(l.b)
+	}
 	if cap(l.b) <= 4<<10 {
 		l.b = l.b[:0]
 		h.lines.Put(l)
