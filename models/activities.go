@@ -106,6 +106,46 @@ type ActivityInput struct {
 	StartsAt    time.Time `json:"starts_at"`
 	EndsAt      time.Time `json:"ends_at"`
 	SaleMode    string    `json:"sale_mode"` // first_come when left out, so that clients written before the waiting room keep their meaning
+	Rules       *Rules    `json:"rules"`     // left out: a queue sale's protect it (both on), a first-come sale's are off
+}
+
+// Rules are a sale's rules for who may take part (one person, one chance).
+type Rules struct {
+	// OnePerAddress: one entrant per delivery address and per phone (a queue sale's entrants give theirs
+	// when joining; a first-come sale checks it when an order's address is chosen).
+	OnePerAddress bool `json:"one_per_address"`
+	// AccountsBeforeApproval: only accounts made before the sale was approved may join or buy.
+	AccountsBeforeApproval bool `json:"accounts_before_approval"`
+}
+
+// rules are the input's rules, the sale mode's defaults when it gives none.
+func (in *ActivityInput) rules() Rules {
+	if in.Rules != nil {
+		return *in.Rules
+	}
+	mode := in.SaleMode
+	if mode == "" {
+		mode = SaleFirstCome
+	}
+	return DefaultRules(mode)
+}
+
+// DefaultRules are the rules of a sale made without rules: a queue sale is protected, a first-come sale
+// (where whoever comes first buys) is as before.
+func DefaultRules(saleMode string) Rules {
+	on := saleMode == SaleQueue
+	return Rules{OnePerAddress: on, AccountsBeforeApproval: on}
+}
+
+// RulesOf answers the activity's rules.
+func (a *Activity) RulesOf() Rules {
+	return Rules{OnePerAddress: a.RuleOnePerAddress, AccountsBeforeApproval: a.RuleAccountsBeforeApproval}
+}
+
+// Eligible reports whether the account userID may take part under the activity's rules: an account made
+// after the sale was approved may not when the rule says so.
+func (a *Activity) Eligible(userID int64) bool {
+	return !a.RuleAccountsBeforeApproval || a.EligibleThrough == nil || userID <= *a.EligibleThrough
 }
 
 // BadText reports whether s cannot be stored and shown as text: not UTF-8, or holding control characters
@@ -160,7 +200,8 @@ func ActivityByID(ctx context.Context, db *gorm.DB, id int64) (*Activity, error)
 // CreateActivity makes a draft activity for a merchant.
 func CreateActivity(ctx context.Context, db *gorm.DB, who Actor, in ActivityInput, now time.Time) (*Activity, error) {
 	a := Activity{MerchantID: who.ID, Name: in.Name, Description: in.Description, StartsAt: in.StartsAt.UTC(), EndsAt: in.EndsAt.UTC(),
-		SaleMode: in.SaleMode, State: ActivityDraft, CreatedAt: now, UpdatedAt: now, Items: []Item{}}
+		SaleMode: in.SaleMode, RuleOnePerAddress: in.rules().OnePerAddress, RuleAccountsBeforeApproval: in.rules().AccountsBeforeApproval,
+		State: ActivityDraft, CreatedAt: now, UpdatedAt: now, Items: []Item{}}
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Omit("Items").Create(&a).Error; err != nil {
 			return err
@@ -178,9 +219,11 @@ func UpdateActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, in Ac
 	return changeActivity(ctx, db, who, who.ID, id, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
 		before := auditOf(a)
 		a.Name, a.Description, a.StartsAt, a.EndsAt, a.SaleMode, a.UpdatedAt = in.Name, in.Description, in.StartsAt.UTC(), in.EndsAt.UTC(), in.SaleMode, now
+		a.RuleOnePerAddress, a.RuleAccountsBeforeApproval = in.rules().OnePerAddress, in.rules().AccountsBeforeApproval
 		err := tx.Model(&Activity{}).Where("id = ?", a.ID).
 			Updates(map[string]any{"name": a.Name, "description": a.Description, "starts_at": a.StartsAt, "ends_at": a.EndsAt,
-				"sale_mode": a.SaleMode, "updated_at": now}).Error
+				"sale_mode": a.SaleMode, "rule_one_per_address": a.RuleOnePerAddress,
+				"rule_accounts_before_approval": a.RuleAccountsBeforeApproval, "updated_at": now}).Error
 		return before, auditOf(a), err
 	})
 }
@@ -202,6 +245,10 @@ func (in *ActivityInput) Validate(now time.Time) error {
 	in.Name, in.Description = strings.TrimSpace(in.Name), strings.TrimSpace(in.Description)
 	if in.SaleMode == "" {
 		in.SaleMode = SaleFirstCome
+	}
+	if in.Rules == nil {
+		r := DefaultRules(in.SaleMode)
+		in.Rules = &r
 	}
 	var why []errs.Why
 	if in.SaleMode != SaleFirstCome && in.SaleMode != SaleQueue {

@@ -60,10 +60,13 @@ type activityAudit struct {
 	SaleMode    string    `json:"sale_mode"`
 	State       string    `json:"state"`
 	Reason      string    `json:"reason,omitempty"`
+	// The rules, flat: each is a field of the audit's before and after.
+	OnePerAddress          bool `json:"one_per_address"`
+	AccountsBeforeApproval bool `json:"accounts_before_approval"`
 }
 
 func auditOf(a *Activity) activityAudit {
-	return activityAudit{a.Name, a.Description, a.StartsAt.UTC(), a.EndsAt.UTC(), a.SaleMode, a.State, a.ReviewReason}
+	return activityAudit{a.Name, a.Description, a.StartsAt.UTC(), a.EndsAt.UTC(), a.SaleMode, a.State, a.ReviewReason, a.RuleOnePerAddress, a.RuleAccountsBeforeApproval}
 }
 
 type itemAudit struct {

@@ -345,7 +345,7 @@ func (m *migrator) look(ctx context.Context, dryRun bool) (int, error) {
 			}
 			found++
 			for _, f := range stmt.Schema.Fields {
-				if f.DBName != "" && !tx.Migrator().HasColumn(model, f.DBName) {
+				if f.DBName != "" && !sinceVersion1[stmt.Schema.Table+"."+f.DBName] && !tx.Migrator().HasColumn(model, f.DBName) {
 					missing = append(missing, stmt.Schema.Table+"."+f.DBName)
 				}
 			}
@@ -407,4 +407,10 @@ func (m *migrator) usernameRule(ctx context.Context) error {
 		}
 		return tx.Exec("CREATE UNIQUE INDEX " + UsernameIndex + " ON users (lower(username))").Error
 	})
+}
+
+// sinceVersion1 are the models' columns that later migrations added: a database of version 1 (made by
+// the AutoMigrate of before, unrecorded) has none of them. Each migration that adds a column names it here.
+var sinceVersion1 = map[string]bool{
+	"activities.rule_one_per_address": true, "activities.rule_accounts_before_approval": true, "activities.eligible_through": true, // 00002
 }

@@ -220,8 +220,8 @@ func TestUpgradeFromAutoMigratedDatabase(t *testing.T) {
 				t.Fatalf("migrating the old database: %v", err)
 			}
 			var version int64
-			if err := db.Raw("SELECT max(version_id) FROM " + models.VersionTable + " WHERE is_applied").Scan(&version).Error; err != nil || version != 1 {
-				t.Fatalf("the version table says %d, %v; want 1", version, err)
+			if err := db.Raw("SELECT max(version_id) FROM " + models.VersionTable + " WHERE is_applied").Scan(&version).Error; err != nil || version != latestVersion {
+				t.Fatalf("the version table says %d, %v; want %d (recorded at 1, the later ones run)", version, err, latestVersion)
 			}
 			ms, err := models.Migrations(ctx, db)
 			if err != nil || len(ms) == 0 || ms[0].Version != 1 || !ms[0].Applied {
@@ -309,8 +309,18 @@ func TestMigrateDownAndStatus(t *testing.T) {
 			ctx := context.Background()
 			db := d.migrated(t)
 			ms, err := models.Migrations(ctx, db)
-			if err != nil || len(ms) != 1 || ms[0].Name != "00001_initial.sql" || !ms[0].Applied || ms[0].AppliedAt.IsZero() {
-				t.Fatalf("status of a new database = %+v, %v; want 00001_initial.sql applied, with its time", ms, err)
+			if err != nil || len(ms) != latestVersion || ms[0].Name != "00001_initial.sql" || !ms[0].Applied || ms[0].AppliedAt.IsZero() ||
+				!ms[latestVersion-1].Applied {
+				t.Fatalf("status of a new database = %+v, %v; want 00001_initial.sql and the later ones applied, with their times", ms, err)
+			}
+			// The later versions come undone one by one, without the switch.
+			for v := latestVersion; v > 1; v-- {
+				if undone, err := models.MigrateDown(ctx, db, false); err != nil || undone.Version != int64(v) {
+					t.Fatalf("down from version %d = %+v, %v", v, undone, err)
+				}
+			}
+			if db.Migrator().HasColumn(&models.Activity{}, "rule_one_per_address") {
+				t.Error("down from version 2 left the rules' columns")
 			}
 			if _, err := models.MigrateDown(ctx, db, false); !errors.Is(err, models.ErrDropsEverything) {
 				t.Fatalf("down from version 1 without --drop-everything: %v; want ErrDropsEverything", err)
@@ -340,6 +350,9 @@ func TestMigrateDownAndStatus(t *testing.T) {
 		})
 	}
 }
+
+// latestVersion is the newest migration's version.
+const latestVersion = 2
 
 // initialPostgres is the real first migration, for migrations of the tests' own that come after it.
 func initialPostgres(t *testing.T) *fstest.MapFile {

@@ -96,7 +96,13 @@ type Activity struct {
 	ReviewedAt   *time.Time
 	CreatedAt    time.Time `gorm:"not null"`
 	UpdatedAt    time.Time `gorm:"not null"`
-	Items        []Item    `gorm:"constraint:OnDelete:CASCADE"`
+	// The sale's rules, fixed once approved (Rules). EligibleThrough is the highest account id when it
+	// was approved: accounts are numbered in the order they are made, so those made before have ids at
+	// most it.
+	RuleOnePerAddress          bool `gorm:"not null;default:false"`
+	RuleAccountsBeforeApproval bool `gorm:"not null;default:false"`
+	EligibleThrough            *int64
+	Items                      []Item `gorm:"constraint:OnDelete:CASCADE"`
 }
 
 // Item is a product on sale in an activity. StockSold moves only under the optimistic lock on Version.

@@ -139,6 +139,15 @@ func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool,
 			a.QueueOpensAt = &opens
 			change["queue_opens_at"] = opens
 		}
+		if next == ActivityApproved && a.RuleAccountsBeforeApproval {
+			// The accounts made so far: ids are given in the order accounts are made.
+			var newest int64
+			if err := tx.Model(&User{}).Select("COALESCE(MAX(id), 0)").Scan(&newest).Error; err != nil {
+				return nil, nil, err
+			}
+			a.EligibleThrough = &newest
+			change["eligible_through"] = newest
+		}
 		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(change).Error
 		return before, auditOf(a), err
 	})
