@@ -46,6 +46,9 @@ const (
 	Paused        = "paused"         // an admin has paused the sale: buying, paths and turns wait
 	Blocked       = "blocked"        // an admin has blocked the account
 	LastAdmin     = "last_admin"     // the change would leave the shop with no active admin
+	Staff         = "staff"          // merchants and admins never join a line or buy
+	NotEligible   = "not_eligible"   // the account was made after the sale was approved (its rule)
+	AddressLimit  = "address_limit"  // another entrant of the sale gave the same delivery address or phone
 
 	// The merchant console.
 	ActivityState = "activity_state"
@@ -60,7 +63,7 @@ const (
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
 	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked, LastAdmin,
-	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace}
+	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit}
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {
@@ -72,8 +75,10 @@ type Error struct {
 	Fields map[string]string
 	// Whys are the bad fields of a form with their reasons' words (Bad), to say them in any language.
 	Whys []Why
-	// Key names the message's sentence in the words ("msg.<Key>"), for an error made by Say.
-	Key string
+	// Key names the message's sentence in the words ("msg.<Key>"), for an error made by Say; Args fill
+	// its verbs (SayWith).
+	Key  string
+	Args []any
 
 	body   []byte    // the contract's JSON body, made once for errors answered at a crowd's rate
 	bodies *sync.Map // and its body in each other language, made once each (lang → []byte)

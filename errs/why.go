@@ -53,6 +53,11 @@ func Say(code, key string) *Error {
 	return &Error{Code: code, Key: key, Message: i18n.For("en").T("msg." + key)}
 }
 
+// SayWith is Say of a sentence with verbs (fmt's), filled with args in every language.
+func SayWith(code, key string, args ...any) *Error {
+	return &Error{Code: code, Key: key, Args: args, Message: fmt.Sprintf(i18n.For("en").T("msg."+key), args...)}
+}
+
 // Localize answers the error as a person reading lang's words (tr) sees it: a form's fields each with
 // its reason and the message summing them up, in their words; any other error the sentence its code has
 // in them (its English message says more, for the English reader and the logs). English answers it as
@@ -69,6 +74,9 @@ func (e *Error) Localize(lang string, tr Words) *Error {
 	}
 	if e.Key != "" {
 		out.Message = tr("msg." + e.Key)
+		if len(e.Args) > 0 {
+			out.Message = fmt.Sprintf(out.Message, e.Args...)
+		}
 		return &out
 	}
 	if text := tr("code." + e.Code); text != "code."+e.Code {

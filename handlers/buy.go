@@ -108,6 +108,8 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 		return err
 	} else if a.SaleMode == models.SaleQueue {
 		return errUseQueue
+	} else if err := mayTakePart(&s, a); err != nil {
+		return err
 	}
 	if err := h.Stops.Check(itemID); err != nil {
 		return err
@@ -215,6 +217,9 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 		if err := h.BuyLimit.Allow(addressKey(c)); err != nil {
 			return err
 		}
+	}
+	if s.Role != models.RoleShopper {
+		return errStaff
 	}
 	path := c.Params("path")
 	if !hexid.Valid(path) { // a path is 32 hex digits: junk never reaches Redis
