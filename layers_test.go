@@ -24,7 +24,7 @@ var layers = []struct {
 	{"domain", []string{"orders", "stock", "catalog", "auth", "payment", "captcha", "ratelimit", "pictures"}, true},
 	{"data", []string{"models"}, false},
 	{"leaves", []string{"errs", "i18n", "views", "assets", "internal/gate", "internal/jobreport", "internal/follow",
-		"internal/geo", "internal/hexid", "internal/memo", "internal/connlimit", "internal/faultnet"}, true},
+		"internal/geo", "internal/hexid", "internal/memo", "internal/connlimit", "internal/faultnet", "internal/addrkey"}, true},
 }
 
 // TestImportsPointDown fails when a package imports one above it, or one beside it where its layer
