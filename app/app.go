@@ -72,6 +72,8 @@ type Server struct {
 
 	// Orders makes every change of an order's life after the win, for the handlers and the jobs.
 	Orders *orders.Service
+	// Claims keeps which entrant gave each delivery address and phone, in sales of one entrant per address.
+	Claims *stock.Claims
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
 	// its lock.
@@ -311,7 +313,9 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.Preheat.Runs = s.Runs
 	s.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s.Provider = payment.NewClient(cfg.providerURL(), payment.APIKey(cfg.callbackSecret()), 3*time.Second)
-	s.Orders = &orders.Service{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log}
+	s.Claims = stock.NewClaims(d.Redis, cfg.PhoneRegion)
+	s.Orders = &orders.Service{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Claims: s.Claims,
+		NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log}
 	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Orders: s.Orders, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.Refunds = &jobs.Refunds{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.UnpaidTimeout = &jobs.UnpaidTimeout{DB: d.DB, Orders: s.Orders, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
@@ -418,7 +422,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		queue: &handlers.Queue{
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
 			Captchas: s.Captchas, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
-			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn,
+			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn, Claims: s.Claims, DB: d.DB,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
 		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders},

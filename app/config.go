@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -56,6 +57,7 @@ type Config struct {
 	QueueOverbook   float64       // QUEUE_OVERBOOK: shoppers let in at a time, per unit of stock left
 	QueueRate       int           // QUEUE_RATE: the most shoppers let in per second per item
 	QueueTurn       time.Duration // QUEUE_TURN: how long a shopper let in has to buy
+	PhoneRegion     string        // PHONE_REGION: the country of phone numbers written without a country code
 	MaxConns        int           // MAX_CONNS: the most connections open at once; 0 (unset) derives it from the open-file limit
 	MaxConnsPerAddr int           // MAX_CONNS_PER_ADDR: the most from one client address (IPv6: one /64); trusted proxies exempt
 	HeaderTimeout   time.Duration // HEADER_TIMEOUT: how long a request's line and headers may take to arrive
@@ -229,6 +231,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		QueueOverbook:   p.float("QUEUE_OVERBOOK", 1.5, 1, 100),
 		QueueRate:       p.int("QUEUE_RATE", 500, 1, 1_000_000),
 		QueueTurn:       p.duration("QUEUE_TURN", 30*time.Second),
+		PhoneRegion:     p.region("PHONE_REGION", "CN"),
 		MaxConns:        p.int("MAX_CONNS", 0, 0, 10_000_000),
 		MaxConnsPerAddr: p.int("MAX_CONNS_PER_ADDR", 512, 0, 10_000_000),
 		HeaderTimeout:   p.duration("HEADER_TIMEOUT", 5*time.Second),
@@ -337,6 +340,16 @@ func (p *parser) httpURL(name, v string) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		p.fail(name, "must be an absolute http:// or https:// URL")
 	}
+}
+
+// region reads an ISO 3166 country code that the phone number rules know (CN, US, GB, ...).
+func (p *parser) region(name, def string) string {
+	v := strings.ToUpper(p.str(name, def))
+	if !phonenumbers.GetSupportedRegions()[v] {
+		p.fail(name, fmt.Sprintf("must be a two-letter country code (ISO 3166) such as CN or US, got %q", v))
+		return def
+	}
+	return v
 }
 
 func (p *parser) str(name, def string) string {

@@ -177,16 +177,19 @@ func seedDemo(ctx context.Context, db *gorm.DB, now time.Time, bcryptCost int) (
 		reviewer := ids[models.RoleAdmin]
 		starts := now.Add(2 * time.Minute).Truncate(time.Second).UTC()
 		act := models.Activity{
-			MerchantID:   ids[models.RoleMerchant],
-			Name:         "Opening Day Flash Sale",
-			Description:  "Three gadgets at a fraction of their price, while stock lasts. One of each per person.",
-			StartsAt:     starts,
-			EndsAt:       starts.Add(24 * time.Hour),
-			State:        models.ActivityApproved,
-			SaleMode:     models.SaleQueue, // the waiting room opens at once: join during the countdown
-			QueueOpensAt: &now,
-			ReviewerID:   &reviewer,
-			ReviewedAt:   &now,
+			MerchantID:  ids[models.RoleMerchant],
+			Name:        "Opening Day Flash Sale",
+			Description: "Three gadgets at a fraction of their price, while stock lasts. One of each per person.",
+			StartsAt:    starts,
+			EndsAt:      starts.Add(24 * time.Hour),
+			State:       models.ActivityApproved,
+			SaleMode:    models.SaleQueue, // the waiting room opens at once: join during the countdown
+			// One entrant per delivery address (the page asks for one when joining); accounts made after
+			// approval may take part, so that a newcomer who registers can try it.
+			RuleOnePerAddress: true,
+			QueueOpensAt:      &now,
+			ReviewerID:        &reviewer,
+			ReviewedAt:        &now,
 			Items: []models.Item{
 				{Name: "Aurora Phone X", Title: "6.5\" OLED, 256 GB", Description: "A flagship phone for the price of a case.",
 					ImageURL: "/assets/img/demo-1.svg", OriginalPriceCents: 499900, SeckillPriceCents: 99900, StockTotal: 100},

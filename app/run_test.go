@@ -288,7 +288,11 @@ func TestMigrateCommandUpgradesAnAutoMigratedDatabase(t *testing.T) {
 		t.Errorf("user create after the upgrade = %q, %v", out, err)
 	}
 
-	// The upgraded shop is version 1, the whole schema: a plain down is refused and drops nothing.
+	// The upgraded shop was version 1, the whole schema, and ran the later ones: a plain down undoes the
+	// newest, then is refused at version 1 and drops nothing.
+	if out, _, err := runCLI(t, env, "migrate", "down"); err != nil || !strings.Contains(out, "00002_activity_rules.sql") {
+		t.Fatalf("migrate down of version 2 = %q, %v; want it to name 00002_activity_rules.sql", out, err)
+	}
 	if _, _, err := runCLI(t, env, "migrate", "down"); !errors.Is(err, models.ErrDropsEverything) {
 		t.Fatalf("migrate down of version 1 = %v; want it refused without --drop-everything", err)
 	}

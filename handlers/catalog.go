@@ -33,16 +33,17 @@ type CatalogAPI struct {
 
 // ActivityJSON is the contract's `activity`.
 type ActivityJSON struct {
-	ID           int64      `json:"id"`
-	Name         string     `json:"name"`
-	Description  string     `json:"description"`
-	StartsAt     time.Time  `json:"starts_at"`
-	EndsAt       time.Time  `json:"ends_at"`
-	State        string     `json:"state"`
-	SaleMode     string     `json:"sale_mode"`
-	QueueOpensAt *time.Time `json:"queue_opens_at"` // a queue sale's, from its approval; null otherwise
-	Paused       bool       `json:"paused"`         // an admin has paused it: buying waits until it resumes
-	Items        []ItemJSON `json:"items"`
+	ID           int64        `json:"id"`
+	Name         string       `json:"name"`
+	Description  string       `json:"description"`
+	StartsAt     time.Time    `json:"starts_at"`
+	EndsAt       time.Time    `json:"ends_at"`
+	State        string       `json:"state"`
+	SaleMode     string       `json:"sale_mode"`
+	QueueOpensAt *time.Time   `json:"queue_opens_at"` // a queue sale's, from its approval; null otherwise
+	Paused       bool         `json:"paused"`         // an admin has paused it: buying waits until it resumes
+	Rules        models.Rules `json:"rules"`          // who may take part; fixed once approved
+	Items        []ItemJSON   `json:"items"`
 }
 
 // ItemJSON is the contract's `item`.
@@ -94,7 +95,7 @@ func activityJSON(a *models.Activity, left map[int64]int64, now time.Time) Activ
 	out := ActivityJSON{
 		ID: a.ID, Name: a.Name, Description: a.Description, State: a.State,
 		StartsAt: a.StartsAt.UTC(), EndsAt: a.EndsAt.UTC(), SaleMode: saleMode(a), QueueOpensAt: utc(a.QueueOpensAt),
-		Paused: a.PausedAt != nil && now.Before(a.EndsAt), Items: make([]ItemJSON, 0, len(a.Items)),
+		Paused: a.PausedAt != nil && now.Before(a.EndsAt), Rules: a.RulesOf(), Items: make([]ItemJSON, 0, len(a.Items)),
 	}
 	for i := range a.Items {
 		out.Items = append(out.Items, itemJSON(&a.Items[i], a, left[a.Items[i].ID], now))

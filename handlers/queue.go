@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/singleflight"
+	"gorm.io/gorm"
 
 	"seckill/auth"
 	"seckill/captcha"
@@ -36,6 +37,8 @@ type Queue struct {
 	Limits      *ratelimit.Shared
 	RateLimitIP bool
 	Places      *auth.Places  // signs a shopper's place (place_token), checks X-Line-Place
+	Claims      *stock.Claims // one entrant per delivery address and phone, where the sale's rule says so
+	DB          *gorm.DB      // the entrants' address books
 	Turn        time.Duration // how long a turn lasts (QUEUE_TURN), for the line's document
 	Now         func() time.Time
 
@@ -121,12 +124,18 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	in, err := readCaptcha(c)
-	if err != nil {
+	var in joinInput
+	if err := parseJSON(c, &in); err != nil {
+		return err
+	}
+	if err := requireCaptcha(in.CaptchaID, in.CaptchaAnswer); err != nil {
 		return err
 	}
 	it, a, err := h.queueItem(ctx, itemID)
 	if err != nil {
+		return err
+	}
+	if err := mayTakePart(&s, a); err != nil {
 		return err
 	}
 	now := h.Now()
@@ -139,13 +148,68 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	if err := h.Stops.Check(itemID); err != nil {
 		return err
 	}
-	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in); err != nil {
+	// The address is checked before the captcha, which a refusal leaves usable (for another address),
+	// and claimed after it: a join that cannot pass the captcha claims nothing.
+	addr, err := h.entrantAddress(c, a, s.UserID, in.AddressID)
+	if err != nil {
 		return err
+	}
+	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in.captchaInput); err != nil {
+		return err
+	}
+	if addr != nil {
+		if err := h.Claims.Claim(ctx, a, s.UserID, addr.Delivery); err != nil {
+			return h.refusedAddress(c, s.UserID, err)
+		}
 	}
 	if _, err := h.Watch.Join(ctx, itemID, s.UserID, window(a)); err != nil {
 		return err
 	}
 	return h.answer(c, it, a, s.UserID)
+}
+
+// joinInput is a join's body: the captcha, and the delivery address where the sale's rule asks for one.
+type joinInput struct {
+	captchaInput
+	AddressID int64 `json:"address_id"`
+}
+
+// addressProbes bounds a shopper's joins refused for an address another entrant gave: trying addresses
+// one after another to learn which were given is slowed to a few an hour.
+var addressProbes = ratelimit.Limit{Burst: 5, Rate: 5, Period: time.Hour}
+
+// entrantAddress answers the caller's address for the join when the sale has one entrant per address
+// (nil when it has not), refusing a missing or unknown address (400, fields.address_id) and one that
+// another entrant gave (address_limit), without claiming it.
+func (h *Queue) entrantAddress(c *fiber.Ctx, a *models.Activity, userID, addressID int64) (*models.Address, error) {
+	if !a.RuleOnePerAddress {
+		return nil, nil
+	}
+	if addressID <= 0 {
+		return nil, errs.Bad(errs.W("address_id", "choose_address"))
+	}
+	addr, err := models.AddressOfUser(c.UserContext(), h.DB, userID, addressID)
+	if errs.Is(err, errs.NotFound) {
+		return nil, errs.Bad(errs.W("address_id", "choose_address"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Claims.Check(c.UserContext(), a, userID, addr.Delivery); err != nil {
+		return nil, h.refusedAddress(c, userID, err)
+	}
+	return addr, nil
+}
+
+// refusedAddress answers an address refusal, counted against the shopper's probes: past them, rate_limited.
+func (h *Queue) refusedAddress(c *fiber.Ctx, userID int64, err error) error {
+	if !errs.Is(err, errs.AddressLimit) {
+		return err
+	}
+	if lerr := h.Limits.Allow(c.UserContext(), "addrprobe:user:"+strconv.FormatInt(userID, 10), addressProbes); lerr != nil {
+		return lerr
+	}
+	return err
 }
 
 // Status answers the caller's standing in the item's line.

@@ -36,7 +36,9 @@ func (c *Client) SetUpSaleFor(ctx context.Context, merchant, admin *User, name s
 	var act struct{ ID int64 }
 	err := c.JSON(ctx, http.MethodPost, "/api/merchant/activities", map[string]any{
 		"name": name, "description": "Set up by the load tool", "starts_at": starts.Format(time.RFC3339),
-		"ends_at": starts.Add(lasts).Format(time.RFC3339), "sale_mode": saleMode}, merchant, &act)
+		"ends_at": starts.Add(lasts).Format(time.RFC3339), "sale_mode": saleMode,
+		// The scenarios measure the line and the buying path: who may take part is the rules' own scenario.
+		"rules": map[string]bool{"one_per_address": false, "accounts_before_approval": false}}, merchant, &act)
 	if err != nil {
 		return nil, fmt.Errorf("create activity: %w", err)
 	}

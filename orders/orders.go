@@ -25,7 +25,8 @@ type Service struct {
 	// Ledger and Flags put a cancelled order's unit back on sale in Redis.
 	Ledger    *stock.Ledger
 	Flags     *stock.Flags
-	NotifyURL string // where the provider calls back about a payment
+	Claims    *stock.Claims // a first-come sale of one entrant per address checks it when an address is chosen
+	NotifyURL string        // where the provider calls back about a payment
 	Now       func() time.Time
 	Log       *slog.Logger
 }
@@ -49,6 +50,9 @@ func (s *Service) ChooseAddress(ctx context.Context, userID int64, orderNo strin
 	if o.Status != models.OrderPendingPayment {
 		return nil, errs.Newf(errs.OrderState, "this order is %s: its address can no longer change", o.Status)
 	}
+	if err := s.claim(ctx, o, userID, a.Delivery); err != nil {
+		return nil, err
+	}
 	d := a.Delivery
 	ok, err := models.SetOrderAddress(ctx, s.DB, o.ID, d, s.Now())
 	if err != nil {
@@ -59,6 +63,23 @@ func (s *Service) ChooseAddress(ctx context.Context, userID int64, orderNo strin
 	}
 	o.Address = &d
 	return o, nil
+}
+
+// claim gives the address to the buyer in the order's sale when its rule is one entrant per address:
+// address_limit when another entrant of the sale gave it (a queue sale's winner who joined with one
+// address may send the order to another, not to one another entrant gave).
+func (s *Service) claim(ctx context.Context, o *models.Order, userID int64, d models.Delivery) error {
+	if s.Claims == nil {
+		return nil
+	}
+	act, err := models.ActivityByID(ctx, s.DB, o.ActivityID)
+	if err != nil {
+		return err
+	}
+	if !act.RuleOnePerAddress {
+		return nil
+	}
+	return s.Claims.Claim(ctx, act, userID, d)
 }
 
 // Payment is where the buyer pays an order: the provider's payment and its page.

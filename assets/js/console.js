@@ -32,6 +32,11 @@
         var v = value(el);
         if (v !== null) body[el.name] = v;
       });
+      // A sale's rules are checkboxes: {"rules": {"one_per_address": true, ...}}.
+      form.querySelectorAll("input[data-rule]").forEach(function (el) {
+        body.rules = body.rules || {};
+        body.rules[el.dataset.rule] = el.checked;
+      });
       var btn = form.querySelector("button[type=submit]");
       if (btn) btn.disabled = true;
       api(form.dataset.method || "POST", form.dataset.api, body)

@@ -241,7 +241,9 @@
           .catch(function (e) { sayError(e); busy = false; askOwn(); });
         return;
       }
-      api("POST", "/api/items/" + id + "/queue", { captcha_id: captchaId, captcha_answer: answer.value.trim() })
+      var joinBody = { captcha_id: captchaId, captcha_answer: answer.value.trim() };
+      if (addressSelect) joinBody.address_id = Number(addressSelect.value) || 0;
+      api("POST", "/api/items/" + id + "/queue", joinBody)
         .then(function (s) { captchaId = null; say(""); busy = false; learn(s); pollQueue(); })
         .catch(function (e) { sayError(e); busy = false; newCaptcha(); update(); });
       return;
@@ -260,14 +262,37 @@
   });
   document.getElementById("captcha-new").addEventListener("click", newCaptcha);
 
-  whoami().then(function () {
+  // A sale of one entrant per address: the join says which of the shopper's addresses the item would go to.
+  var addressSelect = document.getElementById("join-address");
+  function loadAddresses() {
+    if (!addressSelect) return;
+    api("GET", "/api/addresses").then(function (list) {
+      addressSelect.textContent = "";
+      (list || []).forEach(function (a) {
+        var o = document.createElement("option");
+        o.value = a.id;
+        o.textContent = [a.recipient, a.city, a.street].join(" · ");
+        addressSelect.appendChild(o);
+      });
+      document.getElementById("no-address").hidden = (list || []).length > 0;
+      addressSelect.hidden = !(list || []).length;
+    });
+  }
+
+  whoami().then(function (me) {
+    if (me && me.role && me.role !== "shopper") {
+      // Staff do not take part: the page says so instead of offering the line or Buy.
+      document.getElementById("staff-note").hidden = false;
+      throw null;
+    }
     loggedIn = true; form.hidden = false;
+    loadAddresses();
     if (queueMode) { pollQueue(); return; }
     newCaptcha();
     return api("GET", "/api/items/" + id + "/result").then(function (r) {
       if (r.status === "success" || r.status === "queued") { busy = "queued"; follow(); }
     });
-  }).catch(function () { loginLink.hidden = false; }).then(update);
+  }).catch(function (e) { if (e !== null) loginLink.hidden = false; }).then(update);
 
   refreshItem();
   setInterval(refreshItem, 2000);
