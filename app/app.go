@@ -74,6 +74,8 @@ type Server struct {
 	Orders *orders.Service
 	// Claims keeps which entrant gave each delivery address and phone, in sales of one entrant per address.
 	Claims *stock.Claims
+	// Refusals counts what each rule of who may take part refused, per item, for the fairness report.
+	Refusals *stock.Refusals
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
 	// its lock.
@@ -102,6 +104,7 @@ type site struct {
 	catalog  *handlers.CatalogAPI
 	buy      *handlers.Buy
 	queue    *handlers.Queue
+	report   *handlers.Report
 	orders   *handlers.Orders
 	book     *handlers.Addresses
 	ship     *handlers.Fulfilment
@@ -314,6 +317,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	s.Provider = payment.NewClient(cfg.providerURL(), payment.APIKey(cfg.callbackSecret()), 3*time.Second)
 	s.Claims = stock.NewClaims(d.Redis, cfg.PhoneRegion)
+	s.Refusals = stock.NewRefusals(d.Redis)
 	s.Orders = &orders.Service{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Claims: s.Claims,
 		NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log}
 	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Orders: s.Orders, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
@@ -418,11 +422,13 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Catalog: shop, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Captchas: accounts.Captchas,
 			Loader: &catalog.Loader{Catalog: shop, Stops: s.Stops, Ledger: s.Ledger, Books: books, Now: d.Now},
 			Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+			Refusals: s.Refusals,
 		},
+		report: &handlers.Report{DB: d.DB, Line: s.Line, Refusals: s.Refusals, Now: d.Now},
 		queue: &handlers.Queue{
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
 			Captchas: s.Captchas, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
-			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn, Claims: s.Claims, DB: d.DB,
+			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn, Claims: s.Claims, Refusals: s.Refusals, DB: d.DB,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
 		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders},
@@ -582,6 +588,7 @@ func routes(f *fiber.App, h *site) {
 
 	api.Get("/activities", catalog.Activities)
 	api.Get("/activities/:id", catalog.Activity)
+	api.Get("/activities/:id/report", h.report.Activity)
 
 	api.Get("/captcha", buy.Captcha)
 	api.Get("/captcha/:id/audio", buy.CaptchaAudio)

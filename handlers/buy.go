@@ -36,7 +36,8 @@ type Buy struct {
 	Ledger      *stock.Ledger
 	Loader      *catalog.Loader // loads a sale Redis does not hold, when it may be bought now
 	Flags       *stock.Flags
-	Stops       *catalog.Stops // the sales an admin has paused (in memory)
+	Stops       *catalog.Stops  // the sales an admin has paused (in memory)
+	Refusals    *stock.Refusals // the rules' refusals, counted for the fairness report
 	Captchas    *captcha.Captchas
 	Limits      *ratelimit.Shared
 	BuyLimit    *ratelimit.Local // per address, in memory: the buy costs no round trip for it
@@ -109,7 +110,7 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	} else if a.SaleMode == models.SaleQueue {
 		return errUseQueue
 	} else if err := mayTakePart(&s, a); err != nil {
-		return err
+		return counted(ctx, h.Refusals, itemID, a, err)
 	}
 	if err := h.Stops.Check(itemID); err != nil {
 		return err

@@ -36,10 +36,11 @@ type Queue struct {
 	Captchas    *captcha.Captchas
 	Limits      *ratelimit.Shared
 	RateLimitIP bool
-	Places      *auth.Places  // signs a shopper's place (place_token), checks X-Line-Place
-	Claims      *stock.Claims // one entrant per delivery address and phone, where the sale's rule says so
-	DB          *gorm.DB      // the entrants' address books
-	Turn        time.Duration // how long a turn lasts (QUEUE_TURN), for the line's document
+	Places      *auth.Places    // signs a shopper's place (place_token), checks X-Line-Place
+	Claims      *stock.Claims   // one entrant per delivery address and phone, where the sale's rule says so
+	Refusals    *stock.Refusals // the rules' refusals, counted for the fairness report
+	DB          *gorm.DB        // the entrants' address books
+	Turn        time.Duration   // how long a turn lasts (QUEUE_TURN), for the line's document
 	Now         func() time.Time
 
 	once   sync.Once
@@ -136,7 +137,7 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 		return err
 	}
 	if err := mayTakePart(&s, a); err != nil {
-		return err
+		return counted(ctx, h.Refusals, itemID, a, err)
 	}
 	now := h.Now()
 	switch {
@@ -152,14 +153,14 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	// and claimed after it: a join that cannot pass the captcha claims nothing.
 	addr, err := h.entrantAddress(c, a, s.UserID, in.AddressID)
 	if err != nil {
-		return err
+		return counted(ctx, h.Refusals, itemID, a, err)
 	}
 	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in.captchaInput); err != nil {
 		return err
 	}
 	if addr != nil {
 		if err := h.Claims.Claim(ctx, a, s.UserID, addr.Delivery); err != nil {
-			return h.refusedAddress(c, s.UserID, err)
+			return counted(ctx, h.Refusals, itemID, a, h.refusedAddress(c, s.UserID, err))
 		}
 	}
 	if _, err := h.Watch.Join(ctx, itemID, s.UserID, window(a)); err != nil {

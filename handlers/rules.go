@@ -1,9 +1,12 @@
 package handlers
 
 import (
+	"context"
+
 	"seckill/auth"
 	"seckill/errs"
 	"seckill/models"
+	"seckill/stock"
 )
 
 // The rules of who may take part in a sale (one person, one chance), checked from memory: the session's
@@ -25,4 +28,18 @@ func mayTakePart(s *auth.Session, a *models.Activity) error {
 		return errs.SayWith(errs.NotEligible, "not_eligible_since", since)
 	}
 	return nil
+}
+
+// ruleCodes are the refusals a sale's fairness report counts: the rules of who may take part.
+var ruleCodes = map[string]bool{errs.Staff: true, errs.NotEligible: true, errs.AddressLimit: true}
+
+// counted counts err in the item's report when it is a rule's refusal (best effort), and answers it.
+func counted(ctx context.Context, r *stock.Refusals, itemID int64, a *models.Activity, err error) error {
+	if err == nil || r == nil {
+		return err
+	}
+	if code := errs.Code(err); ruleCodes[code] {
+		r.Count(ctx, itemID, code, a.EndsAt)
+	}
+	return err
 }

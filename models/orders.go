@@ -271,3 +271,36 @@ func LiveOrders(ctx context.Context, db *gorm.DB, itemID int64) (int64, error) {
 	}
 	return live, nil
 }
+
+// OrderFigures are what an item's orders say for its sale's fairness report.
+type OrderFigures struct {
+	Orders    int64      // every order made (each took a unit)
+	Buyers    int64      // the accounts that made them
+	Cancelled int64      // unpaid or cancelled: their units went back on sale
+	Refunded  int64      // paid, then refunded
+	SoldOutAt *time.Time // when the order that took the last of the stock was made (nil: never sold out)
+}
+
+// ItemOrderFigures answers the item's order figures, its stock being stockTotal.
+func ItemOrderFigures(ctx context.Context, db *gorm.DB, itemID, stockTotal int64) (OrderFigures, error) {
+	var f OrderFigures
+	err := db.WithContext(ctx).Model(&Order{}).Where("item_id = ?", itemID).
+		Select("COUNT(*) AS orders, COUNT(DISTINCT user_id) AS buyers, "+
+			"COALESCE(SUM(CASE WHEN status = ? THEN 1 ELSE 0 END), 0) AS cancelled, "+
+			"COALESCE(SUM(CASE WHEN status = ? THEN 1 ELSE 0 END), 0) AS refunded", OrderCancelled, OrderRefunded).
+		Scan(&f).Error
+	if err != nil {
+		return f, fmt.Errorf("order figures of item %d: %w", itemID, err)
+	}
+	if stockTotal > 0 && f.Orders >= stockTotal {
+		var at []time.Time
+		if err := db.WithContext(ctx).Model(&Order{}).Where("item_id = ?", itemID).Order("created_at, id").
+			Offset(int(stockTotal-1)).Limit(1).Pluck("created_at", &at).Error; err != nil {
+			return f, fmt.Errorf("sold-out time of item %d: %w", itemID, err)
+		}
+		if len(at) == 1 {
+			f.SoldOutAt = &at[0]
+		}
+	}
+	return f, nil
+}

@@ -1,0 +1,83 @@
+package app
+
+import (
+	"testing"
+	"time"
+
+	"seckill/models"
+)
+
+// The fairness report: its merchant and the admins see it during the sale, everyone once it is over; it
+// counts the entrants, what each rule refused, the buyers, the units returned and sold again, and when
+// the stock first ran out, as the line and the books say.
+func TestFairnessReportAgreesWithTheBooks(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	act, item := queueSale(t, s.DB, s, 2)
+	merchant := withRole(t, s, "report_shop", models.RoleMerchant)
+	admin := withRole(t, s, "report_chief", models.RoleAdmin)
+	var shopID int64
+	if err := s.DB.Model(&models.User{}).Where("username = ?", "report_shop").Pluck("id", &shopID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DB.Model(&act).Updates(map[string]any{"rule_one_per_address": true, "merchant_id": shopID}).Error; err != nil {
+		t.Fatal(err)
+	}
+	path := "/api/activities/" + itoa(act.ID) + "/report"
+	anyone := newBrowser(t, s.URL)
+	expect(t, "the public during the sale", anyone.call("GET", path, nil), 403, "forbidden")
+
+	var ids []int64
+	for i, street := range []string{"1 Wensan Road", "2 Wensan Road", "3 Wensan Road", "1 WENSAN ROAD"} {
+		b := newBrowser(t, s.URL)
+		ids = append(ids, b.register("reported_"+itoa(int64(i)), passwordOf("reported")))
+		addr := b.addAddress("1380013800"+itoa(int64(i)), "Zhejiang", "Hangzhou", street)
+		id, answer := b.captcha()
+		want := 200
+		if i == 3 {
+			want = 409 // the first entrant's place
+		}
+		expect(t, "joining", b.joinFrom(item.ID, addr, id, answer), want, "")
+	}
+	expect(t, "staff joining", admin.join(item.ID), 403, "staff")
+
+	// The books: two orders took the stock, one was cancelled (its unit back on sale) and sold again.
+	starts := act.StartsAt
+	for i, o := range []struct {
+		user   int64
+		status string
+		after  time.Duration
+	}{{ids[0], models.OrderPaid, 3 * time.Second}, {ids[1], models.OrderCancelled, 5 * time.Second}, {ids[2], models.OrderPendingPayment, 9 * time.Second}} {
+		at := starts.Add(o.after)
+		if err := s.DB.Create(&models.Order{OrderNo: "SKREPORT" + itoa(int64(i)), UserID: o.user, ItemID: item.ID, ActivityID: act.ID,
+			PriceCents: 100, Status: o.status, PayDeadline: at.Add(15 * time.Minute), CreatedAt: at, UpdatedAt: at}).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for who, b := range map[string]*browser{"its merchant": merchant, "an admin": admin} {
+		r := b.call("GET", path, nil)
+		if r.Status != 200 {
+			t.Fatalf("%s during the sale: %d %s", who, r.Status, r.Body)
+		}
+	}
+	s.Clock.Advance(2 * time.Hour) // the sale is over
+	r := anyone.call("GET", path, nil)
+	if r.Status != 200 {
+		t.Fatalf("the public after the sale: %d %s", r.Status, r.Body)
+	}
+	rep := r.json(t)
+	items := rep["items"].([]any)
+	if len(items) != 1 || rep["activity_id"] != float64(act.ID) {
+		t.Fatalf("the report: %s", r.Body)
+	}
+	got := items[0].(map[string]any)
+	refused := got["refused"].(map[string]any)
+	for field, want := range map[string]any{"item_id": float64(item.ID), "entrants": float64(3), "buyers": float64(3), "returned": float64(1),
+		"sold_again": float64(1), "refunds": float64(0), "sold_out_after_seconds": float64(5), "flagged": float64(0)} {
+		if got[field] != want {
+			t.Errorf("%s = %v; want %v (report %s)", field, got[field], want, r.Body)
+		}
+	}
+	if refused["address_limit"] != float64(1) || refused["staff"] != float64(1) {
+		t.Errorf("refused = %v; want one address_limit and one staff", refused)
+	}
+}

@@ -1,0 +1,140 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"golang.org/x/sync/singleflight"
+	"gorm.io/gorm"
+
+	"seckill/errs"
+	"seckill/internal/memo"
+	"seckill/models"
+	"seckill/stock"
+)
+
+// Report serves a sale's fairness report: what the line did and what the rules held back, per item.
+// Public once the sale is over; its merchant and the admins see it at any time. Made from the line (kept
+// in Redis a week after the sale) and the orders, at most once per reportTTL per activity.
+type Report struct {
+	DB       *gorm.DB
+	Line     *stock.Line
+	Refusals *stock.Refusals
+	Now      func() time.Time
+
+	once   sync.Once
+	cache  *memo.Timed[int64, []byte]
+	flight singleflight.Group
+}
+
+// reportTTL is how long a report is served as made: it is asked by the public after a sale, not polled.
+const reportTTL = 5 * time.Second
+
+// maxReports bounds the reports kept.
+const maxReports = 1024
+
+// reportJSON is the contract's report.
+type reportJSON struct {
+	ActivityID int64            `json:"activity_id"`
+	Items      []itemReportJSON `json:"items"`
+}
+
+type itemReportJSON struct {
+	ItemID   int64            `json:"item_id"`
+	Entrants int64            `json:"entrants"`
+	Refused  map[string]int64 `json:"refused"`
+	// The shadow line is not built yet: nobody is flagged, shadowed or cleared.
+	Flagged             int64  `json:"flagged"`
+	Shadowed            int64  `json:"shadowed"`
+	Cleared             int64  `json:"cleared"`
+	Turns               int64  `json:"turns"`
+	Missed              int64  `json:"missed"`
+	Buyers              int64  `json:"buyers"`
+	Returned            int64  `json:"returned"`
+	SoldAgain           int64  `json:"sold_again"`
+	SoldOutAfterSeconds *int64 `json:"sold_out_after_seconds"`
+	Refunds             int64  `json:"refunds"`
+}
+
+var errReportLater = errs.New(errs.Forbidden, "a sale's report is public once the sale is over")
+
+// Activity answers GET /api/activities/{id}/report.
+func (h *Report) Activity(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	a, err := models.ActivityByID(ctx, h.DB, id)
+	if err != nil {
+		return err
+	}
+	if a.State != models.ActivityApproved {
+		return errs.New(errs.NotFound, "no such sale")
+	}
+	if h.Now().Before(a.EndsAt) {
+		s, ok := SessionOf(c)
+		if !ok || !(s.Role == models.RoleAdmin || s.Role == models.RoleMerchant && s.UserID == a.MerchantID) {
+			return errReportLater
+		}
+	}
+	h.once.Do(func() { h.cache = memo.NewTimed[int64, []byte](maxReports, reportTTL) })
+	if body, ok := h.cache.Get(id); ok {
+		return sendJSONBytes(c, body)
+	}
+	v, err, _ := h.flight.Do(strconv.FormatInt(id, 10), func() (any, error) {
+		body, err := h.make(context.WithoutCancel(ctx), a)
+		if err == nil {
+			h.cache.Add(id, body)
+		}
+		return body, err
+	})
+	if err != nil {
+		return err
+	}
+	return sendJSONBytes(c, v.([]byte))
+}
+
+// make reads the report of the activity's items.
+func (h *Report) make(ctx context.Context, a *models.Activity) ([]byte, error) {
+	out := reportJSON{ActivityID: a.ID, Items: make([]itemReportJSON, 0, len(a.Items))}
+	for i := range a.Items {
+		it := &a.Items[i]
+		r := itemReportJSON{ItemID: it.ID, Refused: map[string]int64{}}
+		if a.SaleMode == models.SaleQueue {
+			st, err := h.Line.LineOf(ctx, it.ID)
+			if err != nil {
+				return nil, err
+			}
+			r.Entrants, r.Turns, r.Missed = st.Entrants, st.LetIn+st.Readmitted, st.Missed
+		}
+		refused, err := h.Refusals.Of(ctx, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		for code, n := range refused {
+			r.Refused[code] = n
+		}
+		f, err := models.ItemOrderFigures(ctx, h.DB, it.ID, it.StockTotal)
+		if err != nil {
+			return nil, err
+		}
+		r.Buyers, r.Returned, r.Refunds = f.Buyers, f.Cancelled, f.Refunded
+		r.SoldAgain = max(0, f.Orders-it.StockTotal)
+		if f.SoldOutAt != nil {
+			secs := int64(f.SoldOutAt.Sub(a.StartsAt).Seconds())
+			r.SoldOutAfterSeconds = &secs
+		}
+		out.Items = append(out.Items, r)
+	}
+	return json.Marshal(out)
+}
+
+func sendJSONBytes(c *fiber.Ctx, body []byte) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(body)
+}
