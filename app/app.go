@@ -558,6 +558,7 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/login", pages.Login)
 	f.Get("/register", pages.Register)
 	f.Get("/m/qr/:id", pages.QRPhone)
+	f.Get("/activities/:id/report", h.report.Page)
 
 	// A sold-out item's buys and paths are answered before the session, CSRF and limit checks (the
 	// contract lets them); OnSale publishes the decision for nginx.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,27 @@ func TestFairnessReportAgreesWithTheBooks(t *testing.T) {
 	}
 	if refused["address_limit"] != float64(1) || refused["staff"] != float64(1) {
 		t.Errorf("refused = %v; want one address_limit and one staff", refused)
+	}
+}
+
+// The report's page says the same figures in words, in English and Chinese.
+func TestFairnessReportPage(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	act, item := queueSale(t, s.DB, s, 2)
+	b := newBrowser(t, s.URL)
+	b.register("page_reader", passwordOf("page_reader"))
+	expect(t, "joining", b.join(item.ID), 200, "")
+	page := "/activities/" + itoa(act.ID) + "/report"
+	if r := b.call("GET", page, nil); r.Status != 403 {
+		t.Errorf("the page during the sale: %d", r.Status)
+	}
+	s.Clock.Advance(2 * time.Hour)
+	for lang, want := range map[string]string{"en": "Entrants in the line", "zh": "排队人数"} {
+		b.setCookie("lang", lang)
+		r := b.call("GET", page, nil)
+		body := string(r.Body)
+		if r.Status != 200 || !strings.Contains(body, want) || !strings.Contains(body, `data-figure="entrants">1<`) || !strings.Contains(body, item.Name) {
+			t.Errorf("the %s page: %d, want %q, one entrant and the item's name:\n%.3000s", lang, r.Status, want, body)
+		}
 	}
 }

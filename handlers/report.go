@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"sync"
 	"time"
@@ -27,7 +26,7 @@ type Report struct {
 	Now      func() time.Time
 
 	once   sync.Once
-	cache  *memo.Timed[int64, []byte]
+	cache  *memo.Timed[int64, *reportJSON]
 	flight singleflight.Group
 }
 
@@ -64,43 +63,69 @@ var errReportLater = errs.New(errs.Forbidden, "a sale's report is public once th
 
 // Activity answers GET /api/activities/{id}/report.
 func (h *Report) Activity(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "activity")
+	r, err := h.report(c)
 	if err != nil {
 		return err
+	}
+	return c.JSON(r)
+}
+
+// Page answers the report's page, /activities/{id}/report, in the reader's language.
+func (h *Report) Page(c *fiber.Ctx) error {
+	r, err := h.report(c)
+	if err != nil {
+		return err
+	}
+	a, err := models.ActivityByID(c.UserContext(), h.DB, r.ActivityID)
+	if err != nil {
+		return err
+	}
+	names := map[int64]string{}
+	for _, it := range a.Items {
+		names[it.ID] = it.Name
+	}
+	return c.Render("report", PageData(c, h.Now(), "report.title", "Activity", a, "Report", r, "Names", names), Layout)
+}
+
+// report answers the activity's report, if the caller may see it now.
+func (h *Report) report(c *fiber.Ctx) (*reportJSON, error) {
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return nil, err
 	}
 	ctx := c.UserContext()
 	a, err := models.ActivityByID(ctx, h.DB, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if a.State != models.ActivityApproved {
-		return errs.New(errs.NotFound, "no such sale")
+		return nil, errs.New(errs.NotFound, "no such sale")
 	}
 	if h.Now().Before(a.EndsAt) {
 		s, ok := SessionOf(c)
 		if !ok || !(s.Role == models.RoleAdmin || s.Role == models.RoleMerchant && s.UserID == a.MerchantID) {
-			return errReportLater
+			return nil, errReportLater
 		}
 	}
-	h.once.Do(func() { h.cache = memo.NewTimed[int64, []byte](maxReports, reportTTL) })
-	if body, ok := h.cache.Get(id); ok {
-		return sendJSONBytes(c, body)
+	h.once.Do(func() { h.cache = memo.NewTimed[int64, *reportJSON](maxReports, reportTTL) })
+	if r, ok := h.cache.Get(id); ok {
+		return r, nil
 	}
 	v, err, _ := h.flight.Do(strconv.FormatInt(id, 10), func() (any, error) {
-		body, err := h.make(context.WithoutCancel(ctx), a)
+		r, err := h.make(context.WithoutCancel(ctx), a)
 		if err == nil {
-			h.cache.Add(id, body)
+			h.cache.Add(id, r)
 		}
-		return body, err
+		return r, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return sendJSONBytes(c, v.([]byte))
+	return v.(*reportJSON), nil
 }
 
 // make reads the report of the activity's items.
-func (h *Report) make(ctx context.Context, a *models.Activity) ([]byte, error) {
+func (h *Report) make(ctx context.Context, a *models.Activity) (*reportJSON, error) {
 	out := reportJSON{ActivityID: a.ID, Items: make([]itemReportJSON, 0, len(a.Items))}
 	for i := range a.Items {
 		it := &a.Items[i]
@@ -131,10 +156,5 @@ func (h *Report) make(ctx context.Context, a *models.Activity) ([]byte, error) {
 		}
 		out.Items = append(out.Items, r)
 	}
-	return json.Marshal(out)
-}
-
-func sendJSONBytes(c *fiber.Ctx, body []byte) error {
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(body)
+	return &out, nil
 }
