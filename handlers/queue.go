@@ -17,6 +17,7 @@ import (
 	"seckill/errs"
 	"seckill/internal/memo"
 	"seckill/models"
+	"seckill/pow"
 	"seckill/ratelimit"
 	"seckill/stock"
 )
@@ -33,6 +34,7 @@ type Queue struct {
 	Stops       *catalog.Stops // the sales an admin has paused (in memory)
 	Left        *stock.LeftCache
 	Captchas    *captcha.Captchas
+	Work        *pow.Work // the proof of work a join carries, checked before the captcha
 	Limits      *ratelimit.Shared
 	RateLimitIP bool
 	Places      *auth.Places  // signs a shopper's place (place_token), checks X-Line-Place
@@ -137,6 +139,9 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 		return stock.ErrEnded
 	}
 	if err := h.Stops.Check(itemID); err != nil {
+		return err
+	}
+	if err := h.Work.Verify(ctx, in.Altcha, joinAsk(c, itemID, s.UserID)); err != nil {
 		return err
 	}
 	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in); err != nil {
