@@ -42,7 +42,7 @@ const (
 )
 
 // Pricing by pressure. A challenge costs the base maxnumber times:
-//   - the pressure: the joins and registrations this instance checked in the last whole second, r:
+//   - the pressure: the joins and registrations whose proof this instance took in the last whole second, r:
 //     1 up to pressureKnee (50) a second, then r/50 (2× at 100 a second, 4× at 200), at most 8×. A person's
 //     page solves while they type the captcha, so a crowd of people hardly notices; a flood pays in
 //     proportion to its size.
@@ -175,7 +175,6 @@ const maxPayload = 2048
 // wrong, expired, reused one, or one made for another purpose, item or account, answers ErrBadPow.
 func (w *Work) Verify(ctx context.Context, payload string, a Ask) error {
 	now := w.now()
-	w.seen.add(now)
 	if payload == "" || len(payload) > maxPayload {
 		return ErrBadPow
 	}
@@ -215,6 +214,8 @@ func (w *Work) Verify(ctx context.Context, payload string, a Ask) error {
 	if !first {
 		return ErrBadPow
 	}
+	// Counted once good: junk costs nothing to refuse, and must not raise everyone's price.
+	w.seen.add(now)
 	if a.Purpose == Join && a.Prefix != "" {
 		key := crowdKey(a.ItemID, a.Prefix)
 		pipe := w.rdb.Pipeline()

@@ -204,10 +204,20 @@ func TestPriceRisesWithPressureNewAccountsAndCrowdedPrefixes(t *testing.T) {
 	if p := w.Price(ctx, Ask{Purpose: Join, ItemID: 10, UserID: 1, Prefix: "10.0.0.0/24"}); p != 1000 {
 		t.Errorf("another item's from the same prefix %d, want 1000", p)
 	}
-	// Pressure: 200 checks in one second price the next second's challenges at 4×.
+	// Pressure: 200 proofs taken in one second price the next second's challenges at 4×.
 	clk.Advance(time.Second)
+	for range 99 {
+		w.seen.add(clk.Now())
+	}
+	for range 10 { // junk is refused for nothing, and raises nobody's price
+		_ = w.Verify(ctx, "junk", Ask{Purpose: Register})
+	}
+	clk.Advance(time.Second)
+	if p := w.Price(ctx, Ask{Purpose: Register}); p != 1000 {
+		t.Errorf("after 99 proofs and 10 junk ones a second %d, want 1000", p)
+	}
 	for range 200 {
-		_ = w.Verify(ctx, "", Ask{Purpose: Register})
+		w.seen.add(clk.Now())
 	}
 	clk.Advance(time.Second)
 	if p := w.Price(ctx, Ask{Purpose: Register}); p != 4000 {
