@@ -35,6 +35,7 @@ require (
 )
 
 require (
+	github.com/altcha-org/altcha-lib-go v0.2.2 // indirect
 	github.com/andybalholm/brotli v1.3.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

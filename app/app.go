@@ -38,6 +38,7 @@ import (
 	"seckill/models"
 	"seckill/orders"
 	"seckill/payment"
+	"seckill/pow"
 	"seckill/ratelimit"
 	"seckill/stock"
 	"seckill/views"
@@ -116,6 +117,7 @@ type site struct {
 	consoles *handlers.Consoles
 	sandbox  *handlers.SandboxAPI // nil unless the sandbox is mounted (demo mode, PAY_SANDBOX=on)
 	edge     *handlers.Edge       // nginx's figures for the admins (empty without nginx)
+	altcha   *handlers.Altcha     // the proofs of work of registrations and joins
 }
 
 // The workers Start runs beside the jobs, by name.
@@ -403,9 +405,10 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	if err != nil {
 		return err
 	}
+	work := pow.New(cfg.SessionSecret, cfg.PowMaxNumber, d.Redis, d.Now)
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
-		Passwords: passwords, Captchas: s.Captchas,
+		Passwords: passwords, Captchas: s.Captchas, Work: work,
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
@@ -427,7 +430,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		report: &handlers.Report{DB: d.DB, Line: s.Line, Refusals: s.Refusals, Now: d.Now},
 		queue: &handlers.Queue{
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
-			Captchas: s.Captchas, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
+			Captchas: s.Captchas, Work: work, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn, Claims: s.Claims, Refusals: s.Refusals, DB: d.DB,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
@@ -439,6 +442,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.imageHostList(), Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
+		altcha:   &handlers.Altcha{Work: work, Catalog: shop, DB: d.DB, Now: d.Now},
 	}
 	if cfg.PaySandbox {
 		s.site.sandbox = newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now)
@@ -592,6 +596,7 @@ func routes(f *fiber.App, h *site) {
 	api.Get("/activities/:id/report", h.report.Activity)
 
 	api.Get("/captcha", buy.Captcha)
+	api.Get("/altcha", h.altcha.Challenge)
 	api.Get("/captcha/:id/audio", buy.CaptchaAudio)
 	api.Post("/items/:id/queue", user, queue.Join)
 	api.Get("/items/:id/draw", queue.Draw)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/crypto/bcrypt"
+
+	"seckill/pow"
 )
 
 // Config is the whole configuration, read once from the environment at start. Every variable is listed,
@@ -63,6 +65,7 @@ type Config struct {
 	HeaderTimeout   time.Duration // HEADER_TIMEOUT: how long a request's line and headers may take to arrive
 	BodyTimeout     time.Duration // BODY_TIMEOUT: how long a request's body may take to arrive once its headers have
 	IdleTimeout     time.Duration // IDLE_TIMEOUT: how long a keep-alive connection may wait for its next request
+	PowMaxNumber    int64         // POW_MAXNUMBER: the proof of work's difficulty at rest (ALTCHA's maxnumber); rises with pressure
 	ServeRole       string        // SERVE_ROLE: web or worker, or empty for all (the default): what seckill serve runs (roles.go)
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
@@ -237,6 +240,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		HeaderTimeout:   p.duration("HEADER_TIMEOUT", 5*time.Second),
 		BodyTimeout:     p.duration("BODY_TIMEOUT", 30*time.Second),
 		IdleTimeout:     p.duration("IDLE_TIMEOUT", 60*time.Second),
+		PowMaxNumber:    int64(p.int("POW_MAXNUMBER", pow.DefaultMaxNumber, pow.DemoFloor, 1_000_000_000)),
 		// Kept empty for all, so that the default Config has no role set: the whole shop, as before roles.
 		ServeRole: strings.TrimPrefix(p.oneOf("SERVE_ROLE", RoleAll, RoleAll, RoleWeb, RoleWorker), RoleAll),
 	}
@@ -303,6 +307,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		c.MetricsListen = ""
 	} else if _, port, err := net.SplitHostPort(c.MetricsListen); err != nil || port == "" {
 		p.fail("METRICS_LISTEN", fmt.Sprintf("must be host:port such as 127.0.0.1:9090, or off, got %q", c.MetricsListen))
+	}
+	if !c.Demo && c.PowMaxNumber < pow.Floor {
+		// No "off" switch in production: a proof that costs nothing lets a scalper register and join for nothing.
+		p.fail("POW_MAXNUMBER", fmt.Sprintf("must be at least %d outside demo mode (the proof of work's floor: below it a scalper's accounts cost nothing), got %d", pow.Floor, c.PowMaxNumber))
 	}
 	if c.PayTimeout < time.Minute {
 		p.fail("PAY_TIMEOUT", "must be at least 1m")

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"seckill/pow"
 )
 
 func envOf(kv map[string]string) func(string) string {
@@ -20,7 +22,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	if !cfg.Demo {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
-	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: 30 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true,
+	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: 30 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true,
 		GroupCommit: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 64 << 10, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, SaleKeep: 24 * time.Hour, Demo: true}
@@ -220,6 +222,10 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"cluster address without port", prod("REDIS_URL", "a:7001,b"), "REDIS_URL"},
 		{"no session secret outside demo", prod("SESSION_SECRET", ""), "SESSION_SECRET"},
 		{"short session secret", prod("SESSION_SECRET", "short"), "SESSION_SECRET"},
+		{"proof of work below the floor outside demo", prod("POW_MAXNUMBER", "99999"), "POW_MAXNUMBER"},
+		{"proof of work off outside demo", prod("POW_MAXNUMBER", "0"), "POW_MAXNUMBER"},
+		{"proof of work off in demo mode too", map[string]string{"POW_MAXNUMBER": "0"}, "POW_MAXNUMBER"},
+		{"proof of work not a number", map[string]string{"POW_MAXNUMBER": "easy"}, "POW_MAXNUMBER"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,6 +237,22 @@ func TestLoadConfigBadValues(t *testing.T) {
 				t.Errorf("error %q does not name %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// Demo mode may make the proof of work quick; a real shop may only raise it above the floor.
+func TestProofOfWorkFloor(t *testing.T) {
+	if cfg, err := LoadConfig(envOf(map[string]string{"POW_MAXNUMBER": "1000"})); err != nil || cfg.PowMaxNumber != 1000 {
+		t.Errorf("demo mode's quick proof: %+v, %v", cfg.PowMaxNumber, err)
+	}
+	prod := map[string]string{"DATABASE_URL": "postgres://db/x", "REDIS_URL": "redis://r:6379/0", "SESSION_SECRET": goodSecret,
+		"PAY_SANDBOX": "on", "PAY_SANDBOX_ANYONE_CAN_PAY": "yes", "POW_MAXNUMBER": "100000"}
+	if cfg, err := LoadConfig(envOf(prod)); err != nil || cfg.PowMaxNumber != pow.Floor {
+		t.Errorf("the floor itself outside demo: %+v, %v", cfg.PowMaxNumber, err)
+	}
+	prod["POW_MAXNUMBER"] = "1000"
+	if _, err := LoadConfig(envOf(prod)); err == nil || !strings.Contains(err.Error(), "at least 100000 outside demo mode") {
+		t.Errorf("below the floor outside demo: %v, want it refused saying the floor", err)
 	}
 }
 

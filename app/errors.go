@@ -30,6 +30,7 @@ var statusOf = map[string]int{
 	errs.QRState:            fiber.StatusConflict,
 	errs.BadCode:            fiber.StatusBadRequest,
 	errs.BadCaptcha:         fiber.StatusBadRequest,
+	errs.BadPow:             fiber.StatusBadRequest,
 	errs.InvalidPath:        fiber.StatusForbidden,
 	errs.NotStarted:         fiber.StatusForbidden,
 	errs.Ended:              fiber.StatusForbidden,

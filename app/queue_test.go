@@ -35,11 +35,12 @@ func queueSale(t *testing.T, db *gorm.DB, s *liveServer, stockTotal int64) (mode
 	return act, item
 }
 
-// join puts the browser's user in the item's line with a fresh captcha.
+// join puts the browser's user in the item's line with a fresh captcha and proof of work.
 func (b *browser) join(itemID int64) reply {
 	b.t.Helper()
 	id, answer := b.captcha()
-	return b.call("POST", "/api/items/"+itoa(itemID)+"/queue", map[string]string{"captcha_id": id, "captcha_answer": answer})
+	return b.call("POST", "/api/items/"+itoa(itemID)+"/queue", map[string]string{"captcha_id": id, "captcha_answer": answer,
+		"altcha": b.altcha("purpose=join&item_id=" + itoa(itemID))})
 }
 
 var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)

@@ -102,7 +102,8 @@ func (b *browser) addAddress(phone, region, city, street string) int64 {
 
 func (b *browser) joinFrom(itemID, addressID int64, id, answer string) reply {
 	b.t.Helper()
-	return b.call("POST", "/api/items/"+itoa(itemID)+"/queue", map[string]any{"captcha_id": id, "captcha_answer": answer, "address_id": addressID})
+	return b.call("POST", "/api/items/"+itoa(itemID)+"/queue", map[string]any{"captcha_id": id, "captcha_answer": answer, "address_id": addressID,
+		"altcha": b.altcha("purpose=join&item_id=" + itoa(itemID))})
 }
 
 // Under one_per_address a queue sale's entrants each give a delivery address; another entrant's place or

@@ -34,6 +34,7 @@ const (
 
 	// The buying path.
 	BadCaptcha    = "bad_captcha"
+	BadPow        = "bad_pow" // a missing, wrong, expired or reused proof of work (altcha)
 	InvalidPath   = "invalid_path"
 	NotStarted    = "not_started"
 	Ended         = "ended"
@@ -63,7 +64,8 @@ const (
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
 	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked, LastAdmin,
-	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit}
+	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit,
+	BadPow}
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {

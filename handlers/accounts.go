@@ -14,6 +14,7 @@ import (
 	"seckill/captcha"
 	"seckill/errs"
 	"seckill/models"
+	"seckill/pow"
 	"seckill/ratelimit"
 )
 
@@ -45,6 +46,7 @@ type Accounts struct {
 	Limits        *ratelimit.Shared
 	Passwords     *auth.Passwords
 	Captchas      *captcha.Captchas
+	Work          *pow.Work // the proof of work a registration carries
 	SecureCookies bool
 	RateLimitIP   bool
 	SessionTTL    time.Duration
@@ -173,13 +175,15 @@ type credentials struct {
 }
 
 // Register makes a shopper account and logs it in. The cheap checks come first and the costly last: the
-// per-address limit, the fields, the captcha (used up only by a request whose fields are good), whether
-// the name is taken, and only then the hash, in a bounded turn.
+// per-address limit, the fields, the proof of work and the captcha (used up only by a request whose
+// fields are good; the captcha only by one whose proof is), whether the name is taken, and only then the
+// hash, in a bounded turn.
 func (h *Accounts) Register(c *fiber.Ctx) error {
 	var in struct {
 		credentials
 		CaptchaID     string `json:"captcha_id"`
 		CaptchaAnswer string `json:"captcha_answer"`
+		Altcha        string `json:"altcha"`
 	}
 	if err := parseJSON(c, &in); err != nil {
 		return err
@@ -207,6 +211,9 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 	}
 	if len(why) > 0 {
 		return errs.Bad(why...)
+	}
+	if err := h.Work.Verify(ctx, in.Altcha, pow.Ask{Purpose: pow.Register}); err != nil {
+		return err
 	}
 	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
 		return err

@@ -147,10 +147,12 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 
 var errBadCaptcha = errs.Static(errs.BadCaptcha, "the captcha answer is wrong or the captcha was used: get a new one")
 
-// captchaInput is the body of the routes a captcha opens: a purchase path, a place in a line.
+// captchaInput is the body of the routes a captcha opens: a purchase path, a place in a line (which
+// carries a proof of work too).
 type captchaInput struct {
 	CaptchaID     string `json:"captcha_id"`
 	CaptchaAnswer string `json:"captcha_answer"`
+	Altcha        string `json:"altcha"`
 }
 
 // readCaptcha reads a captcha's fields, answering bad_request when one is missing.

@@ -18,6 +18,7 @@ import (
 	"seckill/errs"
 	"seckill/internal/memo"
 	"seckill/models"
+	"seckill/pow"
 	"seckill/ratelimit"
 	"seckill/stock"
 )
@@ -34,6 +35,7 @@ type Queue struct {
 	Stops       *catalog.Stops // the sales an admin has paused (in memory)
 	Left        *stock.LeftCache
 	Captchas    *captcha.Captchas
+	Work        *pow.Work // the proof of work a join carries, checked before the captcha
 	Limits      *ratelimit.Shared
 	RateLimitIP bool
 	Places      *auth.Places    // signs a shopper's place (place_token), checks X-Line-Place
@@ -150,10 +152,14 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 		return err
 	}
 	// The address is checked before the captcha, which a refusal leaves usable (for another address),
-	// and claimed after it: a join that cannot pass the captcha claims nothing.
+	// and claimed after it: a join that cannot pass the captcha claims nothing. The proof of work too is
+	// checked before the captcha.
 	addr, err := h.entrantAddress(c, a, s.UserID, in.AddressID)
 	if err != nil {
 		return counted(ctx, h.Refusals, itemID, a, err)
+	}
+	if err := h.Work.Verify(ctx, in.Altcha, joinAsk(c, itemID, s.UserID)); err != nil {
+		return err
 	}
 	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in.captchaInput); err != nil {
 		return err

@@ -38,6 +38,8 @@ type Client struct {
 
 	docs    sync.Map // path → *publicDoc: the public documents the client's shoppers share
 	fetched atomic.Int64
+
+	pow powCounts // the proofs of work solved for registrations and joins
 }
 
 // OwnConnections makes each logged-in user's requests go over one keep-alive connection of their own,
@@ -279,7 +281,8 @@ func (c *Client) Login(ctx context.Context, u *User) error {
 	return nil
 }
 
-// Register makes u a shopper, passing the captcha registration asks for, and logs it in.
+// Register makes u a shopper, passing the captcha and the proof of work registration asks for, and logs
+// it in.
 func (c *Client) Register(ctx context.Context, rdb redis.UniversalClient, u *User) error {
 	for try := 0; ; try++ {
 		body, retry, err := c.SolveCaptcha(ctx, rdb, u)
@@ -293,7 +296,15 @@ func (c *Client) Register(ctx context.Context, rdb redis.UniversalClient, u *Use
 		if body == nil {
 			return fmt.Errorf("register %s: the captcha stayed too busy", u.Name)
 		}
-		body["username"], body["password"] = u.Name, u.Password
+		proof, retry, err := c.SolvePow(ctx, u, "purpose=register")
+		if err != nil {
+			return err
+		}
+		if retry && try < 200 {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		body["username"], body["password"], body["altcha"] = u.Name, u.Password, proof
 		a, err := c.Do(ctx, http.MethodPost, "/api/auth/register", body, u)
 		if err != nil {
 			return err

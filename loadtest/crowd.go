@@ -80,7 +80,8 @@ type CrowdReport struct {
 	// Line is when the line's document first said each change (queue), StartsAt the sale's start.
 	Line     LineTimeline
 	StartsAt time.Time
-	ToolCPU  float64 // the load tool's own CPU time in the window, its shoppers' processes included (seconds)
+	ToolCPU  float64  // the load tool's own CPU time in the window, its shoppers' processes included (seconds)
+	Pow      PowSpent // the proofs of work this process's shoppers solved (registrations and joins; not those of -procs' processes, whose CPU ToolCPU counts)
 }
 
 // ReachedPerShopper is the requests that reached the instances in the crowd's window, a shopper.
@@ -182,18 +183,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		return nil, err
 	}
 	prefix := Name("cr")
-	var users []*User
-	var err error
-	if o.Seed != nil {
-		// Accounts made beforehand, as a sale's shoppers' are: in bulk, then each logged in through the API.
-		logf(o.Log, "%s: seeding %d shoppers' accounts", mode, o.Users)
-		if users, err = o.Seed(ctx, prefix, o.Users); err == nil {
-			err = c.LoginAll(ctx, users, bar(o.Log, "log in", len(users)))
-		}
-	} else {
-		logf(o.Log, "%s: registering %d shoppers", mode, o.Users)
-		users, err = c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
-	}
+	users, err := c.shoppers(ctx, rdb, o, mode, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +261,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		c.runShoppers(crowdCtx, rdb, sale, shoppers, mode, bar(o.Log, "answered", len(shoppers)))
 		cr.Reloads, cr.Fetched, cr.Line = c.Reloads(), c.Fetched(), c.LineTimeline(sale.ItemID)
 	}
+	cr.Pow = c.Pow()
 	if toolAfter, err := cpuSeconds(os.Getpid()); err == nil {
 		cr.ToolCPU += toolAfter - toolBefore
 	}
@@ -659,6 +650,15 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			if fields == nil {
 				return standing{}, false
 			}
+			proof, retry, err := c.SolvePow(ctx, s.u, joinQuery(sale.ItemID))
+			s.count(Answer{Status: map[bool]int{true: 429, false: 200}[retry]}, err, "altcha")
+			if err != nil || retry {
+				if !wait(time.Second) {
+					return standing{}, false
+				}
+				continue
+			}
+			fields["altcha"] = proof
 			a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), fields, s.u)
 			s.count(a, err, "join")
 			var q standing
@@ -914,6 +914,9 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 		}
 		fmt.Fprintf(b, "\nThe line's document, by the server times of the first ones fetched that said each (from the start): drawn %s; "+
 			"first let in %s; let in to %d by %s; sold out %s.\n", at(l.Drawn), at(l.FirstLetIn), l.LetIn, at(l.LastLetIn), at(l.Over))
+	}
+	if cr.Pow.Solves > 0 {
+		fmt.Fprintf(b, "\nProof of work: %s.\n", cr.Pow)
 	}
 	if cr.ToolCPU > 0 {
 		fmt.Fprintf(b, "\nThe load tool's shoppers used %.1f core-seconds in the window, %.2f ms a shopper.\n", cr.ToolCPU, cr.ToolCPU*1000/float64(max(cr.Shoppers, 1)))

@@ -19,8 +19,7 @@ func (c *Client) Poll(ctx context.Context, rdb redis.UniversalClient, o Options)
 		return nil, err
 	}
 	prefix := Name("po")
-	logf(o.Log, "poll: registering %d shoppers", o.Users)
-	users, err := c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
+	users, err := c.shoppers(ctx, rdb, o, "poll", prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +45,12 @@ func (c *Client) Poll(ctx context.Context, rdb redis.UniversalClient, o Options)
 				if err := WaitUntil(ctx, time.Now().Add(100*time.Millisecond)); err != nil {
 					return err
 				}
+				continue
+			}
+			if fields["altcha"], retry, err = c.SolvePow(ctx, users[i], joinQuery(sale.ItemID)); err != nil {
+				return err
+			}
+			if retry {
 				continue
 			}
 			a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), fields, users[i])
@@ -84,6 +89,7 @@ func (c *Client) Poll(ctx context.Context, rdb redis.UniversalClient, o Options)
 		}
 	}
 	logf(o.Log, "poll: %d of %d shoppers hold a signed place", signed, len(places))
+	logf(o.Log, "poll: %s", c.Pow())
 	reqs := make([]Request, o.Requests)
 	for i := range reqs {
 		if i%5 == 0 {

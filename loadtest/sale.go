@@ -112,6 +112,22 @@ func (c *Client) SolveCaptcha(ctx context.Context, rdb redis.UniversalClient, u 
 	return map[string]string{"captcha_id": cap.CaptchaID, "captcha_answer": answer}, false, nil
 }
 
+// shoppers makes the scenario's o.Users shoppers' accounts named prefix0..: seeded beforehand in bulk
+// (o.Seed) and each logged in through the API, as a sale's shoppers' accounts exist before it; or, without
+// o.Seed, registered through the API, each with a captcha and a proof of work.
+func (c *Client) shoppers(ctx context.Context, rdb redis.UniversalClient, o Options, name, prefix string) ([]*User, error) {
+	if o.Seed != nil {
+		logf(o.Log, "%s: seeding %d shoppers' accounts", name, o.Users)
+		users, err := o.Seed(ctx, prefix, o.Users)
+		if err != nil {
+			return nil, err
+		}
+		return users, c.LoginAll(ctx, users, bar(o.Log, "log in", len(users)))
+	}
+	logf(o.Log, "%s: registering %d shoppers", name, o.Users)
+	return c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
+}
+
 // RegisterUsers registers n shoppers named prefix0..prefixN-1 with 16 workers, each passing a captcha.
 func (c *Client) RegisterUsers(ctx context.Context, rdb redis.UniversalClient, prefix string, n int, progress func(done int)) ([]*User, error) {
 	users := make([]*User, n)

@@ -30,8 +30,8 @@ type Options struct {
 	Shop func(ctx context.Context, plan *CrowdPlan) (ShopReport, error)
 	// Procs is how many processes Shop spreads the shoppers over (for the report).
 	Procs int
-	// Seed, when set, makes a crowd's n shoppers' accounts beforehand (named prefix0..), with the password
-	// Password, instead of registering them through the API; the crowd logs each in.
+	// Seed, when set, makes a scenario's n shoppers' accounts beforehand (named prefix0..), with the password
+	// Password, instead of registering them through the API; the scenario logs each in.
 	Seed func(ctx context.Context, prefix string, n int) ([]*User, error)
 	// Metrics are the instances' /metrics addresses: a crowd reads what reached them, and their database
 	// statements, from their own counters.
@@ -124,8 +124,7 @@ func (c *Client) Buying(ctx context.Context, rdb redis.UniversalClient, name str
 		return nil, err
 	}
 	prefix := Name("lt")
-	logf(o.Log, "%s: registering %d shoppers", name, o.Users)
-	users, err := c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
+	users, err := c.shoppers(ctx, rdb, o, name, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +190,7 @@ func (c *Client) SoldOut(ctx context.Context, rdb redis.UniversalClient, o Optio
 		return nil, err
 	}
 	prefix := Name("so")
-	users, err := c.RegisterUsers(ctx, rdb, prefix, o.Users, bar(o.Log, "register", o.Users))
+	users, err := c.shoppers(ctx, rdb, o, "soldout", prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	altcha "github.com/altcha-org/altcha-lib-go"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/testenv"
@@ -90,7 +91,19 @@ func (l *lineServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			l.t.Error(err)
 		}
 		reply(map[string]any{"captcha_id": id, "image": ""})
+	case "GET /api/altcha":
+		if r.URL.Query().Get("purpose") != "join" || r.URL.Query().Get("item_id") != "1" {
+			l.wrong = append(l.wrong, fmt.Sprintf("%s asked a challenge for %s", session, r.URL.RawQuery))
+		}
+		// A real challenge of a few tries: the shopper solves it with ALTCHA's library, as against a shop.
+		n := int64(3)
+		c, _ := altcha.CreateChallenge(altcha.ChallengeOptions{HMACKey: "test", MaxNumber: 10, Number: &n})
+		reply(map[string]any{"algorithm": c.Algorithm, "challenge": c.Challenge, "maxnumber": c.MaxNumber, "salt": c.Salt, "signature": c.Signature})
 	case "POST /api/items/1/queue":
+		var body struct{ Altcha string }
+		if json.NewDecoder(r.Body).Decode(&body) != nil || body.Altcha == "" {
+			l.wrong = append(l.wrong, session+" joined without a proof of work")
+		}
 		if drawn {
 			l.wrong = append(l.wrong, session+" joined after the draw")
 		}
@@ -209,13 +222,13 @@ func TestQueueShopperAsksOnlyNearTheFront(t *testing.T) {
 		if got["GET /api/items/1/queue"] == 2 {
 			asked2++
 		}
-		// Who it is, a captcha, a join; its place once after the draw (unless the document said sold out
+		// Who it is, a captcha, a proof of work, a join; its place once after the draw (unless the document said sold out
 		// first); its standing once more only if the line was let in to its place.
 		standings := 1
 		if pos <= srv.letIn {
 			standings = 2
 		}
-		if got["GET /api/me"] != 1 || got["GET /api/captcha"] != 1 || got["POST /api/items/1/queue"] != 1 || got["GET /api/items/1/queue"] > standings {
+		if got["GET /api/me"] != 1 || got["GET /api/captcha"] != 1 || got["GET /api/altcha"] != 1 || got["POST /api/items/1/queue"] != 1 || got["GET /api/items/1/queue"] > standings {
 			t.Errorf("%s at place %d (let in to %d) asked %v", session, pos, srv.letIn, got)
 		}
 		switch {

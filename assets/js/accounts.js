@@ -17,6 +17,10 @@
     document.getElementById("captcha-new").addEventListener("click", newCaptcha);
     newCaptcha();
   }
+  // Registration carries a proof of work, solved from the moment the form shows while the person types.
+  var regForm = document.querySelector('form[data-account="/api/auth/register"]');
+  var regPow = regForm && window.Pow ? new window.Pow("purpose=register") : null;
+  if (regPow) regPow.start();
   function showError(form, e) { window.showErrors(form, e); }
   document.querySelectorAll("form[data-account]").forEach(function (form) {
     form.addEventListener("submit", function (ev) {
@@ -26,10 +30,22 @@
       form.querySelector(".form-error").textContent = "";
       var body = { username: form.username.value, password: form.password.value };
       if (captchaImg) { body.captcha_id = captchaId; body.captcha_answer = form.captcha.value.trim(); }
-      api("POST", form.dataset.account, body).then(function () { location.href = nextURL(); })
+      var proof = Promise.resolve(null);
+      if (regPow && form === regForm) {
+        // Not solved yet: the page says it waits for the browser's check, then sends by itself.
+        if (!regPow.ready()) form.querySelector(".form-error").textContent = form.dataset.powWait || "";
+        proof = regPow.take();
+      }
+      proof.then(function (p) {
+        if (p) body.altcha = p;
+        return api("POST", form.dataset.account, body);
+      }).then(function () { location.href = nextURL(); })
         .catch(function (e) {
           showError(form, e); btn.disabled = false;
-          if (captchaImg && e.code !== "bad_request") newCaptcha(); // the captcha was used, or may have been
+          // A proof is used by every answer but a bad field's (checked before it); a bad proof leaves the
+          // captcha as it was, to send again once the new proof is solved.
+          if (regPow && form === regForm && e.code !== "bad_request") regPow.start();
+          if (captchaImg && e.code !== "bad_request" && e.code !== "bad_pow") newCaptcha(); // the captcha was used, or may have been
         });
     });
   });

@@ -89,6 +89,11 @@
   var queueMode = box.dataset.mode === "queue", opens = Date.parse(box.dataset.queueOpens || "");
   var captchaBox = document.getElementById("captcha-box"), queueStatus = document.getElementById("queue-status");
   var q = null, polling = null, stopped = false;
+  var joinPow = null;
+  function joinProof() {
+    if (!joinPow && window.Pow) joinPow = new window.Pow("purpose=join&item_id=" + id);
+    if (joinPow) joinPow.ensure();
+  }
   function fmt(key, v) { return w(key).replace("%d", v).replace("%s", v); }
   function sayQueue(text, kind) { queueStatus.hidden = !text; queueStatus.textContent = text; queueStatus.className = "queue-status " + (kind || ""); }
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
@@ -124,6 +129,8 @@
     if (s.state === "ended") { final = true; say(w("err.ended"), "bad"); }
     // The join captcha is drawn once the room is open, and drawn again before its answer expires (5 min).
     if ((s.state === "out" || s.state === "missed") && queueOpen() && (!captchaId || Date.now() - captchaAt > 240000)) newCaptcha();
+    // The join's proof of work is solved while the person types the captcha (and again when it is stale).
+    if (joinable && queueOpen()) joinProof();
     update();
   }
   // What the page polls is the line's public document (the same for everyone, cached a second): it tells
@@ -241,11 +248,19 @@
           .catch(function (e) { sayError(e); busy = false; askOwn(); });
         return;
       }
-      var joinBody = { captcha_id: captchaId, captcha_answer: answer.value.trim() };
-      if (addressSelect) joinBody.address_id = Number(addressSelect.value) || 0;
-      api("POST", "/api/items/" + id + "/queue", joinBody)
-        .then(function (s) { captchaId = null; say(""); busy = false; learn(s); pollQueue(); })
-        .catch(function (e) { sayError(e); busy = false; newCaptcha(); update(); });
+      var join = { captcha_id: captchaId, captcha_answer: answer.value.trim() };
+      if (addressSelect) join.address_id = Number(addressSelect.value) || 0;
+      if (joinPow && !joinPow.ready()) say(w("queue.powWait")); // sent by itself once the check is done
+      (joinPow ? joinPow.take() : Promise.resolve(undefined))
+        .then(function (proof) { join.altcha = proof; return api("POST", "/api/items/" + id + "/queue", join); })
+        .then(function (s) { captchaId = null; if (joinPow) joinPow.used(); say(""); busy = false; learn(s); pollQueue(); })
+        .catch(function (e) {
+          sayError(e); busy = false;
+          // Every answer but a bad field's used the proof; a bad proof left the captcha as it was.
+          if (joinPow && e.code !== "bad_request") joinPow.start();
+          if (e.code !== "bad_pow") newCaptcha();
+          update();
+        });
       return;
     }
     busy = true; update();

@@ -107,7 +107,7 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 	client := loadtest.NewClient(w.frontURL, c.conns)
 	defer client.Close()
 	o := loadtest.Options{Admin: loadtest.User{Name: adminName, Password: w.adminPass}, Merchant: loadtest.User{Name: merchantName, Password: w.merchPass},
-		Conns: c.conns, MidRushAt: rd.at}
+		Conns: c.conns, MidRushAt: rd.at, Seed: w.seed}
 	switch rd.scenario {
 	case "rush":
 		o.Users, o.Requests, o.Stock = max(int(20_000*c.scale), 20), max(int(100_000*c.scale), 100), 100

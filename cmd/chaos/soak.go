@@ -184,7 +184,7 @@ func (w *world) sales(ctx context.Context, stop *atomic.Bool, c *config, client 
 
 func (w *world) oneSale(ctx context.Context, client *loadtest.Client, admin, merchant *loadtest.User, st *soakStats) error {
 	prefix := loadtest.Name("soak")
-	users, err := client.RegisterUsers(ctx, w.rdb, prefix, 60, nil)
+	users, err := w.seedAndLogIn(ctx, client, prefix, 60)
 	if err != nil {
 		return err
 	}
@@ -263,9 +263,18 @@ func pay(ctx context.Context, client *loadtest.Client, u *loadtest.User, orderNo
 	return nil
 }
 
+// seedAndLogIn makes n shoppers' accounts beforehand and logs each in through the balancer.
+func (w *world) seedAndLogIn(ctx context.Context, client *loadtest.Client, prefix string, n int) ([]*loadtest.User, error) {
+	users, err := w.seed(ctx, prefix, n)
+	if err != nil {
+		return nil, err
+	}
+	return users, client.LoginAll(ctx, users, nil)
+}
+
 // qrLogins logs n computers in by QR code, each approved by a logged-in phone.
 func (w *world) qrLogins(ctx context.Context, client *loadtest.Client, n int, st *soakStats) error {
-	users, err := client.RegisterUsers(ctx, w.rdb, loadtest.Name("soak_phone"), n, nil)
+	users, err := w.seedAndLogIn(ctx, client, loadtest.Name("soak_phone"), n)
 	if err != nil {
 		return err
 	}

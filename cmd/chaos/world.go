@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/faultnet"
@@ -165,6 +166,18 @@ func (w *world) close() {
 		return
 	}
 	_ = os.RemoveAll(w.dir)
+}
+
+// seed makes n shoppers' accounts named prefix0.. straight in PostgreSQL (not through the balancer's
+// faults), as a sale's shoppers' accounts exist before it: the rounds do not measure registrations, and
+// each would pay a proof of work.
+func (w *world) seed(ctx context.Context, prefix string, n int) ([]*loadtest.User, error) {
+	pool, err := pgxpool.New(ctx, w.pg.url())
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	return loadtest.SeedUsers(ctx, pool, prefix, n)
 }
 
 // overPromised answers how many units Redis would still sell that PostgreSQL cannot back, over every

@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string) error {
 	nprocs := fs.Int("procs", 1, "crowd and queue: the shoppers shop from this many child processes of the load tool (one process holds at most its open-file limit of connections); this one sets the sale up and audits it")
 	nshoppers := fs.Int("shoppers", 0, "crowd and queue: this many shoppers, for a twentieth as many units (default: 10,000 times -scale)")
 	metrics := fs.String("metrics", "", "crowd and queue: the instances' /metrics addresses, comma-separated: what reached them a shopper, and their database statements, from their own counters")
-	seed := fs.Bool("seed", false, "crowd and queue: make the shoppers' accounts beforehand in bulk in -db's database (one precomputed password hash), then log each in, instead of registering them through the API")
+	seed := fs.Bool("seed", false, "every scenario: make the shoppers' accounts beforehand in bulk in -db's database (one precomputed password hash), then log each in, instead of registering them through the API (a captcha and a proof of work each, which the run does not measure)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -154,7 +154,7 @@ func run(ctx context.Context, args []string) error {
 			return n, err
 		}
 		seeder = func(ctx context.Context, prefix string, n int) ([]*loadtest.User, error) {
-			return seedUsers(ctx, pool, prefix, n)
+			return loadtest.SeedUsers(ctx, pool, prefix, n)
 		}
 	} else if *seed {
 		return errors.New("-seed makes the accounts in -db's database: give -db")
@@ -191,9 +191,9 @@ func run(ctx context.Context, args []string) error {
 				o.Users, o.Stock = *nshoppers, max(int64(*nshoppers)*size.stock/int64(size.users), 1)
 			}
 			o.Metrics = metricsURLs
-			if *seed {
-				o.Seed = seeder
-			}
+		}
+		if *seed {
+			o.Seed = seeder
 		}
 		if *conns > 0 {
 			o.Conns = *conns

@@ -1,4 +1,4 @@
-package main
+package loadtest
 
 import (
 	"context"
@@ -6,16 +6,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/crypto/bcrypt"
-
-	"seckill/loadtest"
 )
 
-// seedUsers makes n shoppers' accounts (prefix0 .. prefixN-1, password loadtest.Password) in one
+// SeedUsers makes n shoppers' accounts (prefix0 .. prefixN-1, password Password) in one
 // statement, all with one password hash made here at bcrypt's lowest cost: a crowd's accounts exist
 // before its sale, and registering a hundred thousand through the API (a captcha and a hash each) would
-// take longer than the sale. The load tool then logs each in through the API, as its owner would have.
-func seedUsers(ctx context.Context, pool *pgxpool.Pool, prefix string, n int) ([]*loadtest.User, error) {
-	hash, err := bcrypt.GenerateFromPassword([]byte(loadtest.Password), bcrypt.MinCost)
+// take longer than the sale, and each would pay a proof of work the run does not measure. The load tool
+// then logs each in through the API, as its owner would have.
+func SeedUsers(ctx context.Context, pool *pgxpool.Pool, prefix string, n int) ([]*User, error) {
+	hash, err := bcrypt.GenerateFromPassword([]byte(Password), bcrypt.MinCost)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +25,7 @@ func seedUsers(ctx context.Context, pool *pgxpool.Pool, prefix string, n int) ([
 		return nil, fmt.Errorf("seed %d accounts: %w", n, err)
 	}
 	defer rows.Close()
-	users := make([]*loadtest.User, n)
+	users := make([]*User, n)
 	for rows.Next() {
 		var id int64
 		var name string
@@ -37,7 +36,7 @@ func seedUsers(ctx context.Context, pool *pgxpool.Pool, prefix string, n int) ([
 		if _, err := fmt.Sscanf(name[len(prefix):], "%d", &i); err != nil || i < 0 || i >= n {
 			return nil, fmt.Errorf("seeded an account named %q", name)
 		}
-		users[i] = &loadtest.User{ID: id, Name: name, Password: loadtest.Password}
+		users[i] = &User{ID: id, Name: name, Password: Password}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("seed %d accounts: %w", n, err)

@@ -1,0 +1,70 @@
+package handlers
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"seckill/catalog"
+	"seckill/errs"
+	"seckill/models"
+	"seckill/pow"
+)
+
+// Altcha hands out the proof-of-work challenges that a registration and a join carry (GET /api/altcha).
+type Altcha struct {
+	Work    *pow.Work
+	Catalog *catalog.Catalog
+	DB      *gorm.DB
+	Now     func() time.Time
+}
+
+// newAccount is how young an account is new: its joins cost more.
+const newAccount = 24 * time.Hour
+
+// Challenge answers a challenge for ?purpose=register (anyone), or ?purpose=join&item_id= (a shopper's,
+// for an item sold through a waiting room), priced for the caller.
+func (h *Altcha) Challenge(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	a := pow.Ask{Purpose: c.Query("purpose")}
+	switch a.Purpose {
+	case pow.Register:
+	case pow.Join:
+		s, ok := SessionOf(c)
+		if !ok {
+			return errNeedLogin
+		}
+		id, err := strconv.ParseInt(c.Query("item_id"), 10, 64)
+		if err != nil || id <= 0 {
+			return errs.Bad(errs.W("item_id", "queue_item"))
+		}
+		_, act, err := h.Catalog.Item(ctx, id)
+		switch {
+		case errs.Is(err, errs.NotFound) || err == nil && act.SaleMode != models.SaleQueue:
+			return errs.Bad(errs.W("item_id", "queue_item"))
+		case err != nil:
+			return err
+		}
+		u, err := models.UserByID(ctx, h.DB, s.UserID)
+		if err != nil {
+			return err
+		}
+		a.ItemID, a.UserID, a.NewAccount, a.Prefix = id, s.UserID, h.Now().Sub(u.CreatedAt) < newAccount, pow.Prefix(c.IP())
+	default:
+		return errs.Bad(errs.W("purpose", "pow_purpose"))
+	}
+	ch, err := h.Work.Challenge(ctx, a)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(ch)
+}
+
+// joinAsk is what a join's proof must have been made for: this item, this account; counted in the
+// caller's address prefix.
+func joinAsk(c *fiber.Ctx, itemID, userID int64) pow.Ask {
+	return pow.Ask{Purpose: pow.Join, ItemID: itemID, UserID: userID, Prefix: pow.Prefix(c.IP())}
+}
