@@ -434,7 +434,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn, Claims: s.Claims, Refusals: s.Refusals, DB: d.DB,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
-		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders},
+		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders, Limits: accounts.Limits},
 		ship:     &handlers.Fulfilment{DB: d.DB, Orders: s.Orders, Now: d.Now},
 		refunds:  &handlers.AdminOrders{DB: d.DB, Orders: s.Orders, Refunds: s.Refunds, Now: d.Now},
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),

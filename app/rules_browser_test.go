@@ -59,7 +59,7 @@ func TestJoiningWithAnAddressInABrowser(t *testing.T) {
 			}
 			// The same place as the first entrant's, spelled otherwise, then a place of the shopper's own.
 			if _, err := models.AddAddress(ctx, s.DB, u.ID, models.Delivery{Recipient: "Wang", Phone: "13900139000", Region: "ZHEJIANG",
-				City: "hangzhou", Street: "no 18 wensan road flat 3201", Postcode: "310012"}); err != nil {
+				City: "hangzhou", Street: "no 18 wensan road flat 3 201", Postcode: "310012"}); err != nil {
 				t.Fatal(err)
 			}
 			say := joinInPage(t, cdp, s, item.ID, "")

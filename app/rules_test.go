@@ -23,6 +23,9 @@ func TestStaffDoNotTakePart(t *testing.T) {
 		expect(t, role+" asking a purchase path", b.call("POST", "/api/items/"+itoa(firstCome.ID)+"/path",
 			map[string]string{"captcha_id": id, "captcha_answer": answer}), 403, "staff")
 		expect(t, role+" buying", b.call("POST", "/api/items/"+itoa(firstCome.ID)+"/buy/"+strings.Repeat("a", 32), nil), 403, "staff")
+		id, answer = b.captcha()
+		expect(t, role+" asking a queue item's path", b.call("POST", "/api/items/"+itoa(queued.ID)+"/path",
+			map[string]string{"captcha_id": id, "captcha_answer": answer}), 403, "staff")
 	}
 	shopper := newBrowser(t, s.URL)
 	shopper.register("plain_shopper", passwordOf("plain_shopper"))
@@ -133,7 +136,7 @@ func TestOneEntrantPerDeliveryAddress(t *testing.T) {
 	expect(t, "joining with another shopper's address", first.joinFrom(item.ID, someoneElses, id, answer), 400, "bad_request")
 	expect(t, "the first entrant", first.joinFrom(item.ID, home, id, answer), 200, "")
 
-	samePlace := second.addAddress("13900139001", "ZHEJIANG", "hangzhou", "no 18 wensan road, flat 3201")
+	samePlace := second.addAddress("13900139001", "ZHEJIANG Province", "hangzhou", "no 18 wensan\u200broad, flat 3 201")
 	id, answer = second.captcha()
 	r := second.joinFrom(item.ID, samePlace, id, answer)
 	expect(t, "the same place spelled otherwise", r, 409, "address_limit")
@@ -149,6 +152,9 @@ func TestOneEntrantPerDeliveryAddress(t *testing.T) {
 	}
 	id, answer = third.captcha()
 	expect(t, "a sixth try within the hour", third.joinFrom(item.ID, samePhone, id, answer), 429, "rate_limited")
+	// Past the probes every address gets the same answer: a free one too, so the answers tell nothing.
+	free := third.addAddress("13700137000", "Sichuan", "Chengdu", "9 Tianfu Avenue")
+	expect(t, "a free address past the probes", third.joinFrom(item.ID, free, id, answer), 429, "rate_limited")
 	second.setCookie("lang", "zh")
 	id, answer = second.captcha()
 	if _, msg := errorOf(t, second.joinFrom(item.ID, samePlace, id, answer)); !strings.Contains(msg, "每个地址") {
@@ -208,5 +214,57 @@ func TestActivityRulesDefaultsAndChoice(t *testing.T) {
 	body["rules"] = map[string]bool{"one_per_address": true, "accounts_before_approval": false}
 	if r := rulesOf(body); r["one_per_address"] != true || r["accounts_before_approval"] != false {
 		t.Errorf("a queue sale's chosen rules: %v", r)
+	}
+}
+
+// A queue sale's order goes to an address its buyer gave when joining; a first-come buyer gives a sale at
+// most two addresses; a draft changed without rules keeps them.
+func TestAnEntrantsAddressesAreBounded(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	now := s.Clock.Now()
+	qact, qitem := queueSale(t, s.DB, s, 10)
+	fact, fitem := testenv.Sale(t, s.DB, 10, now.Add(-time.Minute), now.Add(time.Hour))
+	for _, a := range []*models.Activity{&qact, &fact} {
+		if err := s.DB.Model(a).Update("rule_one_per_address", true).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, s.URL)
+	uid := b.register("bounded_buyer", passwordOf("bounded_buyer"))
+	joined := b.addAddress("13800138000", "Zhejiang", "Hangzhou", "1 Wensan Road")
+	id, answer := b.captcha()
+	expect(t, "joining", b.joinFrom(qitem.ID, joined, id, answer), 200, "")
+	order := func(no string, a models.Activity, item models.Item) string {
+		if err := s.DB.Create(&models.Order{OrderNo: no, UserID: uid, ItemID: item.ID, ActivityID: a.ID, PriceCents: 100,
+			Status: models.OrderPendingPayment, PayDeadline: now.Add(15 * time.Minute), CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		return no
+	}
+	choose := func(no string, addr int64) reply {
+		return b.call("POST", "/api/orders/"+no+"/address", map[string]int64{"address_id": addr})
+	}
+	won := order("SKBOUNDQ", qact, qitem)
+	elsewhere := b.addAddress("13900139000", "Jiangsu", "Nanjing", "2 Zhongshan Road")
+	expect(t, "a queue order to an address not given when joining", choose(won, elsewhere), 409, "address_limit")
+	expect(t, "a queue order to the joined address", choose(won, joined), 200, "")
+
+	bought := order("SKBOUNDF", fact, fitem)
+	third := b.addAddress("13700137000", "Sichuan", "Chengdu", "3 Tianfu Avenue")
+	expect(t, "a first-come order's first address", choose(bought, joined), 200, "")
+	expect(t, "its second", choose(bought, elsewhere), 200, "")
+	expect(t, "a third address in one sale", choose(bought, third), 409, "address_limit")
+
+	m := withRole(t, s, "bounded_shop", models.RoleMerchant)
+	body := activityBody(now.Add(time.Hour), now.Add(2*time.Hour))
+	body["sale_mode"] = "queue"
+	body["rules"] = map[string]bool{"one_per_address": false, "accounts_before_approval": false}
+	r := m.call("POST", "/api/merchant/activities", body)
+	id2 := itoa(int64(r.json(t)["id"].(float64)))
+	delete(body, "rules")
+	body["name"] = "Renamed"
+	got := m.call("PUT", "/api/merchant/activities/"+id2, body).json(t)["rules"].(map[string]any)
+	if got["one_per_address"] != false || got["accounts_before_approval"] != false {
+		t.Errorf("a change without rules reset them: %v", got)
 	}
 }

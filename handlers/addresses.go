@@ -7,12 +7,14 @@ import (
 	"seckill/errs"
 	"seckill/models"
 	"seckill/orders"
+	"seckill/ratelimit"
 )
 
 // Addresses serves the shopper's address book and the choice of an order's delivery address.
 type Addresses struct {
 	DB     *gorm.DB
 	Orders *orders.Service
+	Limits *ratelimit.Shared // the shopper's address probes (one entrant per address)
 }
 
 // AddressJSON is the contract's `address`: an entry of the address book.
@@ -99,9 +101,12 @@ func (h *Addresses) Choose(c *fiber.Ctx) error {
 	if body.AddressID <= 0 {
 		return errs.Bad(errs.W("address_id", "choose_address"))
 	}
+	if err := probesLeft(c.UserContext(), h.Limits, s.UserID); err != nil {
+		return err
+	}
 	o, err := h.Orders.ChooseAddress(c.UserContext(), s.UserID, no, body.AddressID)
 	if err != nil {
-		return err
+		return probed(c.UserContext(), h.Limits, s.UserID, err)
 	}
 	return sendOrder(c, h.DB, o)
 }

@@ -107,10 +107,10 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	// catalog cannot tell (the database is away), no path is issued either.
 	if _, a, err := h.Catalog.Item(ctx, itemID); err != nil {
 		return err
-	} else if a.SaleMode == models.SaleQueue {
-		return errUseQueue
 	} else if err := mayTakePart(&s, a); err != nil {
 		return counted(ctx, h.Refusals, itemID, a, err)
+	} else if a.SaleMode == models.SaleQueue {
+		return errUseQueue
 	}
 	if err := h.Stops.Check(itemID); err != nil {
 		return err

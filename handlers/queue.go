@@ -166,7 +166,7 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	}
 	if addr != nil {
 		if err := h.Claims.Claim(ctx, a, s.UserID, addr.Delivery); err != nil {
-			return counted(ctx, h.Refusals, itemID, a, h.refusedAddress(c, s.UserID, err))
+			return counted(ctx, h.Refusals, itemID, a, probed(ctx, h.Limits, s.UserID, err))
 		}
 	}
 	if _, err := h.Watch.Join(ctx, itemID, s.UserID, window(a)); err != nil {
@@ -181,16 +181,16 @@ type joinInput struct {
 	AddressID int64 `json:"address_id"`
 }
 
-// addressProbes bounds a shopper's joins refused for an address another entrant gave: trying addresses
-// one after another to learn which were given is slowed to a few an hour.
-var addressProbes = ratelimit.Limit{Burst: 5, Rate: 5, Period: time.Hour}
-
 // entrantAddress answers the caller's address for the join when the sale has one entrant per address
 // (nil when it has not), refusing a missing or unknown address (400, fields.address_id) and one that
 // another entrant gave (address_limit), without claiming it.
 func (h *Queue) entrantAddress(c *fiber.Ctx, a *models.Activity, userID, addressID int64) (*models.Address, error) {
 	if !a.RuleOnePerAddress {
 		return nil, nil
+	}
+	// Past the probes an hour, every address is answered alike (not "taken" for some, "free" for others).
+	if err := probesLeft(c.UserContext(), h.Limits, userID); err != nil {
+		return nil, err
 	}
 	if addressID <= 0 {
 		return nil, errs.Bad(errs.W("address_id", "choose_address"))
@@ -203,20 +203,9 @@ func (h *Queue) entrantAddress(c *fiber.Ctx, a *models.Activity, userID, address
 		return nil, err
 	}
 	if err := h.Claims.Check(c.UserContext(), a, userID, addr.Delivery); err != nil {
-		return nil, h.refusedAddress(c, userID, err)
+		return nil, probed(c.UserContext(), h.Limits, userID, err)
 	}
 	return addr, nil
-}
-
-// refusedAddress answers an address refusal, counted against the shopper's probes: past them, rate_limited.
-func (h *Queue) refusedAddress(c *fiber.Ctx, userID int64, err error) error {
-	if !errs.Is(err, errs.AddressLimit) {
-		return err
-	}
-	if lerr := h.Limits.Allow(c.UserContext(), "addrprobe:user:"+strconv.FormatInt(userID, 10), addressProbes); lerr != nil {
-		return lerr
-	}
-	return err
 }
 
 // Status answers the caller's standing in the item's line.

@@ -2,10 +2,13 @@ package handlers
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	"seckill/auth"
 	"seckill/errs"
 	"seckill/models"
+	"seckill/ratelimit"
 	"seckill/stock"
 )
 
@@ -40,6 +43,33 @@ func counted(ctx context.Context, r *stock.Refusals, itemID int64, a *models.Act
 	}
 	if code := errs.Code(err); ruleCodes[code] {
 		r.Count(ctx, itemID, code, a.EndsAt)
+	}
+	return err
+}
+
+// addressProbes bounds a shopper's refusals for addresses (given by another entrant, or past the
+// shopper's share), on joins and on orders' addresses alike: trying addresses one after another to learn
+// which were given is slowed to a few an hour.
+var addressProbes = ratelimit.Limit{Burst: 5, Rate: 5, Period: time.Hour}
+
+func probeKey(userID int64) string { return "addrprobe:user:" + strconv.FormatInt(userID, 10) }
+
+// probesLeft answers rate_limited once the shopper has used the hour's probes: from then on every address
+// gets the same answer, so that the refusals tell nothing more.
+func probesLeft(ctx context.Context, limits *ratelimit.Shared, userID int64) error {
+	if limits == nil {
+		return nil
+	}
+	return limits.Check(ctx, probeKey(userID), addressProbes)
+}
+
+// probed counts an address refusal against the shopper's probes, and answers it (rate_limited past them).
+func probed(ctx context.Context, limits *ratelimit.Shared, userID int64, err error) error {
+	if limits == nil || !errs.Is(err, errs.AddressLimit) {
+		return err
+	}
+	if lerr := limits.Allow(ctx, probeKey(userID), addressProbes); lerr != nil {
+		return lerr
 	}
 	return err
 }

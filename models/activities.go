@@ -219,7 +219,9 @@ func UpdateActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, in Ac
 	return changeActivity(ctx, db, who, who.ID, id, ActEdit, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
 		before := auditOf(a)
 		a.Name, a.Description, a.StartsAt, a.EndsAt, a.SaleMode, a.UpdatedAt = in.Name, in.Description, in.StartsAt.UTC(), in.EndsAt.UTC(), in.SaleMode, now
-		a.RuleOnePerAddress, a.RuleAccountsBeforeApproval = in.rules().OnePerAddress, in.rules().AccountsBeforeApproval
+		if in.Rules != nil { // a change that leaves the rules out keeps them
+			a.RuleOnePerAddress, a.RuleAccountsBeforeApproval = in.Rules.OnePerAddress, in.Rules.AccountsBeforeApproval
+		}
 		err := tx.Model(&Activity{}).Where("id = ?", a.ID).
 			Updates(map[string]any{"name": a.Name, "description": a.Description, "starts_at": a.StartsAt, "ends_at": a.EndsAt,
 				"sale_mode": a.SaleMode, "rule_one_per_address": a.RuleOnePerAddress,
@@ -245,10 +247,6 @@ func (in *ActivityInput) Validate(now time.Time) error {
 	in.Name, in.Description = strings.TrimSpace(in.Name), strings.TrimSpace(in.Description)
 	if in.SaleMode == "" {
 		in.SaleMode = SaleFirstCome
-	}
-	if in.Rules == nil {
-		r := DefaultRules(in.SaleMode)
-		in.Rules = &r
 	}
 	var why []errs.Why
 	if in.SaleMode != SaleFirstCome && in.SaleMode != SaleQueue {

@@ -65,9 +65,9 @@ func (s *Service) ChooseAddress(ctx context.Context, userID int64, orderNo strin
 	return o, nil
 }
 
-// claim gives the address to the buyer in the order's sale when its rule is one entrant per address:
-// address_limit when another entrant of the sale gave it (a queue sale's winner who joined with one
-// address may send the order to another, not to one another entrant gave).
+// claim checks the order's address under its sale's rule of one entrant per address: a queue sale's
+// order goes to an address its buyer gave when joining the line; a first-come sale's buyer gives it now
+// (within an entrant's share of two): address_limit otherwise.
 func (s *Service) claim(ctx context.Context, o *models.Order, userID int64, d models.Delivery) error {
 	if s.Claims == nil {
 		return nil
@@ -78,6 +78,9 @@ func (s *Service) claim(ctx context.Context, o *models.Order, userID int64, d mo
 	}
 	if !act.RuleOnePerAddress {
 		return nil
+	}
+	if act.SaleMode == models.SaleQueue {
+		return s.Claims.Owned(ctx, act, userID, d) // the address given when joining
 	}
 	return s.Claims.Claim(ctx, act, userID, d)
 }

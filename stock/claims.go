@@ -40,6 +40,18 @@ var (
 var ErrAddressTaken = errs.Static(errs.AddressLimit,
 	"this delivery address or phone has already entered this sale: one entry per address")
 
+// ErrTooManyAddresses is the refusal of an entrant who would give the sale more places and phones than
+// maxClaimsPerUser: one entrant may not lock others out of the sale by giving it address after address.
+var ErrTooManyAddresses = errs.Static(errs.AddressLimit,
+	"you have given this sale as many delivery addresses as it takes: choose one you gave before")
+
+// ErrNotYourEntry is the refusal of an order's address that its buyer did not give when joining the line.
+var ErrNotYourEntry = errs.Static(errs.AddressLimit,
+	"this sale's orders go to the address given when joining its line: choose that address")
+
+// maxClaimsPerUser is how many keys (places and phones) one entrant may claim in a sale: two addresses.
+const maxClaimsPerUser = 4
+
 // claimsKeep is how long after a sale's end its claims are kept: its orders' addresses are chosen
 // within their payment deadline.
 const claimsKeep = 24 * time.Hour
@@ -51,26 +63,37 @@ func (c *Claims) Check(ctx context.Context, a *models.Activity, userID int64, d 
 }
 
 // Claim gives d's place and phone to the user in the activity, or answers ErrAddressTaken when another
-// user of it gave either (then nothing is claimed).
+// user of it gave either, or ErrTooManyAddresses past the user's share (then nothing is claimed).
 func (c *Claims) Claim(ctx context.Context, a *models.Activity, userID int64, d models.Delivery) error {
 	return c.run(ctx, "claim", a, userID, d)
 }
 
+// Owned answers nil when d's place and phone are both the user's in the activity (given when joining),
+// else ErrAddressTaken (another's) or ErrNotYourEntry (nobody's yet).
+func (c *Claims) Owned(ctx context.Context, a *models.Activity, userID int64, d models.Delivery) error {
+	return c.run(ctx, "owned", a, userID, d)
+}
+
 func (c *Claims) run(ctx context.Context, mode string, a *models.Activity, userID int64, d models.Delivery) error {
-	args := []any{userID, a.EndsAt.Add(claimsKeep).Unix(), mode}
-	if p := addrkey.Place(d.Region, d.City, d.Street, d.Postcode); p != "" {
+	args := []any{userID, a.EndsAt.Add(claimsKeep).Unix(), mode, maxClaimsPerUser}
+	if p := addrkey.Place(d.Region, d.City, d.Street); p != "" {
 		args = append(args, claimKey("a:", p))
 	}
 	if p := addrkey.Phone(d.Phone, c.region); p != "" {
 		args = append(args, claimKey("t:", p))
 	}
-	key := "sk:{act:" + strconv.FormatInt(a.ID, 10) + "}:claims"
-	free, err := claimScript.Run(ctx, c.rdb, []string{key}, args...).Int()
+	tag := "sk:{act:" + strconv.FormatInt(a.ID, 10) + "}:"
+	answer, err := claimScript.Run(ctx, c.rdb, []string{tag + "claims", tag + "claimsby"}, args...).Int()
 	if err != nil {
 		return fmt.Errorf("address claims of activity %d: %w", a.ID, err)
 	}
-	if free == 0 {
+	switch answer {
+	case 0:
 		return ErrAddressTaken
+	case 2:
+		return ErrTooManyAddresses
+	case 3:
+		return ErrNotYourEntry
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func TestOneEntrantPerAddressAndPhone(t *testing.T) {
 	if err := claims.Claim(ctx, a, 1, home); err != nil {
 		t.Fatalf("the same entrant again: %v", err)
 	}
-	sameSpelledOtherwise := models.Delivery{Recipient: "Han Meimei", Phone: "13900139000", Region: "ZHEJIANG", City: "hangzhou", Street: "no 18 wensan road flat 3201", Postcode: "310012"}
+	sameSpelledOtherwise := models.Delivery{Recipient: "Han Meimei", Phone: "13900139000", Region: "ZHEJIANG", City: "hangzhou", Street: "no 18 wensan road flat 3 201", Postcode: "310012"}
 	samePhone := models.Delivery{Recipient: "Han Meimei", Phone: "138-0013-8000", Region: "Jiangsu", City: "Nanjing", Street: "1 Zhongshan Road", Postcode: "210000"}
 	for name, d := range map[string]models.Delivery{"the same place": sameSpelledOtherwise, "the same phone": samePhone} {
 		if err := claims.Check(ctx, a, 2, d); !errors.Is(err, stock.ErrAddressTaken) {
@@ -44,6 +44,40 @@ func TestOneEntrantPerAddressAndPhone(t *testing.T) {
 	other := &models.Activity{ID: 7002, EndsAt: time.Now().Add(time.Hour)}
 	if err := claims.Claim(ctx, other, 2, home); err != nil {
 		t.Fatalf("another activity's claims are its own: %v", err)
+	}
+}
+
+// One entrant gives a sale at most two places and phones; an order of a queue sale goes only to what its
+// buyer gave when joining.
+func TestAnEntrantsShareOfAddresses(t *testing.T) {
+	ctx := context.Background()
+	claims := stock.NewClaims(testenv.Redis(t), "CN")
+	a := &models.Activity{ID: 7004, EndsAt: time.Now().Add(time.Hour)}
+	place := func(i int) models.Delivery {
+		return models.Delivery{Phone: "1380013800" + string(rune('0'+i)), Region: "Zhejiang", City: "Hangzhou", Street: "Wensan Road " + string(rune('0'+i))}
+	}
+	for i := range 2 {
+		if err := claims.Claim(ctx, a, 1, place(i)); err != nil {
+			t.Fatalf("address %d: %v", i, err)
+		}
+	}
+	if err := claims.Claim(ctx, a, 1, place(2)); !errors.Is(err, stock.ErrTooManyAddresses) {
+		t.Fatalf("a third address: %v; want ErrTooManyAddresses", err)
+	}
+	if err := claims.Claim(ctx, a, 1, place(1)); err != nil {
+		t.Fatalf("an address given before, again: %v", err)
+	}
+	if err := claims.Claim(ctx, a, 2, place(2)); err != nil {
+		t.Fatalf("the refused third address stays free for others: %v", err)
+	}
+	if err := claims.Owned(ctx, a, 1, place(0)); err != nil {
+		t.Errorf("the entrant's own address: %v", err)
+	}
+	if err := claims.Owned(ctx, a, 1, place(3)); !errors.Is(err, stock.ErrNotYourEntry) {
+		t.Errorf("an address never given: %v; want ErrNotYourEntry", err)
+	}
+	if err := claims.Owned(ctx, a, 1, place(2)); !errors.Is(err, stock.ErrAddressTaken) {
+		t.Errorf("another's address: %v; want ErrAddressTaken", err)
 	}
 }
 

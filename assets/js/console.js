@@ -23,6 +23,19 @@
     }
     return v;
   }
+  // A new sale's rules follow its mode until the merchant chooses them: on for a queue sale, off for
+  // first come (as the API's defaults).
+  document.querySelectorAll("form[data-api] select[name=sale_mode]").forEach(function (mode) {
+    var form = mode.form, touched = false;
+    if (form.dataset.method === "PUT") return;
+    form.querySelectorAll("input[data-rule]").forEach(function (el) { el.addEventListener("change", function () { touched = true; }); });
+    function follow() {
+      if (touched) return;
+      form.querySelectorAll("input[data-rule]").forEach(function (el) { el.checked = mode.value === "queue"; });
+    }
+    mode.addEventListener("change", follow);
+    follow();
+  });
   document.querySelectorAll("form[data-api]").forEach(function (form) {
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
