@@ -179,7 +179,7 @@ func seedDemo(ctx context.Context, db *gorm.DB, now time.Time, bcryptCost int) (
 		act := models.Activity{
 			MerchantID:  ids[models.RoleMerchant],
 			Name:        "Opening Day Flash Sale",
-			Description: "Three gadgets at a fraction of their price, while stock lasts. One of each per person.",
+			Description: "Three gadgets at a fraction of their price, while stock lasts. One of each per person, one entry per delivery address; new accounts may join too.",
 			StartsAt:    starts,
 			EndsAt:      starts.Add(24 * time.Hour),
 			State:       models.ActivityApproved,
