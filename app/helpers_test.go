@@ -309,15 +309,7 @@ func (b *browser) registration(username, password string) map[string]string {
 // the contract's altcha field.
 func (b *browser) altcha(query string) string {
 	b.t.Helper()
-	r := b.call("GET", "/api/altcha?"+query, nil)
-	if r.Status != 200 {
-		b.t.Fatalf("GET /api/altcha?%s: %d %s", query, r.Status, r.Body)
-	}
-	var c pow.Challenge
-	if err := json.Unmarshal(r.Body, &c); err != nil {
-		b.t.Fatal(err)
-	}
-	return solvePow(b.t, c)
+	return solvePow(b.t, b.challengeOf(query))
 }
 
 // solvePow solves c with ALTCHA's library and spells the solution as the contract's altcha field.
