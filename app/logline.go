@@ -34,16 +34,13 @@ func newLogHandler(w io.Writer, json bool, opts *slog.HandlerOptions) *logHandle
 
 func (h *logHandler) line() *logLine { return h.lines.Get().(*logLine) }
 
-// done writes the line (one Write: whole in the output) and keeps its buffer for the next one.
-func (h *logHandler) done(l *logLine) { h.doneFrom(l, 0) }
-
 // stripedWriter takes lines in stripes (logBuffer): those written with one key keep their order.
 type stripedWriter interface {
 	WriteFrom(p []byte, key uint64)
 }
 
-// doneFrom is done for a line of the source key (a connection): through the writer's stripe for it when
-// the writer has stripes.
+// doneFrom writes the line of the source key (a connection), in one Write (whole in the output), through
+// the writer's stripe for the key when it has stripes, and keeps the line's buffer for the next one.
 func (h *logHandler) doneFrom(l *logLine, key uint64) {
 	if sw, ok := h.w.(stripedWriter); ok {
 		sw.WriteFrom(l.b, key)
