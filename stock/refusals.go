@@ -17,7 +17,9 @@ type Refusals struct{ rdb redis.UniversalClient }
 // NewRefusals returns the counters kept in rdb.
 func NewRefusals(rdb redis.UniversalClient) *Refusals { return &Refusals{rdb: rdb} }
 
-func refusalsKey(itemID int64) string { return "sk:{item:" + strconv.FormatInt(itemID, 10) + "}:refused" }
+func refusalsKey(itemID int64) string {
+	return "sk:{item:" + strconv.FormatInt(itemID, 10) + "}:refused"
+}
 
 // Count adds one refusal of code for the item, whose sale ends at ends. Best effort: a count lost to a
 // Redis failure is one fewer in the report, never a refusal turned into an error.
