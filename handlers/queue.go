@@ -151,15 +151,15 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	if err := h.Stops.Check(itemID); err != nil {
 		return err
 	}
-	// The address is checked before the captcha, which a refusal leaves usable (for another address),
-	// and claimed after it: a join that cannot pass the captcha claims nothing. The proof of work too is
-	// checked before the captcha.
+	// The proof of work first: every look at an address costs one. The address is checked before the
+	// captcha, which a refusal leaves usable (for another address), and claimed after it: a join that
+	// cannot pass the captcha claims nothing.
+	if err := h.Work.Verify(ctx, in.Altcha, joinAsk(c, itemID, s.UserID)); err != nil {
+		return err
+	}
 	addr, err := h.entrantAddress(c, a, s.UserID, in.AddressID)
 	if err != nil {
 		return counted(ctx, h.Refusals, itemID, a, err)
-	}
-	if err := h.Work.Verify(ctx, in.Altcha, joinAsk(c, itemID, s.UserID)); err != nil {
-		return err
 	}
 	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in.captchaInput); err != nil {
 		return err
