@@ -151,7 +151,11 @@ func TestOneEntrantPerDeliveryAddress(t *testing.T) {
 		expect(t, "the same phone, try "+itoa(int64(i+1)), third.joinFrom(item.ID, samePhone, id, answer), 409, "address_limit")
 	}
 	id, answer = third.captcha()
-	expect(t, "a sixth try within the hour", third.joinFrom(item.ID, samePhone, id, answer), 429, "rate_limited")
+	sixth := third.joinFrom(item.ID, samePhone, id, answer)
+	expect(t, "a sixth try within the hour", sixth, 429, "rate_limited")
+	if _, msg := errorOf(t, sixth); !strings.Contains(msg, "addresses") || sixth.Header.Get("Retry-After") == "" {
+		t.Errorf("the probes' refusal says %q, Retry-After %q", msg, sixth.Header.Get("Retry-After"))
+	}
 	// Past the probes every address gets the same answer: a free one too, so the answers tell nothing.
 	free := third.addAddress("13700137000", "Sichuan", "Chengdu", "9 Tianfu Avenue")
 	expect(t, "a free address past the probes", third.joinFrom(item.ID, free, id, answer), 429, "rate_limited")
@@ -214,6 +218,12 @@ func TestActivityRulesDefaultsAndChoice(t *testing.T) {
 	body["rules"] = map[string]bool{"one_per_address": true, "accounts_before_approval": false}
 	if r := rulesOf(body); r["one_per_address"] != true || r["accounts_before_approval"] != false {
 		t.Errorf("a queue sale's chosen rules: %v", r)
+	}
+	body["rules"] = map[string]bool{"one_per_adress": true} // misspelt: must not turn both off unsaid
+	r := m.call("POST", "/api/merchant/activities", body)
+	expect(t, "a misspelt rule", r, 400, "bad_request")
+	if f, _ := r.json(t)["fields"].(map[string]any); f["rules"] == nil {
+		t.Errorf("the refusal does not name rules: %s", r.Body)
 	}
 }
 

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -60,7 +61,18 @@ func probesLeft(ctx context.Context, limits *ratelimit.Shared, userID int64) err
 	if limits == nil {
 		return nil
 	}
-	return limits.Check(ctx, probeKey(userID), addressProbes)
+	return probesUsed(limits.Check(ctx, probeKey(userID), addressProbes))
+}
+
+// probesUsed says a refusal of the probe limit in words of its own (rate_limited, with its Retry-After).
+func probesUsed(err error) error {
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Code != errs.RateLimited {
+		return err
+	}
+	out := errs.Say(errs.RateLimited, "address_probes")
+	out.RetryAfter = e.RetryAfter
+	return out
 }
 
 // probed counts an address refusal against the shopper's probes, and answers it (rate_limited past them).
@@ -69,7 +81,7 @@ func probed(ctx context.Context, limits *ratelimit.Shared, userID int64, err err
 		return err
 	}
 	if lerr := limits.Allow(ctx, probeKey(userID), addressProbes); lerr != nil {
-		return lerr
+		return probesUsed(lerr)
 	}
 	return err
 }

@@ -1,7 +1,9 @@
 package models
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -116,6 +118,22 @@ type Rules struct {
 	OnePerAddress bool `json:"one_per_address"`
 	// AccountsBeforeApproval: only accounts made before the sale was approved may join or buy.
 	AccountsBeforeApproval bool `json:"accounts_before_approval"`
+
+	unknown bool // read from a body naming something else: a misspelt rule must not turn both off unsaid
+}
+
+// UnmarshalJSON reads the rules, noting a body that names anything but them (Validate refuses it).
+func (r *Rules) UnmarshalJSON(b []byte) error {
+	type plain Rules
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var p plain
+	if err := d.Decode(&p); err != nil {
+		*r = Rules{unknown: true}
+		return nil
+	}
+	*r = Rules(p)
+	return nil
 }
 
 // rules are the input's rules, the sale mode's defaults when it gives none.
@@ -251,6 +269,9 @@ func (in *ActivityInput) Validate(now time.Time) error {
 	var why []errs.Why
 	if in.SaleMode != SaleFirstCome && in.SaleMode != SaleQueue {
 		why = append(why, errs.W("sale_mode", "sale_mode"))
+	}
+	if in.Rules != nil && in.Rules.unknown {
+		why = append(why, errs.W("rules", "rules"))
 	}
 	why = append(why, text("name", in.Name, true, 200, false)...)
 	why = append(why, text("description", in.Description, false, 5000, true)...)
