@@ -62,7 +62,7 @@ type activityAudit struct {
 	Reason      string    `json:"reason,omitempty"`
 	// The rules, flat: each is a field of the audit's before and after.
 	OnePerAddress          bool `json:"one_per_address"`
-	AccountsBeforeApproval bool `json:"accounts_before_approval"`
+	AccountsBeforeApproval bool `json:"accounts_before"`
 }
 
 func auditOf(a *Activity) activityAudit {
