@@ -107,9 +107,7 @@ type Slots[K comparable, V any] struct {
 // Get answers the value kept for k.
 func (s *Slots[K, V]) Get(k K) (V, bool) {
 	if p := s.slot(k); p != nil {
-		if v := p.Load(); v != nil {
-			return *v, true
-		}
+		return *p.Load(), true
 	}
 	var zero V
 	return zero, false
@@ -147,11 +145,4 @@ func (s *Slots[K, V]) Add(k K, v V) {
 	p.Store(&v)
 	next[k] = p
 	s.m.Store(&next)
-}
-
-// Remove forgets the value kept for k (its slot stays, counted against Max, until the slots are forgotten).
-func (s *Slots[K, V]) Remove(k K) {
-	if p := s.slot(k); p != nil {
-		p.Store(nil)
-	}
 }
