@@ -16,13 +16,15 @@ import (
 // log write its lines itself, in the same format, without slog's records.
 type logHandler struct {
 	slog.Handler
-	w     io.Writer
-	json  bool
-	lines sync.Pool // *logLine
+	w       io.Writer
+	striped stripedWriter // w, when it takes lines in stripes
+	json    bool
+	lines   sync.Pool // *logLine
 }
 
 func newLogHandler(w io.Writer, json bool, opts *slog.HandlerOptions) *logHandler {
 	h := &logHandler{w: w, json: json}
+	h.striped, _ = w.(stripedWriter)
 	if json {
 		h.Handler = slog.NewJSONHandler(w, opts)
 	} else {
@@ -42,8 +44,8 @@ type stripedWriter interface {
 // doneFrom writes the line of the source key (a connection), in one Write (whole in the output), through
 // the writer's stripe for the key when it has stripes, and keeps the line's buffer for the next one.
 func (h *logHandler) doneFrom(l *logLine, key uint64) {
-	if sw, ok := h.w.(stripedWriter); ok {
-		sw.WriteFrom(l.b, key)
+	if h.striped != nil {
+		h.striped.WriteFrom(l.b, key)
 	} else {
 		_, _ = h.w.Write(l.b)
 	}
