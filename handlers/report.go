@@ -63,7 +63,7 @@ var errReportLater = errs.New(errs.Forbidden, "a sale's report is public once th
 
 // Activity answers GET /api/activities/{id}/report.
 func (h *Report) Activity(c *fiber.Ctx) error {
-	r, err := h.report(c)
+	_, r, err := h.report(c)
 	if err != nil {
 		return err
 	}
@@ -72,11 +72,7 @@ func (h *Report) Activity(c *fiber.Ctx) error {
 
 // Page answers the report's page, /activities/{id}/report, in the reader's language.
 func (h *Report) Page(c *fiber.Ctx) error {
-	r, err := h.report(c)
-	if err != nil {
-		return err
-	}
-	a, err := models.ActivityByID(c.UserContext(), h.DB, r.ActivityID)
+	a, r, err := h.report(c)
 	if err != nil {
 		return err
 	}
@@ -87,29 +83,29 @@ func (h *Report) Page(c *fiber.Ctx) error {
 	return c.Render("report", PageData(c, h.Now(), "report.title", "Activity", a, "Report", r, "Names", names), Layout)
 }
 
-// report answers the activity's report, if the caller may see it now.
-func (h *Report) report(c *fiber.Ctx) (*reportJSON, error) {
+// report answers the activity and its report, if the caller may see it now.
+func (h *Report) report(c *fiber.Ctx) (*models.Activity, *reportJSON, error) {
 	id, err := pathID(c, "id", "activity")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ctx := c.UserContext()
 	a, err := models.ActivityByID(ctx, h.DB, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if a.State != models.ActivityApproved {
-		return nil, errs.New(errs.NotFound, "no such sale")
+		return nil, nil, errs.New(errs.NotFound, "no such sale")
 	}
 	if h.Now().Before(a.EndsAt) {
 		s, ok := SessionOf(c)
 		if !ok || !(s.Role == models.RoleAdmin || s.Role == models.RoleMerchant && s.UserID == a.MerchantID) {
-			return nil, errReportLater
+			return nil, nil, errReportLater
 		}
 	}
 	h.once.Do(func() { h.cache = memo.NewTimed[int64, *reportJSON](maxReports, reportTTL) })
 	if r, ok := h.cache.Get(id); ok {
-		return r, nil
+		return a, r, nil
 	}
 	v, err, _ := h.flight.Do(strconv.FormatInt(id, 10), func() (any, error) {
 		r, err := h.make(context.WithoutCancel(ctx), a)
@@ -119,9 +115,9 @@ func (h *Report) report(c *fiber.Ctx) (*reportJSON, error) {
 		return r, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return v.(*reportJSON), nil
+	return a, v.(*reportJSON), nil
 }
 
 // make reads the report of the activity's items.

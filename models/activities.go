@@ -136,22 +136,13 @@ func (r *Rules) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// rules are the input's rules, the sale mode's defaults when it gives none.
+// rules are the input's rules; without them, a queue sale's protect its line (both on) and a first-come
+// sale's (where whoever comes first buys) are off, as before the rules.
 func (in *ActivityInput) rules() Rules {
 	if in.Rules != nil {
 		return *in.Rules
 	}
-	mode := in.SaleMode
-	if mode == "" {
-		mode = SaleFirstCome
-	}
-	return DefaultRules(mode)
-}
-
-// DefaultRules are the rules of a sale made without rules: a queue sale is protected, a first-come sale
-// (where whoever comes first buys) is as before.
-func DefaultRules(saleMode string) Rules {
-	on := saleMode == SaleQueue
+	on := in.SaleMode == SaleQueue
 	return Rules{OnePerAddress: on, AccountsBeforeApproval: on}
 }
 

@@ -25,7 +25,7 @@ func refusalsKey(itemID int64) string {
 // Redis failure is one fewer in the report, never a refusal turned into an error.
 func (r *Refusals) Count(ctx context.Context, itemID int64, code string, ends time.Time) {
 	k := refusalsKey(itemID)
-	_, _ = r.rdb.TxPipelined(context.WithoutCancel(ctx), func(p redis.Pipeliner) error {
+	_, _ = r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HIncrBy(ctx, k, code, 1)
 		p.ExpireAt(ctx, k, ends.Add(roomKeep))
 		return nil
