@@ -435,9 +435,33 @@ func (r *ScalperRun) tally(plan *scalperPlan, shoppers []*crowdShopper, flagged 
 	}
 }
 
-// flaggedEntrants answers the sale's flagged entrants, by account, when the server says who they are.
-func (c *Client) flaggedEntrants(ctx context.Context, admin *User, sale *Sale) (map[int64]bool, bool, error) {
-	return nil, false, nil
+// flaggedEntrants answers the sale's flagged entrants, by account, from the admins' view of its flagged
+// clusters (GET /api/admin/items/{id}/clusters); known is false where the server has no such view (a
+// server from before the shadow line) or its shadow line is off.
+func (c *Client) flaggedEntrants(ctx context.Context, admin *User, sale *Sale) (flagged map[int64]bool, known bool, err error) {
+	a, err := c.Patient(ctx, http.MethodGet, fmt.Sprintf("/api/admin/items/%d/clusters", sale.ItemID), nil, admin)
+	if err != nil {
+		return nil, false, err
+	}
+	if a.Status == http.StatusNotFound {
+		return nil, false, nil
+	}
+	var cs struct {
+		ShadowLine bool `json:"shadow_line"`
+		Clusters   []struct {
+			Users []int64 `json:"users"`
+		} `json:"clusters"`
+	}
+	if a.Status != http.StatusOK || jsonUnmarshal(a.Body, &cs) != nil {
+		return nil, false, fmt.Errorf("the flagged clusters: %d %.200s", a.Status, a.Body)
+	}
+	flagged = map[int64]bool{}
+	for _, cl := range cs.Clusters {
+		for _, u := range cl.Users {
+			flagged[u] = true
+		}
+	}
+	return flagged, cs.ShadowLine, nil
 }
 
 // ScalperVariant is a run's rules: the sale's, and the server's shadow line (SHADOW_LINE).
