@@ -451,8 +451,9 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.imageHostList(), Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
-		altcha:   &handlers.Altcha{Work: work, Catalog: shop, DB: d.DB, Devices: devices, SecureCookies: cfg.SecureCookies(), Now: d.Now},
-		shadow:   &handlers.Shadow{Catalog: shop, Sifter: s.Sifter, Line: s.Line, DB: d.DB, Now: d.Now},
+		altcha: &handlers.Altcha{Work: work, Catalog: shop, DB: d.DB, Devices: devices, SecureCookies: cfg.SecureCookies(), Limits: accounts.Limits,
+			RateLimitIP: cfg.RateLimitIP, Now: d.Now},
+		shadow: &handlers.Shadow{Catalog: shop, Sifter: s.Sifter, Line: s.Line, DB: d.DB, Now: d.Now},
 	}
 	if cfg.PaySandbox {
 		s.site.sandbox = newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now)
