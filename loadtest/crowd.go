@@ -650,10 +650,8 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 	}
 	join := func() (standing, bool) {
 		for ctx.Err() == nil {
-			fields := captcha()
-			if fields == nil {
-				return standing{}, false
-			}
+			// The proof of work first, as the page solves it while the person types the captcha: a captcha
+			// drawn first could outlive its five minutes while the load tool's solvers are busy.
 			proof, retry, err := c.SolvePow(ctx, s.u, joinQuery(sale.ItemID))
 			s.count(Answer{Status: map[bool]int{true: 429, false: 200}[retry]}, err, "altcha")
 			if err != nil || retry {
@@ -661,6 +659,10 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 					return standing{}, false
 				}
 				continue
+			}
+			fields := captcha()
+			if fields == nil {
+				return standing{}, false
 			}
 			body := map[string]any{"altcha": proof}
 			for k, v := range fields {

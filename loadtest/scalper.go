@@ -174,7 +174,8 @@ type ScalperRun struct {
 	PeopleBought  int
 	RuleWorking   int      // families' second members refused by the address rule
 	Wrong         []string // people refused or shadowed wrongly (false positives), each said
-	PeopleFlagged int      // people the server flagged (-1: it did not say who)
+	PeopleFlagged int      // people the server flagged (-1: it did not say who); wrongly shadowed only with the shadow line on
+	ShadowLine    bool     // the server's shadow line held the flagged back (SHADOW_LINE on)
 
 	ScalperBought   int
 	ScalperEntrants int            // its accounts in the line (joined)
@@ -291,7 +292,7 @@ func RunScalper(ctx context.Context, base string, rdb redis.UniversalClient, poo
 	countdown := o.Countdown
 	if countdown <= 0 {
 		work := float64(n) * float64(price.MaxNumber) / 2 * 2.5 / solveRate() // core-seconds
-		countdown = 10*time.Second + time.Duration(work*2/float64(runtime.NumCPU())*float64(time.Second))
+		countdown = 5*time.Second + time.Duration(work*2/float64(runtime.NumCPU())*float64(time.Second))
 	}
 	run.Countdown = countdown
 	lead := 3*time.Second + time.Duration(n)*200*time.Microsecond // the instances draw captchas ahead meanwhile
@@ -306,12 +307,8 @@ func RunScalper(ctx context.Context, base string, rdb redis.UniversalClient, poo
 		return nil, ctx.Err()
 	}
 	// The scalper's browsers get their device ids first, one account each: its accounts share them.
-	err = parallel(ctx, len(devices), 16, func(ctx context.Context, k int) error {
-		j := k * o.PerDevice
-		if j >= o.Accounts {
-			return nil
-		}
-		_, err := scalper.Do(ctx, http.MethodGet, "/api/altcha?"+joinQuery(sale.ItemID), nil, users[o.People+j])
+	err = parallel(ctx, (o.Accounts+o.PerDevice-1)/o.PerDevice, 16, func(ctx context.Context, k int) error {
+		_, err := scalper.Do(ctx, http.MethodGet, "/api/altcha?"+joinQuery(sale.ItemID), nil, users[o.People+k*o.PerDevice])
 		return err
 	})
 	if err != nil {
@@ -327,6 +324,24 @@ func RunScalper(ctx context.Context, base string, rdb redis.UniversalClient, poo
 	runCtx, stop := context.WithDeadline(ctx, sale.StartsAt.Add(3*time.Minute+time.Duration(n)*10*time.Millisecond))
 	defer stop()
 	var wg sync.WaitGroup
+	wg.Go(func() { // how many were in the line at the draw, for the log
+		if !sleep(runCtx, time.Until(sale.StartsAt)) {
+			return
+		}
+		in, last := 0, opens
+		for _, s := range shoppers {
+			s.mu.Lock()
+			if !s.inLine.IsZero() {
+				in++
+				if s.inLine.After(last) {
+					last = s.inLine
+				}
+			}
+			s.mu.Unlock()
+		}
+		logf(o.Log, "scalper: %d of %d accounts in the line at the start, the last %v into the %v countdown", in, n,
+			last.Sub(opens).Round(time.Second), countdown.Round(time.Second))
+	})
 	wg.Go(func() {
 		people.runShoppers(runCtx, rdb, sale, shoppers[:o.People], "queue", bar(o.Log, "people", o.People))
 	})
@@ -365,11 +380,12 @@ func RunScalper(ctx context.Context, base string, rdb redis.UniversalClient, poo
 			run.Report = &rep.Items[i]
 		}
 	}
-	flagged, known, err := people.flaggedEntrants(ctx, &admin, sale)
+	flagged, shadowLine, err := people.flaggedEntrants(ctx, &admin, sale)
 	if err != nil {
 		return nil, err
 	}
-	run.tally(plan, shoppers, flagged, known)
+	run.ShadowLine = shadowLine
+	run.tally(plan, shoppers, flagged)
 
 	run.Audit = people.AuditSale(ctx, sale, st, users, res)
 	run.Audit.check(run.Unanswered == 0, "every account has a final answer: bought, sold out or refused (%d without)", run.Unanswered)
@@ -381,10 +397,13 @@ func RunScalper(ctx context.Context, base string, rdb redis.UniversalClient, poo
 	return run, nil
 }
 
-// tally counts each side's outcome from what each account saw and whom the server flagged.
-func (r *ScalperRun) tally(plan *scalperPlan, shoppers []*crowdShopper, flagged map[int64]bool, known bool) {
+// tally counts each side's outcome from what each account saw and whom the server flagged (nil: it
+// does not say). A person flagged is shadowed wrongly when the shadow line is on; with it off, flagged
+// people are counted apart (PeopleFlagged), as what the line would have done.
+func (r *ScalperRun) tally(plan *scalperPlan, shoppers []*crowdShopper, flagged map[int64]bool) {
 	o := r.Options
 	famRefused := map[int]int{}
+	known := flagged != nil
 	if known {
 		r.PeopleFlagged, r.ScalperFlagged = 0, 0
 	}
@@ -407,7 +426,9 @@ func (r *ScalperRun) tally(plan *scalperPlan, shoppers []*crowdShopper, flagged 
 			}
 			if known && flagged[s.u.ID] {
 				r.PeopleFlagged++
-				r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s) was flagged", s.u.Name, g))
+				if r.ShadowLine {
+					r.Wrong = append(r.Wrong, fmt.Sprintf("%s (%s) was shadowed", s.u.Name, g))
+				}
 			}
 			continue
 		}
@@ -425,6 +446,8 @@ func (r *ScalperRun) tally(plan *scalperPlan, shoppers []*crowdShopper, flagged 
 		}
 	}
 	switch {
+	case known && !r.ShadowLine:
+		r.ScalperOutside, r.OutsideFrom = r.ScalperEntrants, "the shadow line is off (the server flagged, and shadowed no one)"
 	case known:
 		r.ScalperOutside, r.OutsideFrom = r.ScalperEntrants-r.ScalperFlagged, "the server's flagged entrants, by account"
 	case r.Report != nil && r.Report.Shadowed > 0:
@@ -436,9 +459,10 @@ func (r *ScalperRun) tally(plan *scalperPlan, shoppers []*crowdShopper, flagged 
 }
 
 // flaggedEntrants answers the sale's flagged entrants, by account, from the admins' view of its flagged
-// clusters (GET /api/admin/items/{id}/clusters); known is false where the server has no such view (a
-// server from before the shadow line) or its shadow line is off.
-func (c *Client) flaggedEntrants(ctx context.Context, admin *User, sale *Sale) (flagged map[int64]bool, known bool, err error) {
+// clusters (GET /api/admin/items/{id}/clusters), and whether the shadow line holds them back (SHADOW_LINE
+// off: the server flags, and shadows no one); nil where the server has no such view (a server from before
+// the shadow line).
+func (c *Client) flaggedEntrants(ctx context.Context, admin *User, sale *Sale) (flagged map[int64]bool, shadowLine bool, err error) {
 	a, err := c.Patient(ctx, http.MethodGet, fmt.Sprintf("/api/admin/items/%d/clusters", sale.ItemID), nil, admin)
 	if err != nil {
 		return nil, false, err
@@ -636,8 +660,14 @@ func ScalperMarkdown(series []*ScalperSeries) string {
 			fmt.Fprintf(&b, " (%s)", strings.Join(r.Wrong[:min(len(r.Wrong), 5)], "; "))
 		}
 		fmt.Fprintf(&b, "; a family's second account refused by the address rule (the rule working): %d.", r.RuleWorking)
-		if r.PeopleFlagged < 0 {
+		switch {
+		case r.PeopleFlagged < 0:
 			b.WriteString(" The server does not say whom it flagged: people shadowed wrongly are not counted.")
+		case !r.ShadowLine:
+			fmt.Fprintf(&b, " The shadow line is off: the server flagged %d people and %d of the scalper's entrants, and held none back.",
+				r.PeopleFlagged, r.ScalperFlagged)
+		default:
+			fmt.Fprintf(&b, " Flagged and shadowed: %d of the scalper's entrants, %d people.", r.ScalperFlagged, r.PeopleFlagged)
 		}
 		if rp := r.Report; rp != nil {
 			fmt.Fprintf(&b, " The fairness report: %d entrants, refused %v, flagged %d, shadowed %d, cleared %d, turns %d, buyers %d.",
