@@ -250,3 +250,29 @@ func TestClearingAfterTheLinePassedLetsThemInFirst(t *testing.T) {
 		}
 	}
 }
+
+// One account cannot flood the evidence: the same trace is kept once, and an account's distinct traces
+// (a fresh device each time) only up to a few.
+func TestEvidenceKeepsAnAccountsTracesOnce(t *testing.T) {
+	r := newShadowRig(t, 1, 2, 0)
+	ctx := context.Background()
+	before, err := r.sifter.Joins(ctx, r.item.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		r.sifter.Note(ctx, r.item.ID, sift.Join{User: 77, Device: "dev-same", Prefix: "10.9.9.0/24", Refused: sift.NotEligible}, r.window.Ends)
+		r.sifter.Note(ctx, r.item.ID, sift.Join{User: 78, Device: fmt.Sprintf("dev-%d", i), Prefix: "10.9.9.0/24", Refused: sift.NotEligible}, r.window.Ends)
+	}
+	after, err := r.sifter.Joins(ctx, r.item.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[int64]int{}
+	for _, j := range after[len(before):] {
+		per[j.User]++
+	}
+	if len(after)-len(before) != 9 || per[77] != 1 || per[78] != 8 {
+		t.Fatalf("600 notes kept %d traces (%v); want account 77's one trace once and account 78's first 8", len(after)-len(before), per)
+	}
+}
