@@ -118,6 +118,7 @@ type site struct {
 	sandbox  *handlers.SandboxAPI // nil unless the sandbox is mounted (demo mode, PAY_SANDBOX=on)
 	edge     *handlers.Edge       // nginx's figures for the admins (empty without nginx)
 	altcha   *handlers.Altcha     // the proofs of work of registrations and joins
+	appeals  *handlers.Appeals    // a shopper in a line asks a person to look; the admins answer
 }
 
 // The workers Start runs beside the jobs, by name.
@@ -443,6 +444,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 		altcha:   &handlers.Altcha{Work: work, Catalog: shop, DB: d.DB, Now: d.Now},
+		appeals:  &handlers.Appeals{DB: d.DB, Catalog: shop, Line: s.Line, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now},
 	}
 	if cfg.PaySandbox {
 		s.site.sandbox = newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now)
@@ -652,6 +654,14 @@ func routes(f *fiber.App, h *site) {
 	a.Get("/orders/:order_no", h.refunds.Order)
 	a.Post("/orders/:order_no/refund", h.refunds.Refund)
 	a.Post("/orders/:order_no/refunds/retry", h.refunds.RetryRefunds)
+
+	// Appeals (one person, one chance): a shopper in a queue sale's line asks a person to look; the
+	// admins read and answer them.
+	api.Post("/items/:id/appeal", user, h.appeals.Create)
+	api.Get("/items/:id/appeal", user, h.appeals.Mine)
+	a.Get("/appeals", h.appeals.List)
+	a.Post("/appeals/:id/answer", h.appeals.Answer)
+	f.Get("/admin/appeals", h.appeals.Page)
 }
 
 // loadViews reads the assets and parses every template, so that a broken one fails at start.
