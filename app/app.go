@@ -77,6 +77,8 @@ type Server struct {
 	Claims *stock.Claims
 	// Refusals counts what each rule of who may take part refused, per item, for the fairness report.
 	Refusals *stock.Refusals
+	// Sifter keeps the joins' traces and finds the clusters of one person's many accounts (the shadow line).
+	Sifter *stock.Sifter
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
 	// its lock.
@@ -118,6 +120,7 @@ type site struct {
 	sandbox  *handlers.SandboxAPI // nil unless the sandbox is mounted (demo mode, PAY_SANDBOX=on)
 	edge     *handlers.Edge       // nginx's figures for the admins (empty without nginx)
 	altcha   *handlers.Altcha     // the proofs of work of registrations and joins
+	shadow   *handlers.Shadow     // the admins' view of the flagged clusters, and their decisions
 	appeals  *handlers.Appeals    // a shopper in a line asks a person to look; the admins answer
 	clusters *handlers.ClustersPage
 }
@@ -322,6 +325,10 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	s.Provider = payment.NewClient(cfg.providerURL(), payment.APIKey(cfg.callbackSecret()), 3*time.Second)
 	s.Claims = stock.NewClaims(d.Redis, cfg.PhoneRegion)
 	s.Refusals = stock.NewRefusals(d.Redis)
+	s.Sifter = stock.NewSifter(d.Redis, func(ctx context.Context, ids []int64) (map[int64]time.Time, error) {
+		return models.UsersMadeAt(ctx, d.DB, ids)
+	}, cfg.Shadow, cfg.ShadowLine)
+	s.Line.Sift(s.Sifter)
 	s.Orders = &orders.Service{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Claims: s.Claims,
 		NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log}
 	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Orders: s.Orders, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
@@ -408,6 +415,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		return err
 	}
 	work := pow.New(cfg.SessionSecret, cfg.PowMaxNumber, d.Redis, d.Now)
+	devices := auth.NewDevices(cfg.SessionSecret)
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
 		Passwords: passwords, Captchas: s.Captchas, Work: work,
@@ -434,6 +442,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
 			Captchas: s.Captchas, Work: work, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn, Claims: s.Claims, Refusals: s.Refusals, DB: d.DB,
+			Sifter: s.Sifter, Devices: devices,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
 		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders, Limits: accounts.Limits},
@@ -444,7 +453,8 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.imageHostList(), Now: d.Now},
 		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
-		altcha:   &handlers.Altcha{Work: work, Catalog: shop, DB: d.DB, Now: d.Now},
+		altcha:   &handlers.Altcha{Work: work, Catalog: shop, DB: d.DB, Devices: devices, SecureCookies: cfg.SecureCookies(), Now: d.Now},
+		shadow:   &handlers.Shadow{Catalog: shop, Sifter: s.Sifter, Line: s.Line, DB: d.DB, Now: d.Now},
 		appeals:  &handlers.Appeals{DB: d.DB, Catalog: shop, Line: s.Line, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now},
 		clusters: &handlers.ClustersPage{DB: d.DB, Now: d.Now},
 	}
@@ -647,6 +657,9 @@ func routes(f *fiber.App, h *site) {
 	a.Post("/activities/:id/resume", admin.Resume)
 	a.Post("/activities/:id/end", admin.End)
 	a.Get("/activities/:id/stats", admin.ActivityStats)
+	a.Get("/items/:id/clusters", h.shadow.Clusters)
+	a.Post("/items/:id/clusters/:key/clear", h.shadow.Clear)
+	a.Post("/items/:id/clusters/:key/confirm", h.shadow.Confirm)
 	a.Get("/edge", h.edge.Get)
 	a.Get("/users", admin.Users)
 	a.Post("/users/:id/role", accounts.SetRole)

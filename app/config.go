@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"seckill/pow"
+	"seckill/sift"
 )
 
 // Config is the whole configuration, read once from the environment at start. Every variable is listed,
@@ -66,7 +67,9 @@ type Config struct {
 	BodyTimeout     time.Duration // BODY_TIMEOUT: how long a request's body may take to arrive once its headers have
 	IdleTimeout     time.Duration // IDLE_TIMEOUT: how long a keep-alive connection may wait for its next request
 	PowMaxNumber    int64         // POW_MAXNUMBER: the proof of work's difficulty at rest (ALTCHA's maxnumber); rises with pressure
-	ServeRole       string        // SERVE_ROLE: web or worker, or empty for all (the default): what seckill serve runs (roles.go)
+	ShadowLine      bool          // SHADOW_LINE: on (the default) puts the draw's flagged entrants in the shadow line; off only measures
+	Shadow          sift.Thresholds
+	ServeRole       string // SERVE_ROLE: web or worker, or empty for all (the default): what seckill serve runs (roles.go)
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -241,6 +244,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		BodyTimeout:     p.duration("BODY_TIMEOUT", 30*time.Second),
 		IdleTimeout:     p.duration("IDLE_TIMEOUT", 60*time.Second),
 		PowMaxNumber:    int64(p.int("POW_MAXNUMBER", pow.DefaultMaxNumber, pow.DemoFloor, 1_000_000_000)),
+		ShadowLine:      p.oneOf("SHADOW_LINE", "on", "on", "off") == "on",
+		// The thresholds at which a trace of bulk counts as a signal; two signals flag (docs/security.md).
+		Shadow: sift.Thresholds{
+			PrefixMin:      p.int("SHADOW_PREFIX_MIN", sift.Defaults().PrefixMin, 2, 1_000_000),
+			PrefixFactor:   p.float("SHADOW_PREFIX_FACTOR", sift.Defaults().PrefixFactor, 1, 1_000_000),
+			Burst:          p.int("SHADOW_BURST", sift.Defaults().Burst, 2, 1_000_000),
+			BurstWindow:    p.duration("SHADOW_BURST_WINDOW", sift.Defaults().BurstWindow),
+			DeviceAccounts: p.int("SHADOW_DEVICE_ACCOUNTS", sift.Defaults().DeviceAccounts, 2, 1_000_000),
+			DeviceRefused:  p.int("SHADOW_DEVICE_REFUSED", sift.Defaults().DeviceRefused, 1, 1_000_000),
+		},
 		// Kept empty for all, so that the default Config has no role set: the whole shop, as before roles.
 		ServeRole: strings.TrimPrefix(p.oneOf("SERVE_ROLE", RoleAll, RoleAll, RoleWeb, RoleWorker), RoleAll),
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
+	"seckill/auth"
 	"seckill/catalog"
 	"seckill/errs"
 	"seckill/models"
@@ -15,10 +16,12 @@ import (
 
 // Altcha hands out the proof-of-work challenges that a registration and a join carry (GET /api/altcha).
 type Altcha struct {
-	Work    *pow.Work
-	Catalog *catalog.Catalog
-	DB      *gorm.DB
-	Now     func() time.Time
+	Work          *pow.Work
+	Catalog       *catalog.Catalog
+	DB            *gorm.DB
+	Devices       *auth.Devices // a page without a device cookie gets one with its challenge
+	SecureCookies bool
+	Now           func() time.Time
 }
 
 // newAccount is how young an account is new: its joins cost more.
@@ -57,6 +60,9 @@ func (h *Altcha) Challenge(c *fiber.Ctx) error {
 	}
 	ch, err := h.Work.Challenge(ctx, a)
 	if err != nil {
+		return err
+	}
+	if err := giveDevice(c, h.Devices, h.SecureCookies, h.Now()); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")

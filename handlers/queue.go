@@ -20,6 +20,7 @@ import (
 	"seckill/models"
 	"seckill/pow"
 	"seckill/ratelimit"
+	"seckill/sift"
 	"seckill/stock"
 )
 
@@ -41,6 +42,8 @@ type Queue struct {
 	Places      *auth.Places    // signs a shopper's place (place_token), checks X-Line-Place
 	Claims      *stock.Claims   // one entrant per delivery address and phone, where the sale's rule says so
 	Refusals    *stock.Refusals // the rules' refusals, counted for the fairness report
+	Sifter      *stock.Sifter   // keeps every join's traces (device, address prefix, refusal) for the shadow line
+	Devices     *auth.Devices   // reads the caller's device id
 	DB          *gorm.DB        // the entrants' address books
 	Turn        time.Duration   // how long a turn lasts (QUEUE_TURN), for the line's document
 	Now         func() time.Time
@@ -139,7 +142,7 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 		return err
 	}
 	if err := mayTakePart(&s, a); err != nil {
-		return counted(ctx, h.Refusals, itemID, a, err)
+		return h.refused(c, itemID, a, s.UserID, err)
 	}
 	now := h.Now()
 	switch {
@@ -159,20 +162,40 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	}
 	addr, err := h.entrantAddress(c, a, s.UserID, in.AddressID)
 	if err != nil {
-		return counted(ctx, h.Refusals, itemID, a, err)
+		return h.refused(c, itemID, a, s.UserID, err)
 	}
 	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in.captchaInput); err != nil {
 		return err
 	}
 	if addr != nil {
 		if err := h.Claims.Claim(ctx, a, s.UserID, addr.Delivery); err != nil {
-			return counted(ctx, h.Refusals, itemID, a, probed(ctx, h.Limits, s.UserID, err))
+			return h.refused(c, itemID, a, s.UserID, probed(ctx, h.Limits, s.UserID, err))
 		}
 	}
 	if _, err := h.Watch.Join(ctx, itemID, s.UserID, window(a)); err != nil {
 		return err
 	}
+	h.note(c, itemID, a, s.UserID, "")
 	return h.answer(c, it, a, s.UserID)
+}
+
+// refused counts a rule's refusal of the caller's join in the item's report and keeps it as evidence
+// (a refused join is a trace of bulk: the accounts a scalper could not get in), and answers it.
+func (h *Queue) refused(c *fiber.Ctx, itemID int64, a *models.Activity, userID int64, err error) error {
+	if code := errs.Code(err); code == errs.AddressLimit || code == errs.NotEligible {
+		h.note(c, itemID, a, userID, code)
+	}
+	return counted(c.UserContext(), h.Refusals, itemID, a, err)
+}
+
+// note keeps the caller's join of the item's line (refused by the rule named, or "" when it joined) as
+// evidence for the shadow line: the device and the address prefix it came from.
+func (h *Queue) note(c *fiber.Ctx, itemID int64, a *models.Activity, userID int64, refused string) {
+	if h.Sifter == nil {
+		return
+	}
+	h.Sifter.Note(c.UserContext(), itemID, sift.Join{User: userID, Device: deviceOf(c, h.Devices), Prefix: pow.Prefix(c.IP()),
+		Refused: refused}, a.EndsAt)
 }
 
 // joinInput is a join's body: the captcha, and the delivery address where the sale's rule asks for one.

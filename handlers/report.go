@@ -46,10 +46,12 @@ type itemReportJSON struct {
 	ItemID   int64            `json:"item_id"`
 	Entrants int64            `json:"entrants"`
 	Refused  map[string]int64 `json:"refused"`
-	// The shadow line is not built yet: nobody is flagged, shadowed or cleared.
+	// The draw's entrants flagged as one person's many accounts; of them, those who waited in the shadow
+	// line (not cleared), those an admin cleared and those an admin confirmed.
 	Flagged             int64  `json:"flagged"`
 	Shadowed            int64  `json:"shadowed"`
 	Cleared             int64  `json:"cleared"`
+	Confirmed           int64  `json:"confirmed"`
 	Turns               int64  `json:"turns"`
 	Missed              int64  `json:"missed"`
 	Buyers              int64  `json:"buyers"`
@@ -131,7 +133,13 @@ func (h *Report) make(ctx context.Context, a *models.Activity) (*reportJSON, err
 			if err != nil {
 				return nil, err
 			}
-			r.Entrants, r.Turns, r.Missed = st.Entrants, st.LetIn+st.Readmitted, st.Missed
+			// Every turn given counts in let_in once, the held's and the shadowed's let in again too.
+			r.Entrants, r.Turns, r.Missed = st.Entrants, st.LetIn, st.Missed
+			sh, err := h.Line.ShadowOf(ctx, it.ID)
+			if err != nil {
+				return nil, err
+			}
+			r.Flagged, r.Shadowed, r.Cleared, r.Confirmed = sh.Flagged, sh.Shadowed, sh.Cleared, sh.Confirmed
 		}
 		refused, err := h.Refusals.Of(ctx, it.ID)
 		if err != nil {

@@ -3,7 +3,8 @@
 -- KEYS: 1 room hash, 2 the line (zset: user by place), 3 turns (user → path:turn end), 4 in flight (zset:
 --       user by turn end), 5 done (user → bought|missed), 6 let in and their paths not yet written,
 --       7 held (zset: user by place): turns that ended while nothing was left, and buyers whose order
---       failed; they keep their places and are let in first when stock comes back, 8 places (user → place)
+--       failed; they keep their places and are let in first when stock comes back, 8 places (user → place),
+--       9 the shadow line (zset: user by place): let in only once the line has no one left to let in
 -- ARGV: 1 now (ms), 2 stock left, 3 overbooking, 4 rate (a second), 5 turn (ms), 6 grace (ms): how long
 --       after its end a turn is settled as missed (instances' clocks differ: a buy may still be accepted
 --       a moment after the turn ends here), 7 when the keys expire (ms), 8 how many users follow who
@@ -74,6 +75,19 @@ if k > 0 then
   for i = 1, #line, 2 do
     letIn(line[i])
     cursor = tonumber(line[i + 1])
+  end
+  -- The line has no one left behind the cursor: the shadow line's turn, in drawn order. The cursor stays:
+  -- the shadowed are let in below it, as the held are.
+  if #out / 3 < k and redis.call('ZCOUNT', KEYS[2], '(' .. cursor, '+inf') == 0 then
+    local shadow = redis.call('ZRANGE', KEYS[9], 0, k - #out / 3 - 1)
+    for _, uid in ipairs(shadow) do
+      redis.call('ZREM', KEYS[9], uid)
+      letIn(uid)
+    end
+    if #shadow > 0 then
+      redis.call('HINCRBY', KEYS[1], 'shadow_let_in', #shadow)
+      redis.call('HINCRBY', KEYS[1], 'readmitted', #shadow)
+    end
   end
   local n = #out / 3
   tokens = tokens - n

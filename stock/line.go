@@ -34,6 +34,7 @@ type Line struct {
 	ledger *Ledger
 	rdb    redis.UniversalClient
 	now    func() time.Time
+	sifter *Sifter // finds the entrants the draw puts in the shadow line (nil: none)
 }
 
 // NewLine returns the waiting rooms beside the ledger's stock, on its Redis and its clock.
@@ -44,13 +45,17 @@ func NewLine(ledger *Ledger) *Line {
 // roomKeys are the keys of an item's waiting room.
 type roomKeys struct {
 	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, Held, DrawLock, AdmitLock string
+	// The shadow line: the joins' evidence, who was flagged at the draw, who waits in the shadow line
+	// (user by place) and the admins' decisions.
+	Joins, Flagged, Shadow, Cleared, Confirmed string
 }
 
 func roomKeysOf(itemID int64) roomKeys {
 	p := ShardKeys(itemID, 0).item + "q:"
 	return roomKeys{Room: p + "room", Tickets: p + "tickets", Late: p + "late", Places: p + "places", Line: p + "line",
 		Done: p + "done", Turns: p + "turns", InFlight: p + "inflight", Pending: p + "pending", Held: p + "held", DrawLock: p + "drawlock",
-		AdmitLock: p + "admitlock"}
+		AdmitLock: p + "admitlock", Joins: p + "joins", Flagged: p + "flagged", Shadow: p + "shadow", Cleared: p + "cleared",
+		Confirmed: p + "confirmed"}
 }
 
 var (
@@ -196,6 +201,10 @@ type Place struct {
 	TurnEnds time.Time // when that turn ends
 	Done     string    // TurnBought or TurnMissed once their turn is over
 	Bought   bool      // the user holds a unit of the item (known when their buyers set shares the room's slot)
+	// Shadowed: waiting in the shadow line, with ShadowAhead standing ahead (those the line has yet to let
+	// in, and the shadowed before them).
+	Shadowed    bool
+	ShadowAhead int64
 }
 
 // joined reports whether the shopper joined the room.
@@ -225,14 +234,14 @@ func (l *Line) StandingOf(ctx context.Context, itemID, userID int64) (Standing, 
 	for _, f := range roomFieldNames {
 		args = append(args, f)
 	}
-	v, err := statusScript.Run(ctx, l.rdb, []string{k.Room, k.Tickets, k.Late, k.Places, k.Turns, k.Done, buyers, ShardKeys(itemID, 0).Sale},
-		args...).Slice()
+	v, err := statusScript.Run(ctx, l.rdb, []string{k.Room, k.Tickets, k.Late, k.Places, k.Turns, k.Done, buyers, ShardKeys(itemID, 0).Sale,
+		k.Shadow}, args...).Slice()
 	if err != nil {
 		return Standing{}, fmt.Errorf("standing in the waiting room: %w", err)
 	}
 	nf := len(roomFieldNames)
-	if len(v) != nf+7 {
-		return Standing{}, fmt.Errorf("standing in the waiting room: %d answers, want %d", len(v), nf+7)
+	if len(v) != nf+8 {
+		return Standing{}, fmt.Errorf("standing in the waiting room: %d answers, want %d", len(v), nf+8)
 	}
 	str := func(i int) string { s, _ := v[i].(string); return s }
 	st := Standing{Room: parseRoom(v[:nf])}
@@ -248,6 +257,9 @@ func (l *Line) StandingOf(ctx context.Context, itemID, userID int64) (Standing, 
 	}
 	if left, err := strconv.ParseInt(str(nf+6), 10, 64); err == nil {
 		st.Left, st.LeftKnown = left, true
+	}
+	if ahead, err := strconv.ParseInt(str(nf+7), 10, 64); err == nil {
+		p.Shadowed, p.ShadowAhead = true, ahead
 	}
 	return st, nil
 }
@@ -392,6 +404,10 @@ func (l *Line) Draw(ctx context.Context, itemID int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	shadow, err := l.shadowOf(ctx, itemID, order)
+	if err != nil {
+		return false, err
+	}
 	// The places live as long as the room: until the sale's end, and roomKeep after.
 	ends, err := l.rdb.HGet(ctx, k.Room, "ends").Int64()
 	if err != nil {
@@ -403,16 +419,31 @@ func (l *Line) Draw(ctx context.Context, itemID int64) (bool, error) {
 			for j := i; j < min(i+drawChunk, len(order)); j++ {
 				place := int64(j + 1)
 				p.HSetNX(ctx, k.Places, order[j].user, place)
-				p.ZAddNX(ctx, k.Line, redis.Z{Score: float64(place), Member: order[j].user})
+				// The shadowed keep their drawn places, and wait for them in the shadow line.
+				line := k.Line
+				if shadow[order[j].user] {
+					line = k.Shadow
+				}
+				p.ZAddNX(ctx, line, redis.Z{Score: float64(place), Member: order[j].user})
 			}
 			p.PExpireAt(ctx, k.Places, expire)
 			p.PExpireAt(ctx, k.Line, expire)
+			p.PExpireAt(ctx, k.Shadow, expire)
 			p.PExpire(ctx, k.DrawLock, drawLockTTL)
 			return nil
 		})
 		if err != nil {
 			return false, fmt.Errorf("write the draw of item %d: %w", itemID, err)
 		}
+	}
+	shadowed := 0
+	for _, e := range order {
+		if shadow[e.user] {
+			shadowed++
+		}
+	}
+	if err := l.rdb.HSet(ctx, k.Room, "shadowed", shadowed).Err(); err != nil {
+		return false, fmt.Errorf("write the draw of item %d: %w", itemID, err)
 	}
 	res, err = drawScript.Run(ctx, l.rdb, []string{k.Room, k.Tickets}, "done", l.now().UnixMilli()).StringSlice()
 	if err != nil {
@@ -527,7 +558,8 @@ func (l *Line) Admit(ctx context.Context, itemID int64, a Admission) (int, error
 		}
 		args = append(args, hex.EncodeToString(tok))
 	}
-	res, err := admitScript.Run(ctx, l.rdb, []string{k.Room, k.Line, k.Turns, k.InFlight, k.Done, k.Pending, k.Held, k.Places}, args...).StringSlice()
+	res, err := admitScript.Run(ctx, l.rdb, []string{k.Room, k.Line, k.Turns, k.InFlight, k.Done, k.Pending, k.Held, k.Places, k.Shadow},
+		args...).StringSlice()
 	if err != nil {
 		return 0, fmt.Errorf("admit to item %d: %w", itemID, err)
 	}

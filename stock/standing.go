@@ -67,8 +67,16 @@ func Tell(p Place, v RoomView, s Scene) Told {
 	case p.Done == TurnMissed || p.Path != "":
 		t.State = LineMissed // missed, or past its grace and about to be settled so
 	default:
-		t.inLine = true
+		// A shadowed shopper's page looks like waiting; what it is told is never kept in memory (it waits
+		// behind everyone, which the line's cursor does not say).
+		t.inLine = !p.Shadowed
 		t.wait(v, s.SoldOut)
+		if p.Shadowed && p.Place <= v.Cursor {
+			t.Ahead = p.ShadowAhead
+			if t.HasWait {
+				t.Wait = int64(float64(t.Ahead)/t.rate(v) + 0.5)
+			}
+		}
 	}
 	return t
 }
@@ -85,11 +93,14 @@ func (t *Told) wait(v RoomView, soldOut bool) {
 		t.State = LineSoldOut // the place is kept: if units come back, the line moves on
 		return
 	}
-	rate := v.Rate
-	if !v.Measured || rate < 0.01 {
-		// Not seen moving yet, or standing still a moment (every turn taken, none done): as fast as it
-		// may move, the rate it is let in at when turns come free.
-		rate = float64(max(v.MaxRate, 1))
+	t.Wait, t.HasWait = int64(float64(t.Ahead)/t.rate(v)+0.5), true
+}
+
+// rate is how fast the line lets in for the wait's estimate: as it lately moved, or when it was not seen
+// moving yet, or stands still a moment (every turn taken, none done), as fast as it may move.
+func (t *Told) rate(v RoomView) float64 {
+	if !v.Measured || v.Rate < 0.01 {
+		return float64(max(v.MaxRate, 1))
 	}
-	t.Wait, t.HasWait = int64(float64(t.Ahead)/rate+0.5), true
+	return v.Rate
 }

@@ -1,0 +1,139 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"seckill/handlers"
+	"seckill/internal/testenv"
+	"seckill/models"
+)
+
+// A page gets its long-lived device id with its first proof-of-work challenge, and keeps it; a forged
+// one is replaced.
+func TestDeviceCookieComesWithTheChallenge(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	b := newBrowser(t, s.URL)
+	b.altcha("purpose=register")
+	first := b.cookie(handlers.DeviceCookie)
+	if len(first) < 30 {
+		t.Fatalf("device cookie after the first challenge: %q", first)
+	}
+	b.altcha("purpose=register")
+	if again := b.cookie(handlers.DeviceCookie); again != first {
+		t.Fatalf("the device cookie changed from %q to %q on the next challenge", first, again)
+	}
+	b.setCookie(handlers.DeviceCookie, first[:len(first)-2]+"AA")
+	b.altcha("purpose=register")
+	if got := b.cookie(handlers.DeviceCookie); got == first || got == first[:len(first)-2]+"AA" || len(got) < 30 {
+		t.Fatalf("a forged device cookie was kept: %q", got)
+	}
+}
+
+// A scalper's accounts sharing one browser, most refused by the address rule, are flagged before the
+// draw; at the draw their entrants keep drawn places but every person is let in first; the admin sees the
+// cluster with its evidence, and clears it with a reason, audited.
+func TestScalperEntrantsWaitInTheShadowLine(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"queue", "sold_out_flags", "preheat"}})
+	act, item := queueSale(t, s.DB, s, 2)
+	if err := s.DB.Model(&act).Update("rule_one_per_address", true).Error; err != nil {
+		t.Fatal(err)
+	}
+	id := itoa(item.ID)
+	testenv.Eventually(t, 5*time.Second, "the catalog to show the rule", func() bool {
+		return newBrowser(t, s.URL).call("GET", "/api/activities/"+itoa(act.ID), nil).json(t)["rules"].(map[string]any)["one_per_address"] == true
+	})
+
+	var people []*browser
+	for i := range 3 {
+		b := newBrowser(t, s.URL)
+		b.register(fmt.Sprintf("person_%d", i), passwordOf(fmt.Sprintf("person_%d", i)))
+		addr := b.addAddress(fmt.Sprintf("+86 138 0013 800%d", i), "Zhejiang", "Hangzhou", fmt.Sprintf("No. %d, Wensan Road", 10+i))
+		id, answer := b.captcha()
+		expect(t, "a person joins", b.joinFrom(item.ID, addr, id, answer), 200, "")
+		people = append(people, b)
+	}
+	// The scalper: six accounts in one browser (one device cookie), two delivery addresses between them.
+	var scalper []*browser
+	device := ""
+	for i := range 6 {
+		b := newBrowser(t, s.URL)
+		if device != "" {
+			b.setCookie(handlers.DeviceCookie, device)
+		}
+		b.register(fmt.Sprintf("bulk_%d", i), passwordOf(fmt.Sprintf("bulk_%d", i)))
+		device = b.cookie(handlers.DeviceCookie)
+		addr := b.addAddress(fmt.Sprintf("+86 139 0000 000%d", i%2), "Guangdong", "Shenzhen", fmt.Sprintf("Warehouse %d", i%2))
+		id, answer := b.captcha()
+		want, code := 200, ""
+		if i >= 2 {
+			want, code = 409, "address_limit"
+		}
+		expect(t, fmt.Sprintf("the scalper's account %d joins", i), b.joinFrom(item.ID, addr, id, answer), want, code)
+		scalper = append(scalper, b)
+	}
+
+	admin := withRole(t, s, "fair_admin", models.RoleAdmin)
+	clustersPath := "/api/admin/items/" + id + "/clusters"
+	expect(t, "a shopper asking for the clusters", people[0].call("GET", clustersPath, nil), 403, "")
+	got := admin.call("GET", clustersPath, nil).json(t)
+	clusters := got["clusters"].([]any)
+	if len(clusters) != 1 || got["room"] != "open" || got["shadow_line"] != true {
+		t.Fatalf("clusters before the draw: %v; want the scalper's one, room open", got)
+	}
+	c := clusters[0].(map[string]any)
+	var signals []string
+	for _, s := range c["signals"].([]any) {
+		signals = append(signals, s.(string))
+	}
+	if c["entrants"] != 2.0 || c["devices"] != 1.0 || c["refused"] != 4.0 || c["decision"] != nil ||
+		!slices.Contains(signals, "device_shared") || !slices.Contains(signals, "device_refused") {
+		t.Fatalf("the scalper's cluster: %v; want 2 entrants from one device with 4 refused joins, shared and refusing, undecided", c)
+	}
+	key := c["key"].(string)
+
+	// The start: 2 units × 1.5 lets three in at once; the three people, whatever the draw said.
+	s.Clock.Set(time.Now().Add(time.Minute + time.Second))
+	status := func(b *browser) map[string]any { return b.call("GET", "/api/items/"+id+"/queue", nil).json(t) }
+	testenv.Eventually(t, 10*time.Second, "every person's turn", func() bool {
+		for _, b := range people {
+			if status(b)["state"] != "your_turn" {
+				return false
+			}
+		}
+		return true
+	})
+	for i, b := range scalper[:2] {
+		if q := status(b); q["state"] != "waiting" || q["position"] == nil || q["ahead"] == nil {
+			t.Errorf("the scalper's entrant %d: %v; want waiting, with a place and some ahead", i, q)
+		}
+	}
+	report := func() map[string]any {
+		return admin.call("GET", "/api/activities/"+itoa(act.ID)+"/report", nil).json(t)["items"].([]any)[0].(map[string]any)
+	}
+	if r := report(); r["flagged"] != 2.0 || r["shadowed"] != 2.0 || r["cleared"] != 0.0 || r["entrants"] != 5.0 {
+		t.Errorf("the report after the draw: %v; want 5 entrants, 2 flagged and shadowed", r)
+	}
+
+	clear := "/api/admin/items/" + id + "/clusters/" + key + "/clear"
+	if r := admin.call("POST", clear, map[string]string{"reason": " "}); r.Status != 400 || r.json(t)["fields"].(map[string]any)["reason"] == nil {
+		t.Fatalf("a clear without a reason: %d %s; want 400 naming the reason", r.Status, r.Body)
+	}
+	expect(t, "a cluster that is not there", admin.call("POST", "/api/admin/items/"+id+"/clusters/u1/clear", map[string]string{"reason": "appeal"}), 404, "")
+	r := admin.call("POST", clear, map[string]string{"reason": "two flatmates, appeal heard"})
+	if r.Status != 200 || r.json(t)["decision"] != "cleared" || r.json(t)["shadowed"] != 0.0 {
+		t.Fatalf("clearing the cluster: %d %s", r.Status, r.Body)
+	}
+	expect(t, "confirming a cleared cluster", admin.call("POST", "/api/admin/items/"+id+"/clusters/"+key+"/confirm",
+		map[string]string{"reason": "changed my mind"}), 409, "conflict")
+	var audit models.AuditLog
+	if err := s.DB.Where("action = ?", "cluster.cleared").Take(&audit).Error; err != nil || audit.Target != "item:"+id || audit.Actor != "fair_admin" {
+		t.Fatalf("the clear's audit row: %+v, %v", audit, err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the report to count the clear (it is made at most every 5 s)", func() bool {
+		r := report()
+		return r["flagged"] == 2.0 && r["shadowed"] == 0.0 && r["cleared"] == 2.0
+	})
+}
