@@ -112,7 +112,9 @@ func TestAppealInABrowser(t *testing.T) {
 			if !askHidden {
 				t.Error("the page offers a second appeal while one waits for its answer")
 			}
-			shot(t, shopper, "appeal-waiting-"+lang)
+			if lang == "zh" {
+				shot(t, shopper, "appeal-waiting-zh")
+			}
 
 			var link, got string
 			answer := "We looked (" + lang + "): your place is the draw's, and it stands."
@@ -127,7 +129,9 @@ func TestAppealInABrowser(t *testing.T) {
 			if !strings.Contains(link, w.link) || !strings.Contains(link, "1") || !strings.Contains(got, name) {
 				t.Errorf("the dashboard's link %q; the appeal %q (want its author %s)", link, got, name)
 			}
-			shot(t, boss, "admin-appeals-"+lang)
+			if lang == "en" {
+				shot(t, boss, "admin-appeals-en")
+			}
 			run(t, boss, "answer",
 				chromedp.SendKeys(`//article[contains(., "`+message+`")]//textarea`, answer),
 				chromedp.Click(`//article[contains(., "`+message+`")]//button[@type="submit"]`),
@@ -145,7 +149,9 @@ func TestAppealInABrowser(t *testing.T) {
 			if !strings.Contains(said, w.answered) || !strings.Contains(said, answer) {
 				t.Errorf("the page says %q; want the answer %q", said, answer)
 			}
-			shot(t, shopper, "appeal-answered-"+lang)
+			if lang == "en" {
+				shot(t, shopper, "appeal-answered-en")
+			}
 		})
 	}
 }

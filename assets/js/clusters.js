@@ -34,8 +34,8 @@
     return li;
   }
   function decision(c) {
-    if (c.decision === "cleared") return el("p", "notice ok decision", fmt("clu.cleared", when(c.decided_at)));
-    if (c.decision === "confirmed") return el("p", "notice bad decision", fmt("clu.confirmed", when(c.decided_at)));
+    if (c.decision === "cleared") return el("p", "notice ok decision", w("clu.cleared"));
+    if (c.decision === "confirmed") return el("p", "notice bad decision", w("clu.confirmed"));
     return el("p", "notice decision", w("clu.pending"));
   }
   function decide(c, form, action, btn) {
@@ -55,6 +55,7 @@
     var h = el("h2", "", fmt("clu.cluster", c.key) + " · " + fmt("clu.entrants", c.entrants));
     art.appendChild(h);
     art.appendChild(decision(c));
+    if (c.shadowed !== undefined) art.appendChild(el("p", "muted shadowed", fmt("clu.shadowed", c.shadowed)));
     art.appendChild(el("p", "why", w("clu.why")));
     var ul = el("ul", "evidence");
     (c.signals || []).forEach(function (s) { ul.appendChild(evidence(c, s)); });
@@ -99,9 +100,14 @@
   function load() {
     return api("GET", "/api/admin/items/" + id + "/clusters").then(function (r) {
       document.getElementById("clusters-room").textContent = fmt("clu.room", w("clu.room." + (r.room || "none")));
+      // The thresholds the operator set, in words: what makes a crowd, a burst, a shared browser.
       var th = r.thresholds || {};
-      document.getElementById("clusters-thresholds").textContent = w("clu.thresholds") + " " +
-        Object.keys(th).map(function (k) { return k + " " + JSON.stringify(th[k]); }).join(" · ");
+      document.getElementById("clusters-thresholds").textContent = w("clu.thresholds") + " " + [
+        fmt("clu.th.prefix", th.prefix_min, th.prefix_factor),
+        fmt("clu.th.burst", th.burst, th.burst_window_seconds),
+        fmt("clu.th.device", th.device_accounts, th.device_refused)
+      ].join("; ") + ".";
+      document.getElementById("clusters-off").hidden = r.shadow_line !== false;
       list.textContent = "";
       if (!(r.clusters || []).length) { list.appendChild(el("p", "muted", w("clu.none"))); return; }
       r.clusters.forEach(function (c) { list.appendChild(cluster(c)); });

@@ -43,14 +43,11 @@
       Object.keys(it.refused || {}).forEach(function (code) { rowFor(tbody, code, r.items); });
     });
     tbody.querySelectorAll("tr[data-figure]").forEach(function (tr) {
-      var figure = tr.dataset.figure, seen = false;
+      var figure = tr.dataset.figure;
       tr.querySelectorAll("td[data-item]").forEach(function (td) {
         var it = byID[td.dataset.item];
-        var v = it ? value(it, figure) : undefined;
-        if (v !== undefined) seen = true;
-        td.textContent = shown(figure, v);
+        td.textContent = shown(figure, it ? value(it, figure) : undefined);
       });
-      if (tr.classList.contains("optional")) tr.hidden = !seen; // a figure the report does not give yet
     });
     sale.querySelector(".fair-when").textContent = box.dataset.updated + " " + new Date().toLocaleTimeString(lang);
   }
