@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/models"
 )
@@ -133,4 +134,57 @@ func TestAppealsArePagedNewestFirst(t *testing.T) {
 		t.Errorf("the newest first: %v … %v", one[0], two[2])
 	}
 	expect(t, "page 0", admin.call("GET", "/api/admin/appeals?page=0", nil), 400, "bad_request")
+}
+
+// A shadowed entrant appeals as anyone in the line does: the answers do not tell them apart.
+func TestAShadowedEntrantMayAppeal(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"queue", "sold_out_flags", "preheat"}})
+	act, item := queueSale(t, s.DB, s, 2)
+	if err := s.DB.Model(&act).Update("rule_one_per_address", true).Error; err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the catalog to show the rule", func() bool {
+		return newBrowser(t, s.URL).call("GET", "/api/activities/"+itoa(act.ID), nil).json(t)["rules"].(map[string]any)["one_per_address"] == true
+	})
+	join := func(b *browser, phone, street string) reply {
+		id, answer := b.captcha()
+		return b.joinFrom(item.ID, b.addAddress(phone, "Guangdong", "Shenzhen", street), id, answer)
+	}
+	person := newBrowser(t, s.URL)
+	person.register("plain_person", passwordOf("plain_person"))
+	expect(t, "a person joins", join(person, "+86 138 0013 8000", "No. 10, Wensan Road"), 200, "")
+	// Six accounts in one browser, four of them refused by the address rule: the two entrants are flagged.
+	var bulk []*browser
+	device := ""
+	for i := range 6 {
+		b := newBrowser(t, s.URL)
+		if device != "" {
+			b.setCookie(handlers.DeviceCookie, device)
+		}
+		name := "shadowed_" + itoa(int64(i))
+		b.register(name, passwordOf(name))
+		device = b.cookie(handlers.DeviceCookie)
+		join(b, "+86 139 0000 000"+itoa(int64(i%2)), "Warehouse "+itoa(int64(i%2)))
+		bulk = append(bulk, b)
+	}
+	s.Clock.Set(time.Now().Add(time.Minute + time.Second)) // the start: the draw
+	admin := withRole(t, s, "shadow_reader", models.RoleAdmin)
+	testenv.Eventually(t, 30*time.Second, "the draw", func() bool {
+		return bulk[0].call("GET", "/api/items/"+itoa(item.ID)+"/queue", nil).json(t)["position"] != nil
+	})
+	testenv.Eventually(t, 15*time.Second, "the report to count the two shadowed (it is made at most every 5 s)", func() bool {
+		r := admin.call("GET", "/api/activities/"+itoa(act.ID)+"/report", nil).json(t)["items"].([]any)[0].(map[string]any)
+		return r["shadowed"] == 2.0
+	})
+	path := "/api/items/" + itoa(item.ID) + "/appeal"
+	msg := map[string]string{"message": "Why am I still waiting?"}
+	shadowed, plain := bulk[0].call("POST", path, msg), person.call("POST", path, msg)
+	expect(t, "a shadowed entrant's appeal", shadowed, 201, "")
+	expect(t, "a person's appeal", plain, 201, "")
+	for _, k := range []string{"state", "answer", "message", "item_id"} {
+		if shadowed.json(t)[k] != plain.json(t)[k] {
+			t.Errorf("%s: the shadowed entrant's %v, the person's %v", k, shadowed.json(t)[k], plain.json(t)[k])
+		}
+	}
+	expect(t, "a refused account's appeal (not in the line)", bulk[2].call("POST", path, msg), 409, "not_in_line")
 }
