@@ -208,7 +208,7 @@ func (h *Appeals) Page(c *fiber.Ctx) error {
 	}
 	state, page, err := appealsPage(c)
 	if err != nil {
-		return err
+		state, page = models.AppealOpen, 1 // a page's address typed wrong shows the first page of the open ones
 	}
 	ctx := c.UserContext()
 	rows, total, err := models.Appeals(ctx, h.DB, state, appealsPerPage, (page-1)*appealsPerPage)
