@@ -175,3 +175,20 @@ func TestAltchaChallenges(t *testing.T) {
 		})
 	}
 }
+
+// A challenge is limited as a captcha is: a page asks one per registration or join, a script asking a
+// stream of them is told to wait.
+func TestChallengesAreRateLimited(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	b := newBrowser(t, s.URL)
+	b.register("many_challenges", passwordOf("many_challenges"))
+	var last reply
+	for range 12 {
+		if last = b.call("GET", "/api/altcha?purpose=register", nil); last.Status != 200 {
+			break
+		}
+	}
+	if last.Status != 429 || last.code(t) != "rate_limited" {
+		t.Fatalf("twelve challenges at once for one account: the last answered %d %s; want 429 rate_limited", last.Status, last.Body)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"seckill/errs"
 	"seckill/models"
 	"seckill/pow"
+	"seckill/ratelimit"
 )
 
 // Altcha hands out the proof-of-work challenges that a registration and a join carry (GET /api/altcha).
@@ -21,8 +22,17 @@ type Altcha struct {
 	DB            *gorm.DB
 	Devices       *auth.Devices // a page without a device cookie gets one with its challenge
 	SecureCookies bool
+	Limits        *ratelimit.Shared
+	RateLimitIP   bool
 	Now           func() time.Time
 }
+
+// A challenge costs a MAC, a device id, and for a join a database read and a Redis one: a page asks one
+// per registration or join (and again after a refusal), so it is limited as the captcha is.
+var (
+	altchaPerUser = ratelimit.Limit{Rate: 30, Burst: 10, Period: time.Minute}
+	altchaPerIP   = ratelimit.Limit{Rate: 120, Burst: 60, Period: time.Minute}
+)
 
 // newAccount is how young an account is new: its joins cost more.
 const newAccount = 24 * time.Hour
@@ -31,6 +41,16 @@ const newAccount = 24 * time.Hour
 // for an item sold through a waiting room), priced for the caller.
 func (h *Altcha) Challenge(c *fiber.Ctx) error {
 	ctx := c.UserContext()
+	if h.RateLimitIP {
+		if err := h.Limits.Allow(ctx, "altcha:ip:"+addressKey(c), altchaPerIP); err != nil {
+			return err
+		}
+	}
+	if s, ok := SessionOf(c); ok {
+		if err := h.Limits.Allow(ctx, "altcha:user:"+strconv.FormatInt(s.UserID, 10), altchaPerUser); err != nil {
+			return err
+		}
+	}
 	a := pow.Ask{Purpose: c.Query("purpose")}
 	switch a.Purpose {
 	case pow.Register:

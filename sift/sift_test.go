@@ -150,3 +150,16 @@ func TestMarkBurstsNeedsBurstAccountsWithinTheWindow(t *testing.T) {
 		t.Fatalf("in burst %v, want 1, 2 and 3 (three within a minute), not 4 or 5", out)
 	}
 }
+
+// BenchmarkSiftHundredThousand sifts a hundred thousand people's joins and a scalper's thousand accounts:
+// the work the draw of a big sale adds.
+func BenchmarkSiftHundredThousand(b *testing.B) {
+	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	r := rand.New(rand.NewPCG(7, 8))
+	joins, made, next := crowd(r, 100_000, 3000, 1000, day)
+	joins, _ = scalper(joins, made, next, 1000, 20, day, true)
+	b.ResetTimer()
+	for range b.N {
+		Sift(joins, made, Defaults())
+	}
+}
