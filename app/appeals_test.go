@@ -88,6 +88,11 @@ func TestAppealsFromTheLine(t *testing.T) {
 	if got := auditActions(t, s, "appeal:"+itoa(int64(a["id"].(float64)))); len(got) != 1 || got[0] != "appeal.answer" {
 		t.Errorf("the audit of the answer: %v", got)
 	}
+	admin.setCookie("lang", "zh")
+	if page := string(admin.call("GET", "/admin/audit", nil).Body); !strings.Contains(page, "答复了申诉") || !strings.Contains(page, "fair and square") {
+		t.Errorf("the audit page does not say the answer in words:\n%.2000s", page)
+	}
+	admin.setCookie("lang", "en")
 	if got := shopper.call("GET", path, nil).json(t); got["state"] != "answered" || got["answer"] == nil {
 		t.Errorf("the shopper's appeal after the answer: %v", got)
 	}
