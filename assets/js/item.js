@@ -100,6 +100,7 @@
   function showQueue(s) {
     if (bought) return;
     q = s;
+    box.dispatchEvent(new CustomEvent("standing", { detail: s.state })); // for the appeal (appeal.js)
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
     var joinable = s.state === "out" || s.state === "missed";
