@@ -421,5 +421,5 @@ var sinceVersion1 = map[string]bool{
 // tablesSinceVersion1 are the models' tables that later migrations made: a database of version 1 has none
 // of them. Each migration that makes a table names it here.
 var tablesSinceVersion1 = map[string]bool{
-	"appeals": true, // 00004
+	"appeals": true, // 00003
 }
