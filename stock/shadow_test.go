@@ -276,3 +276,17 @@ func TestEvidenceKeepsAnAccountsTracesOnce(t *testing.T) {
 		t.Fatalf("600 notes kept %d traces (%v); want account 77's one trace once and account 78's first 8", len(after)-len(before), per)
 	}
 }
+
+// Let in from the shadow line, an entrant's place is reached by the line's cursor (let_in), so that its
+// page, which asks its standing when let_in reaches its place, learns of its turn.
+func TestShadowLetInMovesTheCursorToTheirPlaces(t *testing.T) {
+	r := newShadowRig(t, 10, 1, 5)
+	r.draw(t)
+	if n := r.admit(t, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); n != 6 {
+		t.Fatalf("let in %d; want all 6 (10 units)", n)
+	}
+	room, _ := r.place(t, r.people[0])
+	if room.Cursor != 6 {
+		t.Fatalf("after letting everyone in, the cursor is %d; want 6, the last place", room.Cursor)
+	}
+}
