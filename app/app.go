@@ -121,6 +121,8 @@ type site struct {
 	edge     *handlers.Edge       // nginx's figures for the admins (empty without nginx)
 	altcha   *handlers.Altcha     // the proofs of work of registrations and joins
 	shadow   *handlers.Shadow     // the admins' view of the flagged clusters, and their decisions
+	appeals  *handlers.Appeals    // a shopper in a line asks a person to look; the admins answer
+	clusters *handlers.ClustersPage
 }
 
 // The workers Start runs beside the jobs, by name.
@@ -453,7 +455,9 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 		altcha: &handlers.Altcha{Work: work, Catalog: shop, DB: d.DB, Devices: devices, SecureCookies: cfg.SecureCookies(), Limits: accounts.Limits,
 			RateLimitIP: cfg.RateLimitIP, Now: d.Now},
-		shadow: &handlers.Shadow{Catalog: shop, Sifter: s.Sifter, Line: s.Line, DB: d.DB, Now: d.Now},
+		shadow:   &handlers.Shadow{Catalog: shop, Sifter: s.Sifter, Line: s.Line, DB: d.DB, Now: d.Now},
+		appeals:  &handlers.Appeals{DB: d.DB, Catalog: shop, Line: s.Line, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now},
+		clusters: &handlers.ClustersPage{DB: d.DB, Now: d.Now},
 	}
 	if cfg.PaySandbox {
 		s.site.sandbox = newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now)
@@ -666,6 +670,15 @@ func routes(f *fiber.App, h *site) {
 	a.Get("/orders/:order_no", h.refunds.Order)
 	a.Post("/orders/:order_no/refund", h.refunds.Refund)
 	a.Post("/orders/:order_no/refunds/retry", h.refunds.RetryRefunds)
+
+	// Appeals (one person, one chance): a shopper in a queue sale's line asks a person to look; the
+	// admins read and answer them.
+	api.Post("/items/:id/appeal", user, h.appeals.Create)
+	api.Get("/items/:id/appeal", user, h.appeals.Mine)
+	a.Get("/appeals", h.appeals.List)
+	a.Post("/appeals/:id/answer", h.appeals.Answer)
+	f.Get("/admin/appeals", h.appeals.Page)
+	f.Get("/admin/items/:id/clusters", h.clusters.Page) // its clusters and their evidence, from the lead's clusters API
 }
 
 // loadViews reads the assets and parses every template, so that a broken one fails at start.

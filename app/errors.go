@@ -45,6 +45,8 @@ var statusOf = map[string]int{
 	errs.Staff:              fiber.StatusForbidden,
 	errs.NotEligible:        fiber.StatusForbidden,
 	errs.AddressLimit:       fiber.StatusConflict,
+	errs.NotInLine:          fiber.StatusConflict,
+	errs.AppealOpen:         fiber.StatusConflict,
 	errs.ActivityState:      fiber.StatusConflict,
 	errs.OrderState:         fiber.StatusConflict,
 	errs.AddressRequired:    fiber.StatusConflict,

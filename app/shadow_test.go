@@ -32,6 +32,40 @@ func TestDeviceCookieComesWithTheChallenge(t *testing.T) {
 	}
 }
 
+// crowdWithScalper has n people join the item's line (each their own browser and address), then a
+// scalper's accounts in one browser (one device cookie) with addresses delivery addresses between them:
+// the first `addresses` get in, the rest are refused by the address rule. The scalper's accounts are
+// bulk_0, bulk_1, ...
+func crowdWithScalper(t *testing.T, s *liveServer, itemID int64, n, accounts, addresses int) (people, scalper []*browser) {
+	t.Helper()
+	for i := range n {
+		b := newBrowser(t, s.URL)
+		b.register(fmt.Sprintf("person_%d", i), passwordOf(fmt.Sprintf("person_%d", i)))
+		addr := b.addAddress(fmt.Sprintf("+86 138 0013 %04d", i), "Zhejiang", "Hangzhou", fmt.Sprintf("No. %d, Wensan Road", 10+i))
+		id, answer := b.captcha()
+		expect(t, "a person joins", b.joinFrom(itemID, addr, id, answer), 200, "")
+		people = append(people, b)
+	}
+	device := ""
+	for i := range accounts {
+		b := newBrowser(t, s.URL)
+		if device != "" {
+			b.setCookie(handlers.DeviceCookie, device)
+		}
+		b.register(fmt.Sprintf("bulk_%d", i), passwordOf(fmt.Sprintf("bulk_%d", i)))
+		device = b.cookie(handlers.DeviceCookie)
+		addr := b.addAddress(fmt.Sprintf("+86 139 0000 %04d", i%addresses), "Guangdong", "Shenzhen", fmt.Sprintf("Warehouse %d", i%addresses))
+		id, answer := b.captcha()
+		want, code := 200, ""
+		if i >= addresses {
+			want, code = 409, "address_limit"
+		}
+		expect(t, fmt.Sprintf("the scalper's account %d joins", i), b.joinFrom(itemID, addr, id, answer), want, code)
+		scalper = append(scalper, b)
+	}
+	return people, scalper
+}
+
 // A scalper's accounts sharing one browser, most refused by the address rule, are flagged before the
 // draw; at the draw their entrants keep drawn places but every person is let in first; the admin sees the
 // cluster with its evidence, and clears it with a reason, audited.
@@ -46,34 +80,7 @@ func TestScalperEntrantsWaitInTheShadowLine(t *testing.T) {
 		return newBrowser(t, s.URL).call("GET", "/api/activities/"+itoa(act.ID), nil).json(t)["rules"].(map[string]any)["one_per_address"] == true
 	})
 
-	var people []*browser
-	for i := range 3 {
-		b := newBrowser(t, s.URL)
-		b.register(fmt.Sprintf("person_%d", i), passwordOf(fmt.Sprintf("person_%d", i)))
-		addr := b.addAddress(fmt.Sprintf("+86 138 0013 800%d", i), "Zhejiang", "Hangzhou", fmt.Sprintf("No. %d, Wensan Road", 10+i))
-		id, answer := b.captcha()
-		expect(t, "a person joins", b.joinFrom(item.ID, addr, id, answer), 200, "")
-		people = append(people, b)
-	}
-	// The scalper: six accounts in one browser (one device cookie), two delivery addresses between them.
-	var scalper []*browser
-	device := ""
-	for i := range 6 {
-		b := newBrowser(t, s.URL)
-		if device != "" {
-			b.setCookie(handlers.DeviceCookie, device)
-		}
-		b.register(fmt.Sprintf("bulk_%d", i), passwordOf(fmt.Sprintf("bulk_%d", i)))
-		device = b.cookie(handlers.DeviceCookie)
-		addr := b.addAddress(fmt.Sprintf("+86 139 0000 000%d", i%2), "Guangdong", "Shenzhen", fmt.Sprintf("Warehouse %d", i%2))
-		id, answer := b.captcha()
-		want, code := 200, ""
-		if i >= 2 {
-			want, code = 409, "address_limit"
-		}
-		expect(t, fmt.Sprintf("the scalper's account %d joins", i), b.joinFrom(item.ID, addr, id, answer), want, code)
-		scalper = append(scalper, b)
-	}
+	people, scalper := crowdWithScalper(t, s, item.ID, 3, 6, 2)
 
 	admin := withRole(t, s, "fair_admin", models.RoleAdmin)
 	clustersPath := "/api/admin/items/" + id + "/clusters"

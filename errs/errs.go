@@ -54,6 +54,10 @@ const (
 	// The merchant console.
 	ActivityState = "activity_state"
 
+	// Appeals (one person, one chance).
+	NotInLine  = "not_in_line" // appealing about an item's line one is not in
+	AppealOpen = "appeal_open" // an appeal about the item waits for its answer already
+
 	// Payment.
 	OrderState         = "order_state"
 	AddressRequired    = "address_required" // paying an order that has no delivery address yet
@@ -65,7 +69,8 @@ var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Con
 	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked, LastAdmin,
 	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit,
-	BadPow}
+	BadPow,
+	NotInLine, AppealOpen}
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {

@@ -108,7 +108,7 @@ func (h *Buy) Path(c *fiber.Ctx) error {
 	if _, a, err := h.Catalog.Item(ctx, itemID); err != nil {
 		return err
 	} else if err := mayTakePart(&s, a); err != nil {
-		return counted(ctx, h.Refusals, itemID, a, err)
+		return counted(ctx, h.Refusals, itemID, a, s.UserID, err)
 	} else if a.SaleMode == models.SaleQueue {
 		return errUseQueue
 	}

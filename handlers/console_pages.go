@@ -206,13 +206,17 @@ func (h *Consoles) AdminHome(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	openAppeals, err := models.CountAppeals(ctx, h.DB, models.AppealOpen)
+	if err != nil {
+		return err
+	}
 	noStore(c)
 	done := c.Query("done")
 	if done != "approved" && done != "rejected" {
 		done = ""
 	}
 	return c.Render("admin", PageData(c, h.Now(), "nav.admin", "Reviews", reviews, "Approved", approved, "Decided", decided, "Done", done, "Merchants", merchants,
-		"Runs", runs, "Mismatches", h.Books.Mismatches()), Layout)
+		"Runs", runs, "Mismatches", h.Books.Mismatches(), "OpenAppeals", openAppeals), Layout)
 }
 
 // AdminUsers lists users with a role switch each.

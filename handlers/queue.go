@@ -185,7 +185,7 @@ func (h *Queue) refused(c *fiber.Ctx, itemID int64, a *models.Activity, userID i
 	if code := errs.Code(err); code == errs.AddressLimit || code == errs.NotEligible {
 		h.note(c, itemID, a, userID, code)
 	}
-	return counted(c.UserContext(), h.Refusals, itemID, a, err)
+	return counted(c.UserContext(), h.Refusals, itemID, a, userID, err)
 }
 
 // note keeps the caller's join of the item's line (refused by the rule named, or "" when it joined) as

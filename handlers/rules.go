@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -34,16 +35,14 @@ func mayTakePart(s *auth.Session, a *models.Activity) error {
 	return nil
 }
 
-// ruleCodes are the refusals a sale's fairness report counts: the rules of who may take part.
-var ruleCodes = map[string]bool{errs.Staff: true, errs.NotEligible: true, errs.AddressLimit: true}
-
-// counted counts err in the item's report when it is a rule's refusal (best effort), and answers it.
-func counted(ctx context.Context, r *stock.Refusals, itemID int64, a *models.Activity, err error) error {
+// counted counts the account's refusal in the item's report when err is a rule's (best effort), and
+// answers err.
+func counted(ctx context.Context, r *stock.Refusals, itemID int64, a *models.Activity, userID int64, err error) error {
 	if err == nil || r == nil {
 		return err
 	}
-	if code := errs.Code(err); ruleCodes[code] {
-		r.Count(ctx, itemID, code, a.EndsAt)
+	if code := errs.Code(err); slices.Contains(stock.RefusalCodes, code) {
+		r.Count(ctx, itemID, code, userID, a.EndsAt)
 	}
 	return err
 }

@@ -309,14 +309,14 @@ func TestMigrateDownAndStatus(t *testing.T) {
 			ctx := context.Background()
 			db := d.migrated(t)
 			ms, err := models.Migrations(ctx, db)
-			if err != nil || len(ms) != latestVersion || ms[0].Name != "00001_initial.sql" || !ms[0].Applied || ms[0].AppliedAt.IsZero() ||
-				!ms[latestVersion-1].Applied {
+			if err != nil || len(ms) < 2 || ms[len(ms)-1].Version != latestVersion || ms[0].Name != "00001_initial.sql" || !ms[0].Applied ||
+				ms[0].AppliedAt.IsZero() || !ms[len(ms)-1].Applied {
 				t.Fatalf("status of a new database = %+v, %v; want 00001_initial.sql and the later ones applied, with their times", ms, err)
 			}
-			// The later versions come undone one by one, without the switch.
-			for v := latestVersion; v > 1; v-- {
-				if undone, err := models.MigrateDown(ctx, db, false); err != nil || undone.Version != int64(v) {
-					t.Fatalf("down from version %d = %+v, %v", v, undone, err)
+			// The later versions come undone one by one, newest first, without the switch.
+			for i := len(ms) - 1; i > 0; i-- {
+				if undone, err := models.MigrateDown(ctx, db, false); err != nil || undone.Version != ms[i].Version {
+					t.Fatalf("down from version %d = %+v, %v", ms[i].Version, undone, err)
 				}
 			}
 			if db.Migrator().HasColumn(&models.Activity{}, "rule_one_per_address") {
@@ -325,7 +325,7 @@ func TestMigrateDownAndStatus(t *testing.T) {
 			if _, err := models.MigrateDown(ctx, db, false); !errors.Is(err, models.ErrDropsEverything) {
 				t.Fatalf("down from version 1 without --drop-everything: %v; want ErrDropsEverything", err)
 			}
-			if len(checkTablesLeft(t, db)) != len(models.All()) {
+			if len(checkTablesLeft(t, db)) != len(models.All())-len(tablesSinceVersion1) {
 				t.Fatalf("a refused down dropped tables")
 			}
 			undone, err := models.MigrateDown(ctx, db, true)
@@ -352,7 +352,10 @@ func TestMigrateDownAndStatus(t *testing.T) {
 }
 
 // latestVersion is the newest migration's version.
-const latestVersion = 2
+const latestVersion = 3
+
+// tablesSinceVersion1 are the tables of models.All() that migrations after version 1 made.
+var tablesSinceVersion1 = []string{"appeals"}
 
 // initialPostgres is the real first migration, for migrations of the tests' own that come after it.
 func initialPostgres(t *testing.T) *fstest.MapFile {

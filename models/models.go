@@ -187,5 +187,6 @@ type Payment struct {
 
 // All lists every model, in the order the migrations create them.
 func All() []any {
-	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}, &Refund{}, &Image{}}
+	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}, &Refund{}, &Image{},
+		&Appeal{}}
 }

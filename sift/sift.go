@@ -18,6 +18,15 @@ type Join struct {
 	Refused string // the rule that refused it (address_limit, not_eligible), "" when it joined
 }
 
+// NotEligible is the refusal of an account made after the sale's announcement: it is refused before the
+// proof of work, so its joins cost nothing and say nothing of a prefix (anyone could send them from a
+// neighbour's); they count only against their own device.
+const NotEligible = "not_eligible"
+
+// paid reports whether the join paid its way in (the proof of work): whether it may count toward its
+// prefix's crowd and its bursts of accounts.
+func (j Join) paid() bool { return j.Refused != NotEligible }
+
 // Thresholds are when a trace counts as a signal. No signal alone flags anyone: a carrier-grade NAT
 // address or a campus puts hundreds of real people in one prefix, a family shares a laptop, and accounts
 // are made in bursts on the day a sale is announced. Two together do.
@@ -31,7 +40,7 @@ type Thresholds struct {
 	Burst       int
 	BurstWindow time.Duration
 	// A device is shared when DeviceAccounts accounts joined from it, and refusing when DeviceRefused of
-	// its joins were refused by a rule.
+	// its accounts were refused by a rule.
 	DeviceAccounts int
 	DeviceRefused  int
 }
@@ -46,7 +55,7 @@ const (
 	PrefixCrowd   = "prefix_crowd"   // the entrant's prefix is crowded far beyond the sale's normal
 	Burst         = "burst"          // its account was made in a burst with others of its prefix or device
 	DeviceShared  = "device_shared"  // its device joined for many accounts
-	DeviceRefused = "device_refused" // its device's joins were refused by a rule, again and again
+	DeviceRefused = "device_refused" // its device's accounts were refused by a rule, one after another
 	NoDevice      = "no_device"      // it joined without the device id every page carries (a client that drops cookies)
 )
 
@@ -57,7 +66,7 @@ type Cluster struct {
 	Signals  []string // every signal that fired for one of them, sorted
 	Prefixes []PrefixCount
 	Devices  int // the devices its entrants joined from
-	Refused  int // the refused joins from its devices and prefixes
+	Refused  int // the accounts refused from its devices (from its prefixes when it has no device)
 	// MadeFrom and MadeTo span when its entrants' accounts were made (zero when unknown).
 	MadeFrom, MadeTo time.Time
 }
@@ -83,8 +92,8 @@ func Sift(joins []Join, made map[int64]time.Time, th Thresholds) []Cluster {
 	people := map[int64]*person{}
 	byPrefix := map[string]map[int64]bool{}
 	byDevice := map[string]map[int64]bool{}
-	refusedBy := map[string]int{} // device → refused joins
-	refusedIn := map[string]int{} // prefix → refused joins
+	refusedBy := map[string]map[int64]bool{} // device → accounts refused from it
+	refusedIn := map[string]map[int64]bool{} // prefix → accounts refused from it
 	add := func(m map[string]map[int64]bool, k string, u int64) {
 		if m[k] == nil {
 			m[k] = map[int64]bool{}
@@ -101,9 +110,11 @@ func Sift(joins []Join, made map[int64]time.Time, th Thresholds) []Cluster {
 			p.entrant = true
 		} else {
 			if j.Device != "" {
-				refusedBy[j.Device]++
+				add(refusedBy, j.Device, j.User)
 			}
-			refusedIn[j.Prefix]++
+			if j.paid() {
+				add(refusedIn, j.Prefix, j.User)
+			}
 		}
 		if j.Device == "" {
 			p.noDevice = true
@@ -111,7 +122,7 @@ func Sift(joins []Join, made map[int64]time.Time, th Thresholds) []Cluster {
 			p.devices = append(p.devices, j.Device)
 			add(byDevice, j.Device, j.User)
 		}
-		if j.Prefix != "" && !slices.Contains(p.prefixes, j.Prefix) {
+		if j.Prefix != "" && j.paid() && !slices.Contains(p.prefixes, j.Prefix) {
 			p.prefixes = append(p.prefixes, j.Prefix)
 			add(byPrefix, j.Prefix, j.User)
 		}
@@ -146,7 +157,7 @@ func Sift(joins []Join, made map[int64]time.Time, th Thresholds) []Cluster {
 			if len(byDevice[d]) >= th.DeviceAccounts {
 				p.signals[DeviceShared] = true
 			}
-			if refusedBy[d] >= th.DeviceRefused {
+			if len(refusedBy[d]) >= th.DeviceRefused {
 				p.signals[DeviceRefused] = true
 			}
 		}
@@ -219,7 +230,7 @@ func Sift(joins []Join, made map[int64]time.Time, th Thresholds) []Cluster {
 
 // describe gathers a cluster's evidence.
 func describe(root int64, users []int64, people map[int64]*person, byPrefix map[string]map[int64]bool,
-	refusedBy, refusedIn map[string]int, made map[int64]time.Time) Cluster {
+	refusedBy, refusedIn map[string]map[int64]bool, made map[int64]time.Time) Cluster {
 	c := Cluster{Key: "u" + strconv.FormatInt(root, 10), Users: users}
 	signals, devices, prefixes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, u := range users {
@@ -247,15 +258,21 @@ func describe(root int64, users []int64, people map[int64]*person, byPrefix map[
 	}
 	slices.Sort(c.Signals)
 	c.Devices = len(devices)
+	refused := map[int64]bool{}
 	for d := range devices {
-		c.Refused += refusedBy[d]
+		for u := range refusedBy[d] {
+			refused[u] = true
+		}
 	}
 	for pr := range prefixes {
 		c.Prefixes = append(c.Prefixes, PrefixCount{Prefix: pr, Accounts: len(byPrefix[pr])})
 		if len(devices) == 0 {
-			c.Refused += refusedIn[pr]
+			for u := range refusedIn[pr] {
+				refused[u] = true
+			}
 		}
 	}
+	c.Refused = len(refused)
 	sort.Slice(c.Prefixes, func(i, j int) bool {
 		if c.Prefixes[i].Accounts != c.Prefixes[j].Accounts {
 			return c.Prefixes[i].Accounts > c.Prefixes[j].Accounts

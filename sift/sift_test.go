@@ -150,3 +150,53 @@ func TestMarkBurstsNeedsBurstAccountsWithinTheWindow(t *testing.T) {
 		t.Fatalf("in burst %v, want 1, 2 and 3 (three within a minute), not 4 or 5", out)
 	}
 }
+
+// BenchmarkSiftHundredThousand sifts a hundred thousand people's joins and a scalper's thousand accounts:
+// the work the draw of a big sale adds.
+func BenchmarkSiftHundredThousand(b *testing.B) {
+	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	r := rand.New(rand.NewPCG(7, 8))
+	joins, made, next := crowd(r, 100_000, 3000, 1000, day)
+	joins, _ = scalper(joins, made, next, 1000, 20, day, true)
+	b.ResetTimer()
+	for range b.N {
+		Sift(joins, made, Defaults())
+	}
+}
+
+// Joins refused before the proof of work (accounts made after the announcement) cost nothing: sent from a
+// neighbour's prefix around the time the neighbour signed up, they must not make a crowd or a burst of
+// it. A person retrying a taken address is one refused account, however many tries.
+func TestSiftIsNotFramedByFreeJoins(t *testing.T) {
+	day := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	joins := []Join{
+		{User: 1, Device: "dev-victim", Prefix: "127.0.7.0/24"},
+		{User: 2, Device: "dev-family", Prefix: "127.0.7.0/24"},
+		{User: 3, Device: "dev-family", Prefix: "127.0.7.0/24", Refused: "address_limit"},
+		{User: 3, Device: "dev-family", Prefix: "127.0.7.0/24", Refused: "address_limit"},
+		{User: 3, Device: "dev-family", Prefix: "127.0.7.0/24", Refused: "address_limit"},
+	}
+	made := map[int64]time.Time{1: day, 2: day.Add(time.Minute), 3: day.Add(2 * time.Minute)}
+	for i := range 60 { // the framer's free joins, accounts made around the victim's
+		u := int64(100 + i)
+		joins = append(joins, Join{User: u, Device: fmt.Sprintf("dev-junk%d", i), Prefix: "127.0.7.0/24", Refused: NotEligible})
+		made[u] = day.Add(time.Duration(i) * time.Second)
+	}
+	for i := range 40 { // and the sale's other people, each on their own
+		u := int64(1000 + i)
+		joins = append(joins, Join{User: u, Device: fmt.Sprintf("dev-o%d", i), Prefix: fmt.Sprintf("10.1.%d.0/24", i)})
+		made[u] = day.Add(-time.Duration(i) * time.Hour)
+	}
+	if cs := Sift(joins, made, Defaults()); len(cs) != 0 {
+		t.Fatalf("flagged %v (signals %v): free joins framed the victim or the family", flaggedUsers(cs), cs[0].Signals)
+	}
+	// The same joins from the framer's own browser make its device refusing: that trace is its own.
+	for i := range 60 {
+		joins = append(joins, Join{User: int64(100 + i), Device: "dev-framer", Prefix: "127.0.8.0/24", Refused: NotEligible})
+	}
+	joins = append(joins, Join{User: 99, Device: "dev-framer", Prefix: "127.0.8.0/24"})
+	made[99] = day
+	if got := flaggedUsers(Sift(joins, made, Defaults())); !slices.Equal(got, []int64{99}) {
+		t.Fatalf("flagged %v; want the framer's own entrant 99 (a device shared and refusing)", got)
+	}
+}

@@ -76,17 +76,19 @@ if k > 0 then
     letIn(line[i])
     cursor = tonumber(line[i + 1])
   end
-  -- The line has no one left behind the cursor: the shadow line's turn, in drawn order. The cursor stays:
-  -- the shadowed are let in below it, as the held are.
+  -- The line has no one left behind the cursor: the shadow line's turn, in drawn order. The cursor moves
+  -- up to the highest place let in (no one waits in the line above it), so that a page whose place it
+  -- reaches asks its standing; those below it are let in as the held are, and 'readmitted' tells them.
   if #out / 3 < k and redis.call('ZCOUNT', KEYS[2], '(' .. cursor, '+inf') == 0 then
-    local shadow = redis.call('ZRANGE', KEYS[9], 0, k - #out / 3 - 1)
-    for _, uid in ipairs(shadow) do
-      redis.call('ZREM', KEYS[9], uid)
-      letIn(uid)
+    local shadow = redis.call('ZRANGE', KEYS[9], 0, k - #out / 3 - 1, 'WITHSCORES')
+    for i = 1, #shadow, 2 do
+      redis.call('ZREM', KEYS[9], shadow[i])
+      letIn(shadow[i])
+      cursor = math.max(cursor, tonumber(shadow[i + 1]))
     end
     if #shadow > 0 then
-      redis.call('HINCRBY', KEYS[1], 'shadow_let_in', #shadow)
-      redis.call('HINCRBY', KEYS[1], 'readmitted', #shadow)
+      redis.call('HINCRBY', KEYS[1], 'shadow_let_in', #shadow / 2)
+      redis.call('HINCRBY', KEYS[1], 'readmitted', #shadow / 2)
     end
   end
   local n = #out / 3

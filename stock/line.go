@@ -47,14 +47,14 @@ type roomKeys struct {
 	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, Held, DrawLock, AdmitLock string
 	// The shadow line: the joins' evidence, who was flagged at the draw, who waits in the shadow line
 	// (user by place) and the admins' decisions.
-	Joins, Flagged, Shadow, Cleared, Confirmed string
+	Joins, JoinsSeen, JoinsBy, Flagged, Shadow, Cleared, Confirmed, Clusters string
 }
 
 func roomKeysOf(itemID int64) roomKeys {
 	p := ShardKeys(itemID, 0).item + "q:"
 	return roomKeys{Room: p + "room", Tickets: p + "tickets", Late: p + "late", Places: p + "places", Line: p + "line",
 		Done: p + "done", Turns: p + "turns", InFlight: p + "inflight", Pending: p + "pending", Held: p + "held", DrawLock: p + "drawlock",
-		AdmitLock: p + "admitlock", Joins: p + "joins", Flagged: p + "flagged", Shadow: p + "shadow", Cleared: p + "cleared",
+		AdmitLock: p + "admitlock", Joins: p + "joins", JoinsSeen: p + "joinseen", JoinsBy: p + "joinsby", Clusters: p + "clusters", Flagged: p + "flagged", Shadow: p + "shadow", Cleared: p + "cleared",
 		Confirmed: p + "confirmed"}
 }
 

@@ -21,8 +21,18 @@ import (
 // their pages look like waiting. An admin sees the clusters with their evidence before and after the
 // draw, and clears one (its entrants return to their drawn places) or confirms it.
 
-// maxJoinsKept bounds the evidence kept per item: a stream trimmed to about this many joins.
-const maxJoinsKept = 500_000
+// maxJoinsKept bounds the evidence kept per item: a stream trimmed to about this many joins. An account
+// adds at most tracesPerAccount to it (note.lua), so filling it takes tens of thousands of accounts.
+const (
+	maxJoinsKept     = 500_000
+	tracesPerAccount = 8
+)
+
+var (
+	//go:embed note.lua
+	noteLua    string
+	noteScript = redis.NewScript(noteLua)
+)
 
 // Sifter finds an item's flagged clusters from the evidence of its joins.
 type Sifter struct {
@@ -45,16 +55,13 @@ func (s *Sifter) Thresholds() sift.Thresholds { return s.thresholds }
 // On reports whether flagged entrants are shadowed at the draw.
 func (s *Sifter) On() bool { return s.on }
 
-// Note keeps a join of the item's line as evidence, until a week after the sale ends. Best effort: a
-// join lost to a Redis failure is one trace fewer, never a join refused.
+// Note keeps a join of the item's line as evidence, until a week after the sale ends: each distinct
+// trace of an account once, and at most tracesPerAccount of them. Best effort: a join lost to a Redis
+// failure is one trace fewer, never a join refused.
 func (s *Sifter) Note(ctx context.Context, itemID int64, j sift.Join, ends time.Time) {
 	k := roomKeysOf(itemID)
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Joins, MaxLen: maxJoinsKept, Approx: true,
-			Values: []string{"u", strconv.FormatInt(j.User, 10), "d", j.Device, "p", j.Prefix, "r", j.Refused}})
-		p.PExpireAt(ctx, k.Joins, ends.Add(roomKeep))
-		return nil
-	})
+	_ = noteScript.Run(ctx, s.rdb, []string{k.Joins, k.JoinsSeen, k.JoinsBy}, j.User, j.Device, j.Prefix, j.Refused, maxJoinsKept,
+		ends.Add(roomKeep).UnixMilli(), tracesPerAccount).Err()
 }
 
 // joinsChunk is how many joins one read of the evidence brings.

@@ -250,3 +250,43 @@ func TestClearingAfterTheLinePassedLetsThemInFirst(t *testing.T) {
 		}
 	}
 }
+
+// One account cannot flood the evidence: the same trace is kept once, and an account's distinct traces
+// (a fresh device each time) only up to a few.
+func TestEvidenceKeepsAnAccountsTracesOnce(t *testing.T) {
+	r := newShadowRig(t, 1, 2, 0)
+	ctx := context.Background()
+	before, err := r.sifter.Joins(ctx, r.item.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		r.sifter.Note(ctx, r.item.ID, sift.Join{User: 77, Device: "dev-same", Prefix: "10.9.9.0/24", Refused: sift.NotEligible}, r.window.Ends)
+		r.sifter.Note(ctx, r.item.ID, sift.Join{User: 78, Device: fmt.Sprintf("dev-%d", i), Prefix: "10.9.9.0/24", Refused: sift.NotEligible}, r.window.Ends)
+	}
+	after, err := r.sifter.Joins(ctx, r.item.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[int64]int{}
+	for _, j := range after[len(before):] {
+		per[j.User]++
+	}
+	if len(after)-len(before) != 9 || per[77] != 1 || per[78] != 8 {
+		t.Fatalf("600 notes kept %d traces (%v); want account 77's one trace once and account 78's first 8", len(after)-len(before), per)
+	}
+}
+
+// Let in from the shadow line, an entrant's place is reached by the line's cursor (let_in), so that its
+// page, which asks its standing when let_in reaches its place, learns of its turn.
+func TestShadowLetInMovesTheCursorToTheirPlaces(t *testing.T) {
+	r := newShadowRig(t, 10, 1, 5)
+	r.draw(t)
+	if n := r.admit(t, stock.Admission{Overbook: 1, Rate: 100, Turn: time.Minute}); n != 6 {
+		t.Fatalf("let in %d; want all 6 (10 units)", n)
+	}
+	room, _ := r.place(t, r.people[0])
+	if room.Cursor != 6 {
+		t.Fatalf("after letting everyone in, the cursor is %d; want 6, the last place", room.Cursor)
+	}
+}

@@ -100,6 +100,7 @@
   function showQueue(s) {
     if (bought) return;
     q = s;
+    box.dispatchEvent(new CustomEvent("standing", { detail: s.state })); // for the appeal (appeal.js)
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
     var joinable = s.state === "out" || s.state === "missed";
@@ -184,6 +185,9 @@
   // The standing of a placed page the line has not reached (or held below it), from the document alone.
   function fromLine() {
     var out = !!line.sold_out, ahead = Math.max(place - line.let_in - 1, 0);
+    // Held below the front, those ahead are as the page's own standing last counted them (the line may let
+    // others in first), less those let in since.
+    if (held && own && own.ahead != null) ahead = Math.max(own.ahead - Math.max(line.let_in - askedAt, 0), 0);
     return withLine(copy(own, { state: out ? "sold_out" : "waiting", position: place, ahead: ahead, path: null, turn_ends_at: null,
       wait_seconds: out ? null : Math.round(ahead / Math.max(line.rate, 0.01)) }));
   }
