@@ -447,14 +447,14 @@ func (r *ScalperRun) tally(plan *scalperPlan, shoppers []*crowdShopper, flagged 
 	}
 	switch {
 	case known && !r.ShadowLine:
-		r.ScalperOutside, r.OutsideFrom = r.ScalperEntrants, "the shadow line is off (the server flagged, and shadowed no one)"
+		r.ScalperOutside, r.OutsideFrom = r.ScalperEntrants, "none: the shadow line is off (the server flags, and shadows no one)"
 	case known:
-		r.ScalperOutside, r.OutsideFrom = r.ScalperEntrants-r.ScalperFlagged, "the server's flagged entrants, by account"
+		r.ScalperOutside, r.OutsideFrom = r.ScalperEntrants-r.ScalperFlagged, "counted by account from the server's flagged clusters"
 	case r.Report != nil && r.Report.Shadowed > 0:
 		// The report says how many, not who: at least its entrants beyond the shadowed are outside.
-		r.ScalperOutside, r.OutsideFrom = max(r.ScalperEntrants-int(r.Report.Shadowed), 0), "the report's shadowed count (at least)"
+		r.ScalperOutside, r.OutsideFrom = max(r.ScalperEntrants-int(r.Report.Shadowed), 0), "at least, from the report's count of the shadowed"
 	default:
-		r.ScalperOutside, r.OutsideFrom = r.ScalperEntrants, "no shadow line (the report flagged no one)"
+		r.ScalperOutside, r.OutsideFrom = r.ScalperEntrants, "none: the report shadowed no one"
 	}
 }
 
@@ -642,9 +642,10 @@ func ScalperMarkdown(series []*ScalperSeries) string {
 		fmt.Fprintf(&b, "#### %s (seed %d)\n\n", s.Variant.Name, r.Options.Seed)
 		fmt.Fprintf(&b, "Rules: one per address %v, accounts before approval %v; shadow line %v. Countdown %v; the run took %v.\n\n",
 			r.Options.Rules.OnePerAddress, r.Options.Rules.AccountsBeforeApproval, s.Variant.Shadow, r.Countdown.Round(time.Second), r.Took.Round(time.Second))
-		fmt.Fprintf(&b, "The scalper: %d accounts, %d in the line, refused %v; %d outside the shadow line (from %s); won **%d** of %d units. "+
-			"Its proofs of work: %s; %.1f CPU seconds (%.1f ms an account).\n\n", r.Options.Accounts, r.ScalperEntrants, r.ScalperRefused,
-			r.ScalperOutside, r.OutsideFrom, r.ScalperBought, r.Options.Units, r.Pow, r.Pow.CPU.Seconds(), r.Pow.CPU.Seconds()*1000/float64(max(r.Options.Accounts, 1)))
+		fmt.Fprintf(&b, "The scalper: %d accounts, %d in the line, refused %v; %d outside the shadow line (%s); won **%d** of %d units. "+
+			"Its proofs of work: %s; %.1f CPU seconds (%.1f ms an account). The people's: %.1f ms a join.\n\n", r.Options.Accounts,
+			r.ScalperEntrants, r.ScalperRefused, r.ScalperOutside, r.OutsideFrom, r.ScalperBought, r.Options.Units, r.Pow, r.Pow.CPU.Seconds(),
+			r.Pow.CPU.Seconds()*1000/float64(max(r.Options.Accounts, 1)), r.PeoplePow.CPU.Seconds()*1000/float64(max(r.PeoplePow.Solves, 1)))
 		b.WriteString("| people | outcome | count |\n| --- | --- | --- |\n")
 		for _, g := range sortedKeys(r.People) {
 			for _, f := range sortedKeys(r.People[g]) {
