@@ -20,8 +20,8 @@ import (
 func TestClustersPageInABrowser(t *testing.T) {
 	testenv.Long(t)
 	words := map[string][4]string{
-		"en": {"Flagged clusters", "Browsers shared by several of these accounts", "Joins refused from the same browsers: 4", "Cleared"},
-		"zh": {"可疑账号群", "这些账号中有多个共用同一浏览器", "同一浏览器被拒绝的加入请求：4 次", "已解除"},
+		"en": {"Flagged clusters", "Browsers shared by several of these accounts", "Accounts refused from the same browsers: 4", "Cleared"},
+		"zh": {"可疑账号群", "这些账号中有多个共用同一浏览器", "同一浏览器被拒绝的账号：4 个", "已解除"},
 	}
 	for _, lang := range []string{"en", "zh"} {
 		t.Run(lang, func(t *testing.T) {

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,18 +130,27 @@ func TestScalperEntrantsWaitInTheShadowLine(t *testing.T) {
 		t.Fatalf("a clear without a reason: %d %s; want 400 naming the reason", r.Status, r.Body)
 	}
 	expect(t, "a cluster that is not there", admin.call("POST", "/api/admin/items/"+id+"/clusters/u1/clear", map[string]string{"reason": "appeal"}), 404, "")
+	confirm := "/api/admin/items/" + id + "/clusters/" + key + "/confirm"
+	if r := admin.call("POST", confirm, map[string]string{"reason": "one browser, one warehouse"}); r.Status != 200 || r.json(t)["decision"] != "confirmed" {
+		t.Fatalf("confirming the cluster: %d %s", r.Status, r.Body)
+	}
+	if r := admin.call("POST", confirm, map[string]string{"reason": "again"}); r.Status != 409 || !strings.Contains(r.json(t)["message"].(string), "confirmed already") {
+		t.Fatalf("confirming it again: %d %s; want 409 saying it is confirmed already", r.Status, r.Body)
+	}
 	r := admin.call("POST", clear, map[string]string{"reason": "two flatmates, appeal heard"})
 	if r.Status != 200 || r.json(t)["decision"] != "cleared" || r.json(t)["shadowed"] != 0.0 {
 		t.Fatalf("clearing the cluster: %d %s", r.Status, r.Body)
 	}
-	expect(t, "confirming a cleared cluster", admin.call("POST", "/api/admin/items/"+id+"/clusters/"+key+"/confirm",
-		map[string]string{"reason": "changed my mind"}), 409, "conflict")
+	if r := admin.call("POST", confirm, map[string]string{"reason": "changed my mind"}); r.Status != 409 || !strings.Contains(r.json(t)["message"].(string), "was cleared") {
+		t.Fatalf("confirming a cleared cluster: %d %s; want 409 saying it was cleared", r.Status, r.Body)
+	}
 	var audit models.AuditLog
 	if err := s.DB.Where("action = ?", "cluster.cleared").Take(&audit).Error; err != nil || audit.Target != "item:"+id || audit.Actor != "fair_admin" {
 		t.Fatalf("the clear's audit row: %+v, %v", audit, err)
 	}
+	// The report keeps what happened: shadowed at the draw, confirmed, then cleared.
 	testenv.Eventually(t, 10*time.Second, "the report to count the clear (it is made at most every 5 s)", func() bool {
 		r := report()
-		return r["flagged"] == 2.0 && r["shadowed"] == 0.0 && r["cleared"] == 2.0
+		return r["flagged"] == 2.0 && r["shadowed"] == 2.0 && r["confirmed"] == 2.0 && r["cleared"] == 2.0
 	})
 }

@@ -122,7 +122,8 @@ func (h *Shadow) Confirm(c *fiber.Ctx) error { return h.decide(c, stock.Confirme
 
 var (
 	errNoCluster = errs.Say(errs.NotFound, "no_cluster")
-	errDecided   = errs.Say(errs.Conflict, "cluster_decided")
+	errCleared   = errs.Say(errs.Conflict, "cluster_decided")
+	errConfirmed = errs.Say(errs.Conflict, "cluster_confirmed")
 )
 
 func (h *Shadow) decide(c *fiber.Ctx, d stock.Decision) error {
@@ -146,8 +147,11 @@ func (h *Shadow) decide(c *fiber.Ctx, d stock.Decision) error {
 	err = models.DecideCluster(ctx, h.DB, who, models.ClusterDecision{Item: id, Cluster: key, Users: f.Users, Decision: string(d), Reason: reason},
 		h.Now(), func() error {
 			f, err = h.Sifter.Decide(ctx, id, f, d, a.EndsAt)
-			if errors.Is(err, stock.ErrDecided) {
-				return errDecided
+			switch {
+			case errors.Is(err, stock.ErrDecided) && f.Decision == stock.Confirmed:
+				return errConfirmed
+			case errors.Is(err, stock.ErrDecided):
+				return errCleared
 			}
 			return err
 		})

@@ -219,13 +219,18 @@ func Sift(joins []Join, made map[int64]time.Time, th Thresholds) []Cluster {
 		slices.Sort(users)
 		out = append(out, describe(root, users, people, byPrefix, refusedBy, refusedIn, made))
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if len(out[i].Users) != len(out[j].Users) {
-			return len(out[i].Users) > len(out[j].Users)
-		}
-		return out[i].Key < out[j].Key
-	})
+	Order(out)
 	return out
+}
+
+// Order sorts clusters as Sift answers them: the biggest first, then by key.
+func Order(cs []Cluster) {
+	sort.Slice(cs, func(i, j int) bool {
+		if len(cs[i].Users) != len(cs[j].Users) {
+			return len(cs[i].Users) > len(cs[j].Users)
+		}
+		return cs[i].Key < cs[j].Key
+	})
 }
 
 // describe gathers a cluster's evidence.

@@ -12,8 +12,7 @@ for i = 3, #ARGV do
   if ARGV[1] == 'confirmed' then
     redis.call('SADD', KEYS[7], uid)
   else
-    redis.call('SADD', KEYS[6], uid)
-    redis.call('SREM', KEYS[7], uid)
+    redis.call('SADD', KEYS[6], uid) -- confirmed stays recorded: the report counts both decisions
     if redis.call('ZREM', KEYS[2], uid) == 1 then
       local place = tonumber(redis.call('HGET', KEYS[5], uid)) or 0
       if place > cursor then

@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -141,9 +142,13 @@ type Flagged struct {
 	Shadowed int // its entrants waiting in the shadow line now
 }
 
-// Flagged answers the item's clusters with their decisions.
+// Flagged answers the item's clusters with their decisions: before the draw as the evidence shows them
+// now, from the draw on as the draw found them (decisions act on those: a later join changes nothing).
 func (s *Sifter) Flagged(ctx context.Context, itemID int64) ([]Flagged, error) {
-	cs, err := s.Clusters(ctx, itemID)
+	cs, err := s.drawnClusters(ctx, itemID)
+	if err == nil && cs == nil {
+		cs, err = s.Clusters(ctx, itemID)
+	}
 	if err != nil || len(cs) == 0 {
 		return nil, err
 	}
@@ -187,6 +192,34 @@ func (s *Sifter) Flagged(ctx context.Context, itemID int64) ([]Flagged, error) {
 			}
 		}
 	}
+	return out, nil
+}
+
+// drawnClusters answers the clusters the item's draw found (empty, not nil, when it found none), or nil
+// before the draw sifted its entrants.
+func (s *Sifter) drawnClusters(ctx context.Context, itemID int64) ([]sift.Cluster, error) {
+	k := roomKeysOf(itemID)
+	var sifted *redis.StringCmd
+	var stored *redis.MapStringStringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		sifted = p.HGet(ctx, k.Room, "sifted")
+		stored = p.HGetAll(ctx, k.Clusters)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("the drawn clusters of item %d: %w", itemID, err)
+	}
+	if sifted.Val() == "" {
+		return nil, nil
+	}
+	out := make([]sift.Cluster, 0, len(stored.Val()))
+	for _, v := range stored.Val() {
+		var c sift.Cluster
+		if err := json.Unmarshal([]byte(v), &c); err == nil {
+			out = append(out, c)
+		}
+	}
+	sift.Order(out)
 	return out, nil
 }
 
@@ -255,13 +288,23 @@ func (l *Line) shadowOf(ctx context.Context, itemID int64, order []drawEntry) (m
 		for _, e := range order {
 			drawn[e.user] = true
 		}
+		// The clusters as the draw found them, each with its drawn entrants only (a late joiner is not
+		// sifted): kept for the admins' decisions and the report.
 		var users []any
+		stored := map[string]any{}
 		for _, c := range cs {
-			for _, u := range c.Users {
-				if id := strconv.FormatInt(u, 10); drawn[id] {
-					users = append(users, id)
-				}
+			c.Users = slices.DeleteFunc(c.Users, func(u int64) bool { return !drawn[strconv.FormatInt(u, 10)] })
+			if len(c.Users) == 0 {
+				continue
 			}
+			for _, u := range c.Users {
+				users = append(users, u)
+			}
+			raw, err := json.Marshal(c)
+			if err != nil {
+				return nil, err
+			}
+			stored[c.Key] = raw
 		}
 		ends, err := l.rdb.HGet(ctx, k.Room, "ends").Int64()
 		if err != nil {
@@ -270,7 +313,9 @@ func (l *Line) shadowOf(ctx context.Context, itemID int64, order []drawEntry) (m
 		_, err = l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			if len(users) > 0 {
 				p.SAdd(ctx, k.Flagged, users...)
+				p.HSet(ctx, k.Clusters, stored)
 				p.PExpireAt(ctx, k.Flagged, time.UnixMilli(ends).Add(roomKeep))
+				p.PExpireAt(ctx, k.Clusters, time.UnixMilli(ends).Add(roomKeep))
 			}
 			p.HSet(ctx, k.Room, "sifted", "1", "flagged", len(users))
 			return nil
@@ -297,9 +342,9 @@ func (l *Line) Sift(s *Sifter) { l.sifter = s }
 // identity, only counts.
 type ShadowFigures struct {
 	Flagged   int64 // the draw's entrants flagged at the draw (0 before it)
-	Shadowed  int64 // of them, not cleared: they waited in the shadow line
+	Shadowed  int64 // of them, those the draw put in the shadow line (not cleared before it)
 	Cleared   int64 // cleared by an admin, before or after the draw
-	Confirmed int64 // confirmed by an admin
+	Confirmed int64 // confirmed by an admin (and perhaps cleared later, an appeal heard)
 	LetIn     int64 // let in from the shadow line, once everyone else had a turn
 }
 
@@ -309,7 +354,7 @@ func (l *Line) ShadowOf(ctx context.Context, itemID int64) (ShadowFigures, error
 	var room *redis.SliceCmd
 	var cleared, confirmed *redis.IntCmd
 	_, err := l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		room = p.HMGet(ctx, k.Room, "flagged", "shadow_let_in")
+		room = p.HMGet(ctx, k.Room, "flagged", "shadow_let_in", "shadowed")
 		cleared = p.SInterCard(ctx, 0, k.Flagged, k.Cleared)
 		confirmed = p.SInterCard(ctx, 0, k.Flagged, k.Confirmed)
 		return nil
@@ -322,7 +367,5 @@ func (l *Line) ShadowOf(ctx context.Context, itemID int64) (ShadowFigures, error
 		n, _ := strconv.ParseInt(s, 10, 64)
 		return n
 	}
-	f := ShadowFigures{Flagged: num(0), LetIn: num(1), Cleared: cleared.Val(), Confirmed: confirmed.Val()}
-	f.Shadowed = f.Flagged - f.Cleared
-	return f, nil
+	return ShadowFigures{Flagged: num(0), LetIn: num(1), Shadowed: num(2), Cleared: cleared.Val(), Confirmed: confirmed.Val()}, nil
 }

@@ -1,14 +1,17 @@
 // The item page's appeal: a shopper in a queue sale's line may ask a person to look, and reads the answer
 // here. item.js tells this script the shopper's standing with a "standing" event. The way to appeal is
-// offered to everyone waiting in the line, whatever the line does with them; the shopper's own appeal is
-// asked for once they are in it (and now and then while it waits for its answer).
+// offered to everyone waiting in the line, whatever the line does with them. The shopper's own appeal is
+// asked for only by a browser that sent one (it remembers so), and now and then while it waits for its
+// answer: a crowd's pages never cost the server (and its database) a request for an appeal they never made.
 (function () {
   "use strict";
   var item = document.getElementById("item"), box = document.getElementById("appeal");
   if (!item || !box) return;
   var id = box.dataset.item, form = document.getElementById("appeal-form"), ask = document.getElementById("appeal-ask");
   var state = document.getElementById("appeal-state"), answer = document.getElementById("appeal-answer");
-  var asked = false, inLine = false, mine = null, timer = null;
+  var asked = false, inLine = false, mine = null, timer = null, mark = "appeal:" + id;
+  function sent() { try { return localStorage.getItem(mark) === "1"; } catch (e) { return false; } }
+  function remember() { try { localStorage.setItem(mark, "1"); } catch (e) { /* private mode: asked this visit only */ } }
 
   function render() {
     var answered = !!mine && mine.state === "answered" && mine.answer != null;
@@ -38,7 +41,7 @@
   item.addEventListener("standing", function (ev) {
     var st = ev.detail;
     inLine = st === "waiting" || st === "sold_out";
-    if (!asked && st !== "out" && st !== "ended") { asked = true; refresh(); }
+    if (!asked && st !== "out" && st !== "ended" && sent()) { asked = true; refresh(); }
     render();
   });
   form.addEventListener("submit", function (ev) {
@@ -46,9 +49,9 @@
     var btn = document.getElementById("appeal-send");
     btn.disabled = true;
     api("POST", "/api/items/" + id + "/appeal", { message: form.message.value })
-      .then(function (a) { form.message.value = ""; ask.open = false; window.showErrors(form, { message: "" }); show(a); })
+      .then(function (a) { remember(); form.message.value = ""; ask.open = false; window.showErrors(form, { message: "" }); show(a); })
       .catch(function (e) {
-        if (e.code === "appeal_open") refresh();
+        if (e.code === "appeal_open") { remember(); refresh(); }
         window.showErrors(form, e);
       })
       .then(function () { btn.disabled = false; });
