@@ -26,7 +26,7 @@ test: services ## every test, with the race detector, against the real services
 fuzz: services ## every fuzz target for FUZZTIME each, default 60s
 	FUZZTIME=$${FUZZTIME:-60s} ./scripts/fuzz.sh
 
-bench: ## the load tool's scenarios on a real server: CPU a request against baselines in processes of their own, req/s, audits; writes docs/performance.md (SCALE=0.1 for a quick run)
+bench: ## the load tool's scenarios on a real server: CPU a request against baselines in processes of their own, req/s, audits; the scalper on servers of its own (SCALPER_PEOPLE, SCALPER_ACCOUNTS, SCALPER_UNITS, SCALPER_SEEDS); writes docs/performance.md (SCALE=0.1 for a quick run)
 	./scripts/bench.sh
 
 bench-cluster: ## through nginx on a Redis Cluster: the scenarios with two instances and one, the crowds (SHOPPERS), 100,000 connections held (CONNS_HELD)

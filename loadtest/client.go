@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +40,10 @@ type Client struct {
 	docs    sync.Map // path → *publicDoc: the public documents the client's shoppers share
 	fetched atomic.Int64
 
-	pow powCounts // the proofs of work solved for registrations and joins
+	pow        powCounts     // the proofs of work solved for registrations and joins
+	solveSlots chan struct{} // with SolveOn, the proofs of work solved at once, each on a thread of its own
+
+	froms sync.Map // netip.Addr → *http.Client: the connections of users who come from an address of their own
 }
 
 // OwnConnections makes each logged-in user's requests go over one keep-alive connection of their own,
@@ -97,7 +101,49 @@ type User struct {
 	Name     string
 	Password string
 	session  string
-	csrf     string // the CSRF token the user's page was given (GET /api/me); "" for the client's own
+	csrf     string     // the CSRF token the user's page was given (GET /api/me); "" for the client's own
+	from     netip.Addr // the loopback address the user's requests come from (FromAddress); zero: the client's
+	device   *Device    // the browser the user's requests come from: its device id cookie; nil: none
+}
+
+// FromAddress makes u's requests come from a loopback address of its own (127.A.B.C), over connections
+// of that address's own, so that the server sees the address as the client's, as it would a person's.
+func (u *User) FromAddress(a netip.Addr) { u.from = a }
+
+// Device is a browser's device id, the sk_dev cookie, kept as the server set it (GET /api/altcha sets
+// one where a request carries none or an invalid one) and sent back with every request of the accounts
+// that share the browser.
+type Device struct {
+	mu sync.Mutex
+	id string
+}
+
+// ID answers the device id the browser holds ("" before the server set one).
+func (d *Device) ID() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.id
+}
+
+func (d *Device) set(id string) {
+	d.mu.Lock()
+	d.id = id
+	d.mu.Unlock()
+}
+
+// UseDevice makes u's requests carry d's device id, and keep what the server sets.
+func (u *User) UseDevice(d *Device) { u.device = d }
+
+// fromClient answers the connections of the address a: a few kept alive a short while, as a person's
+// browser keeps them.
+func (c *Client) fromClient(a netip.Addr) *http.Client {
+	if v, ok := c.froms.Load(a); ok {
+		return v.(*http.Client)
+	}
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: a.AsSlice()}}
+	tr := &http.Transport{MaxIdleConnsPerHost: 4, MaxIdleConns: 4, IdleConnTimeout: 5 * time.Second, DialContext: d.DialContext}
+	v, _ := c.froms.LoadOrStore(a, &http.Client{Transport: tr, Timeout: c.http.Timeout})
+	return v.(*http.Client)
 }
 
 // Answer is what a request got.
@@ -122,6 +168,10 @@ func (c *Client) Do(ctx context.Context, method, path string, body any, u *User)
 
 // DoHeader is Do with headers of the request's own (X-Line-Place, say).
 func (c *Client) DoHeader(ctx context.Context, method, path string, body any, u *User, header map[string]string) (Answer, error) {
+	if u != nil && u.from.IsValid() {
+		a, _, err := c.send(ctx, c.fromClient(u.from), method, path, body, u, header)
+		return a, err
+	}
 	if !c.own || u == nil {
 		a, _, err := c.send(ctx, c.http, method, path, body, u, header)
 		return a, err
@@ -183,21 +233,27 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	cookie, csrf := "", c.csrf
+	var cookies []string
+	csrf := c.csrf
 	if u != nil && u.csrf != "" {
 		csrf = u.csrf
 	}
 	if csrf != "" {
-		cookie = "sk_csrf=" + csrf
+		cookies = append(cookies, "sk_csrf="+csrf)
 		if method != http.MethodGet {
 			req.Header.Set("X-CSRF-Token", csrf)
 		}
 	}
 	if u != nil && u.session != "" {
-		cookie += "; sk_session=" + u.session
+		cookies = append(cookies, "sk_session="+u.session)
 	}
-	if cookie != "" {
-		req.Header.Set("Cookie", cookie)
+	if u != nil && u.device != nil {
+		if id := u.device.ID(); id != "" {
+			cookies = append(cookies, "sk_dev="+id)
+		}
+	}
+	if len(cookies) > 0 {
+		req.Header.Set("Cookie", strings.Join(cookies, "; "))
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -224,6 +280,9 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		for _, ck := range resp.Cookies() {
 			if ck.Name == "sk_session" && ck.Value != "" {
 				u.session = ck.Value
+			}
+			if ck.Name == "sk_dev" && ck.Value != "" && u.device != nil {
+				u.device.set(ck.Value)
 			}
 		}
 	}
@@ -331,4 +390,5 @@ func (c *Client) Register(ctx context.Context, rdb redis.UniversalClient, u *Use
 func (c *Client) Close() {
 	c.http.CloseIdleConnections()
 	c.conns.Range(func(_, v any) bool { v.(*http.Client).CloseIdleConnections(); return true })
+	c.froms.Range(func(_, v any) bool { v.(*http.Client).CloseIdleConnections(); return true })
 }

@@ -96,10 +96,11 @@ func (r *CrowdReport) StatementsMax() float64 { return maxOf(r.Statements) }
 func (r *CrowdReport) PGMax() float64 { return maxOf(r.PGPerSecond) }
 
 type crowdShopper struct {
-	u      *User
-	arrive time.Time
-	inLine time.Time // queue: when the join was answered
-	mu     sync.Mutex
+	u         *User
+	arrive    time.Time
+	inLine    time.Time // queue: when the join was answered
+	addressID int64     // queue: the delivery address the join gives (0: none, for a sale without the rule)
+	mu        sync.Mutex
 	Outcome
 }
 
@@ -622,6 +623,9 @@ const (
 	placeSpreadEach = 100 * time.Microsecond // and a tenth of a millisecond more an entrant
 )
 
+// ruleRefusals are the answers of a sale's rules to a join: final, whatever the page tries again.
+var ruleRefusals = map[string]bool{"address_limit": true, "not_eligible": true, "staff": true}
+
 // standing is the contract's `queue`, as far as a page reads it.
 type standing struct {
 	State      string  `json:"state"`
@@ -646,10 +650,8 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 	}
 	join := func() (standing, bool) {
 		for ctx.Err() == nil {
-			fields := captcha()
-			if fields == nil {
-				return standing{}, false
-			}
+			// The proof of work first, as the page solves it while the person types the captcha: a captcha
+			// drawn first could outlive its five minutes while the load tool's solvers are busy.
 			proof, retry, err := c.SolvePow(ctx, s.u, joinQuery(sale.ItemID))
 			s.count(Answer{Status: map[bool]int{true: 429, false: 200}[retry]}, err, "altcha")
 			if err != nil || retry {
@@ -658,9 +660,23 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 				}
 				continue
 			}
-			fields["altcha"] = proof
-			a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), fields, s.u)
+			fields := captcha()
+			if fields == nil {
+				return standing{}, false
+			}
+			body := map[string]any{"altcha": proof}
+			for k, v := range fields {
+				body[k] = v
+			}
+			if s.addressID > 0 {
+				body["address_id"] = s.addressID
+			}
+			a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), body, s.u)
 			s.count(a, err, "join")
+			if err == nil && ruleRefusals[a.Code] { // final: the same join would be refused again
+				end("refused " + a.Code)
+				return standing{}, false
+			}
 			var q standing
 			if err == nil && a.Status == 200 && jsonUnmarshal(a.Body, &q) == nil {
 				s.mu.Lock()

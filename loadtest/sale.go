@@ -32,13 +32,24 @@ func (c *Client) SetUpSale(ctx context.Context, merchant, admin *User, name stri
 
 // SetUpSaleFor is SetUpSale of a sale that lasts as long as asked.
 func (c *Client) SetUpSaleFor(ctx context.Context, merchant, admin *User, name string, stock int64, shards int, in, lasts time.Duration, saleMode string) (*Sale, error) {
+	// The scenarios measure the line and the buying path: who may take part is the scalper scenario's.
+	return c.SetUpSaleRules(ctx, merchant, admin, name, stock, shards, in, lasts, saleMode, Rules{})
+}
+
+// Rules are a sale's rules of who may take part, as the contract's activity spells them.
+type Rules struct {
+	OnePerAddress          bool `json:"one_per_address"`
+	AccountsBeforeApproval bool `json:"accounts_before_approval"`
+}
+
+// SetUpSaleRules is SetUpSaleFor of a sale with the rules asked.
+func (c *Client) SetUpSaleRules(ctx context.Context, merchant, admin *User, name string, stock int64, shards int, in, lasts time.Duration,
+	saleMode string, rules Rules) (*Sale, error) {
 	starts := time.Now().Add(in).UTC().Truncate(time.Second)
 	var act struct{ ID int64 }
 	err := c.JSON(ctx, http.MethodPost, "/api/merchant/activities", map[string]any{
 		"name": name, "description": "Set up by the load tool", "starts_at": starts.Format(time.RFC3339),
-		"ends_at": starts.Add(lasts).Format(time.RFC3339), "sale_mode": saleMode,
-		// The scenarios measure the line and the buying path: who may take part is the rules' own scenario.
-		"rules": map[string]bool{"one_per_address": false, "accounts_before_approval": false}}, merchant, &act)
+		"ends_at": starts.Add(lasts).Format(time.RFC3339), "sale_mode": saleMode, "rules": rules}, merchant, &act)
 	if err != nil {
 		return nil, fmt.Errorf("create activity: %w", err)
 	}

@@ -7,11 +7,13 @@
 # (the default) runs the server as two processes, the web tier (SERVE_ROLE=web) and the worker
 # (SERVE_ROLE=worker), so that each one's CPU is measured apart; BENCH_SPLIT=0 runs one. BENCH_DB names
 # the PostgreSQL database it makes anew (seckill_bench), BENCH_OUT the report, BENCH_PORT and
-# BENCH_REDIS_DB the port and the Redis database.
+# BENCH_REDIS_DB the port and the Redis database. The scalper scenario starts a server of its own for each
+# of its variants (databases ${BENCH_DB}_scalper_*, Redis database BENCH_SCALPER_REDIS_DB), small enough
+# for a bench: SCALPER_PEOPLE, SCALPER_ACCOUNTS and SCALPER_UNITS (450, 50, 25), SCALPER_SEEDS runs a variant.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCALE=${SCALE:-1}
-SCENARIOS=${SCENARIOS:-rush,big,soldout,pages,poll,crowd,queue}
+SCENARIOS=${SCENARIOS:-rush,big,soldout,pages,poll,crowd,queue,scalper}
 PORT=${BENCH_PORT:-18080}
 PG=${BENCH_PG:-postgres://postgres:postgres@127.0.0.1:5432}
 REDIS_DB=${BENCH_REDIS_DB:-14}
@@ -78,7 +80,11 @@ awk -v first="$run/first.md" -v rest="$run/kept.md" '
 # own /metrics. SHOPPERS sets the crowds' size (default 10,000 times SCALE).
 bin/loadtest -base "$BASE_URL" -redis "$REDIS_URL" -admin bench_admin:bench-admin-pass -merchant bench_merchant:bench-merchant-pass \
   -scenario "$SCENARIOS" -scale "$SCALE" -db "$DATABASE_URL" -seed -metrics "$metrics" \
-  -report "$run/performance.md" -cpu "$cpu" ${CONNS:+-conns "$CONNS"} ${SHOPPERS:+-shoppers "$SHOPPERS"}
+  -report "$run/performance.md" -cpu "$cpu" ${CONNS:+-conns "$CONNS"} ${SHOPPERS:+-shoppers "$SHOPPERS"} \
+  -server-bin bin/seckill -scalper-pg "$PG/postgres?sslmode=disable" -scalper-db "${DB}_scalper_" \
+  -scalper-redis "redis://127.0.0.1:6379/${BENCH_SCALPER_REDIS_DB:-15}" -scalper-server-log bin/bench-scalper-server.log \
+  -scalper-people "${SCALPER_PEOPLE:-450}" -scalper-accounts "${SCALPER_ACCOUNTS:-50}" -scalper-units "${SCALPER_UNITS:-25}" \
+  -scalper-seeds "${SCALPER_SEEDS:-1}"
 
 {
   echo "# Performance"

@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string) error {
 	redisURL := fs.String("redis", "redis://127.0.0.1:6379/0", "the server's Redis (captcha answers, and the one-EVALSHA baseline): redis://host:port/db, or host:port,host:port,... of a cluster")
 	admin := fs.String("admin", "", "an admin's username:password")
 	merchant := fs.String("merchant", "", "a merchant's username:password")
-	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages, poll, crowd, queue; name:N splits the item's stock over N shards (big:4)")
+	scenarios := fs.String("scenario", "rush", "comma-separated: rush, big, soldout, pages, poll, crowd, queue, scalper; name:N splits the item's stock over N shards (big:4); scalper starts servers of its own (-server-bin, -scalper-*)")
 	countdown := fs.Duration("countdown", 15*time.Second, "crowd and queue: how long before the start the sale is set up (half the shoppers arrive over it)")
 	dbURL := fs.String("db", "", "crowd and queue: the server's PostgreSQL, to count its transactions a second during the crowd")
 	scaleBy := fs.Float64("scale", 1, "multiply users and requests by this (0.1 for a quick run)")
@@ -111,6 +111,8 @@ func run(ctx context.Context, args []string) error {
 	nprocs := fs.Int("procs", 1, "crowd and queue: the shoppers shop from this many child processes of the load tool (one process holds at most its open-file limit of connections); this one sets the sale up and audits it")
 	nshoppers := fs.Int("shoppers", 0, "crowd and queue: this many shoppers, for a twentieth as many units (default: 10,000 times -scale)")
 	metrics := fs.String("metrics", "", "crowd and queue: the instances' /metrics addresses, comma-separated: what reached them a shopper, and their database statements, from their own counters")
+	var sf scalperFlags
+	sf.register(fs)
 	seed := fs.Bool("seed", false, "every scenario: make the shoppers' accounts beforehand in bulk in -db's database (one precomputed password hash), then log each in, instead of registering them through the API (a captcha and a proof of work each, which the run does not measure)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -122,13 +124,16 @@ func run(ctx context.Context, args []string) error {
 		}
 		return loadtest.User{Name: name, Password: pass}, nil
 	}
-	adm, err := creds(*admin, "admin")
-	if err != nil {
-		return err
-	}
-	mer, err := creds(*merchant, "merchant")
-	if err != nil {
-		return err
+	// The scalper scenario starts servers of its own, with their own staff: alone, it needs none given.
+	var adm, mer loadtest.User
+	var err error
+	if *scenarios != "scalper" {
+		if adm, err = creds(*admin, "admin"); err != nil {
+			return err
+		}
+		if mer, err = creds(*merchant, "merchant"); err != nil {
+			return err
+		}
 	}
 	procs, err := loadtest.ParseProcesses(*cpu)
 	if err != nil {
@@ -165,7 +170,14 @@ func run(ctx context.Context, args []string) error {
 	}
 
 	var reports []*loadtest.Report
+	var scalper []*loadtest.ScalperSeries
 	for _, name := range strings.Split(*scenarios, ",") {
+		if name == "scalper" {
+			if scalper, err = sf.run(ctx); err != nil {
+				return fmt.Errorf("scalper: %w", err)
+			}
+			continue
+		}
 		// name:N runs the scenario with its item's stock split over N shards (big:4).
 		itemShards := *shards
 		if n, k, found := strings.Cut(name, ":"); found {
@@ -237,6 +249,11 @@ func run(ctx context.Context, args []string) error {
 		fmt.Fprint(os.Stderr, loadtest.Terminal([]*loadtest.Report{rep}))
 	}
 	fmt.Print(loadtest.Terminal(reports))
+	for _, s := range scalper {
+		for _, r := range s.Runs {
+			fmt.Printf("scalper  %s seed %d: %s\n", s.Variant.Name, r.Options.Seed, r.Line())
+		}
+	}
 	if *report != "" {
 		charts := map[string]string{}
 		for _, r := range reports {
@@ -252,6 +269,9 @@ func run(ctx context.Context, args []string) error {
 		md := fmt.Sprintf("## Load tool run, %s\n\nMachine: %d cores, %s/%s, Go %s. Server at %s.\n\n### CPU a request\n\n%s\n### Goals\n\n%s\n%s",
 			time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), *base,
 			loadtest.Headline(reports), loadtest.Goals(reports), loadtest.Markdown(reports, charts))
+		if len(scalper) > 0 {
+			md += "### scalper\n\n" + loadtest.ScalperMarkdown(scalper)
+		}
 		if err := os.WriteFile(*report, []byte(md), 0o644); err != nil {
 			return err
 		}
@@ -267,7 +287,7 @@ func run(ctx context.Context, args []string) error {
 			return errors.New("an audit failed")
 		}
 	}
-	return nil
+	return scalperFailed(scalper)
 }
 
 // compare prints runs' figures side by side: loadtest compare -labels "one,two" one.json two.json; an
