@@ -199,7 +199,21 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	}
 	// The sale is approved a while before its countdown, as a real one is: each instance draws captchas
 	// for the shoppers it expects in the meantime.
-	sale, err := c.SetUpSale(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown+crowdLead(len(users)), mode)
+	var addresses []int64
+	if mode == "queue" && o.Rules.OnePerAddress {
+		if o.Addresses == nil {
+			return nil, errors.New("a queue crowd of one entrant per address needs its shoppers' addresses seeded (-seed -db)")
+		}
+		logf(o.Log, "%s: seeding a delivery address for each shopper", mode)
+		if addresses, err = o.Addresses(ctx, users); err != nil {
+			return nil, err
+		}
+	}
+	rules := Rules{}
+	if mode == "queue" {
+		rules = o.Rules
+	}
+	sale, err := c.SetUpSaleRules(ctx, &o.Merchant, &o.Admin, prefix, o.Stock, o.Shards, countdown+crowdLead(len(users)), 2*time.Hour, mode, rules)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +231,9 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			late++
 		}
 		shoppers[i] = &crowdShopper{u: u, arrive: at, Outcome: newOutcome(i)}
+		if addresses != nil {
+			shoppers[i].addressID = addresses[i]
+		}
 	}
 	rep := &Report{Scenario: map[string]string{"first_come": "crowd", "queue": "queue"}[mode], Options: o, Setup: time.Since(setup)}
 	cr := &CrowdReport{Mode: mode, Shoppers: len(users), Late: late, Final: map[string]int{}, Limited: map[string]int{}, Steps: map[string]int{},
@@ -246,7 +263,8 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	if o.Shop != nil { // the shoppers shop from other processes, and send back what they saw
 		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(crowdTime(len(users)))}
 		for _, s := range shoppers {
-			plan.Shoppers = append(plan.Shoppers, PlannedShopper{ID: s.u.ID, Name: s.u.Name, Session: s.u.session, Arrive: s.arrive})
+			plan.Shoppers = append(plan.Shoppers, PlannedShopper{ID: s.u.ID, Name: s.u.Name, Session: s.u.session, Arrive: s.arrive,
+				AddressID: s.addressID})
 		}
 		shop, err := o.Shop(ctx, plan) // each process ends its shoppers at plan.Until, then reports
 		if err != nil {
@@ -446,6 +464,7 @@ type PlannedShopper struct {
 	ID            int64
 	Name, Session string
 	Arrive        time.Time
+	AddressID     int64 // the delivery address its join gives (0: none)
 }
 
 // Shop runs the plan's shoppers i of every n (shard i of n: i, i+n, i+2n, ...) and answers what each
@@ -458,7 +477,7 @@ func (c *Client) Shop(ctx context.Context, rdb redis.UniversalClient, plan *Crow
 	for i := shard; i < len(plan.Shoppers); i += max(n, 1) {
 		p := plan.Shoppers[i]
 		shoppers = append(shoppers, &crowdShopper{u: &User{ID: p.ID, Name: p.Name, session: p.Session}, arrive: p.Arrive,
-			Outcome: newOutcome(i)})
+			addressID: p.AddressID, Outcome: newOutcome(i)})
 	}
 	sale := plan.Sale
 	c.runShoppers(ctx, rdb, &sale, shoppers, plan.Mode, func(int) {})
@@ -898,6 +917,20 @@ func crowdMarkdown(b *strings.Builder, r *Report) {
 		"before the countdown; the shoppers shop from %s over %d keep-alive connections, sharing one fetch a second of each public "+
 		"document per process; accounts %s.\n\n", cr.Countdown.Round(time.Second), lateWindow(cr.Shoppers), crowdLead(cr.Shoppers), procs, r.Options.Conns,
 		map[bool]string{true: "seeded beforehand and logged in before the countdown", false: "registered through the API before the countdown"}[r.Options.Seed != nil])
+	if cr.Mode == "queue" {
+		var rules []string
+		if r.Options.Rules.OnePerAddress {
+			rules = append(rules, "one entrant per delivery address (each shopper's own, seeded with the account; every join gives it)")
+		}
+		if r.Options.Rules.AccountsBeforeApproval {
+			rules = append(rules, "accounts from before the approval")
+		}
+		if len(rules) == 0 {
+			rules = append(rules, "none")
+		}
+		fmt.Fprintf(b, "The sale's rules: %s; every join pays its proof of work (`GET /api/altcha`, solved by the load tool) at the server's price.\n\n",
+			strings.Join(rules, ", "))
+	}
 	b.WriteString("| start or later join (queue), first click (first come) → final answer | p50 | p90 | p99 | max |\n| --- | --- | --- | --- | --- |\n")
 	fmt.Fprintf(b, "| | %s | %s | %s | %s |\n", ms(cr.Wait.P50), ms(cr.Wait.P90), ms(cr.Wait.P99), ms(cr.Wait.Max))
 	if cr.Lag.Count > 0 {

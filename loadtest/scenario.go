@@ -36,6 +36,11 @@ type Options struct {
 	// Metrics are the instances' /metrics addresses: a crowd reads what reached them, and their database
 	// statements, from their own counters.
 	Metrics []string
+	// Rules are the queue crowd's sale's rules of who may take part (none by default). With one per
+	// address, Addresses puts a delivery address of its own in each shopper's book beforehand (it needs
+	// Seed's database), and each join gives it.
+	Rules     Rules
+	Addresses func(ctx context.Context, users []*User) ([]int64, error)
 }
 
 // ShopReport is what a crowd's shoppers saw, from the processes they shopped from: each one's outcome,

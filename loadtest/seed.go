@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -135,4 +136,19 @@ func SeedAddresses(ctx context.Context, pool *pgxpool.Pool, users []int64, deliv
 		}
 	}
 	return ids, nil
+}
+
+// SeedOwnAddresses puts a delivery address of its own (a place and a phone no one else gave) in each
+// account's book, and answers each entry's id: a crowd's shoppers, each one person at one home.
+func SeedOwnAddresses(ctx context.Context, pool *pgxpool.Pool, users []*User) ([]int64, error) {
+	ids := make([]int64, len(users))
+	deliveries := make([]Delivery, len(users))
+	made := make([]time.Time, len(users))
+	now := time.Now()
+	for i, u := range users {
+		ids[i], made[i] = u.ID, now
+		deliveries[i] = Delivery{Recipient: "Shopper " + strconv.Itoa(i), Phone: fmt.Sprintf("+86 137%08d", i), Region: "Zhejiang",
+			City: "Hangzhou", Street: fmt.Sprintf("No. %d, Crowd Road", i+1), Postcode: "310000"}
+	}
+	return SeedAddresses(ctx, pool, ids, deliveries, made)
 }

@@ -32,6 +32,9 @@ export CAPTCHA_POOL=${CAPTCHA_POOL:-10000} # passed to the instances by cluster.
 SHOPPERS=${SHOPPERS:-10000}
 CROWD_PROCS=${CROWD_PROCS:-$(((SHOPPERS + 24999) / 25000))}
 COUNTDOWN=${COUNTDOWN:-15s}
+# The queue crowd's sale keeps the rules a queue sale has by default (issue 32): one entrant per delivery
+# address (each shopper's own, seeded) and accounts from before the approval. QUEUE_RULES= for none.
+QUEUE_RULES=${QUEUE_RULES-one_per_address,accounts_before_approval}
 OUT=${BENCH_OUT:-docs/performance.md}
 REDIS_PORTS=(7101 7102 7103)
 # The instances are the web tier; one worker apart writes the orders (its operators' port 9183).
@@ -96,7 +99,7 @@ if [ -z "$run" ]; then
     bin/loadtest -base "http://127.0.0.1:$CLUSTER_PORT" -redis "127.0.0.1:${REDIS_PORTS[0]},127.0.0.1:${REDIS_PORTS[1]},127.0.0.1:${REDIS_PORTS[2]}" \
       -admin admin:cluster-boss-pass -merchant merchant:cluster-seller-pass -scenario "$CROWDS" -shoppers "$SHOPPERS" \
       -procs "$CROWD_PROCS" -countdown "$COUNTDOWN" -seed -db "$CLUSTER_DATABASE_URL" -metrics "$metrics" -sources 64 \
-      -cpu "$(cpu 1 2)" -report "$run/crowds.md" >/dev/null || echo "bench-cluster: the crowds' run failed (its audit, or the run)" >&2
+      -queue-rules "$QUEUE_RULES" -cpu "$(cpu 1 2)" -report "$run/crowds.md" >/dev/null || echo "bench-cluster: the crowds' run failed (its audit, or the run)" >&2
   fi
   if [ -n "$CONNS_HELD" ]; then
     echo "bench-cluster: $CONNS_HELD connections held at nginx" >&2

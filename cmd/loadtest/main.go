@@ -110,6 +110,7 @@ func run(ctx context.Context, args []string) error {
 	ownConns := fs.Bool("own-conns", false, "crowd and queue: each shopper's page keeps a keep-alive connection of its own and sends a request again after its connection was turned away or lost, as a browser does (-conns is then the setup's pool)")
 	nprocs := fs.Int("procs", 1, "crowd and queue: the shoppers shop from this many child processes of the load tool (one process holds at most its open-file limit of connections); this one sets the sale up and audits it")
 	nshoppers := fs.Int("shoppers", 0, "crowd and queue: this many shoppers, for a twentieth as many units (default: 10,000 times -scale)")
+	queueRules := fs.String("queue-rules", "", "queue: the sale's rules, comma-separated: one_per_address (each shopper gets a delivery address of its own beforehand: needs -seed -db), accounts_before_approval; empty for none")
 	metrics := fs.String("metrics", "", "crowd and queue: the instances' /metrics addresses, comma-separated: what reached them a shopper, and their database statements, from their own counters")
 	var sf scalperFlags
 	sf.register(fs)
@@ -147,6 +148,7 @@ func run(ctx context.Context, args []string) error {
 
 	var transactions func(context.Context) (int64, error)
 	var seeder func(context.Context, string, int) ([]*loadtest.User, error)
+	var addresses func(context.Context, []*loadtest.User) ([]int64, error)
 	if *dbURL != "" {
 		pool, err := pgxpool.New(ctx, *dbURL)
 		if err != nil {
@@ -160,6 +162,9 @@ func run(ctx context.Context, args []string) error {
 		}
 		seeder = func(ctx context.Context, prefix string, n int) ([]*loadtest.User, error) {
 			return loadtest.SeedUsers(ctx, pool, prefix, n)
+		}
+		addresses = func(ctx context.Context, users []*loadtest.User) ([]int64, error) {
+			return loadtest.SeedOwnAddresses(ctx, pool, users)
 		}
 	} else if *seed {
 		return errors.New("-seed makes the accounts in -db's database: give -db")
@@ -206,6 +211,19 @@ func run(ctx context.Context, args []string) error {
 		}
 		if *seed {
 			o.Seed = seeder
+		}
+		if name == "queue" {
+			for _, r := range strings.Split(*queueRules, ",") {
+				switch strings.TrimSpace(r) {
+				case "":
+				case "one_per_address":
+					o.Rules.OnePerAddress, o.Addresses = true, addresses
+				case "accounts_before_approval":
+					o.Rules.AccountsBeforeApproval = true
+				default:
+					return fmt.Errorf("-queue-rules: unknown rule %q", r)
+				}
+			}
 		}
 		if *conns > 0 {
 			o.Conns = *conns
