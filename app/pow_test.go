@@ -9,6 +9,7 @@ import (
 
 	"seckill/captcha"
 	"seckill/internal/testenv"
+	"seckill/models"
 	"seckill/pow"
 )
 
@@ -149,6 +150,14 @@ func TestAltchaChallenges(t *testing.T) {
 	shopper.register("pow_newcomer", passwordOf("pow_newcomer"))
 	if c := shopper.challengeOf("purpose=join&item_id=" + itoa(queued.ID)); c.MaxNumber != 2*testPow {
 		t.Errorf("a new account's join costs %d, want %d", c.MaxNumber, 2*testPow)
+	}
+	// Made two days ago, it is not new: once the instance reads again which accounts are (each minute).
+	if err := s.DB.Model(&models.User{}).Where("username = ?", "pow_newcomer").Update("created_at", now.Add(-48*time.Hour)).Error; err != nil {
+		t.Fatal(err)
+	}
+	s.Clock.Advance(61 * time.Second)
+	if c := shopper.challengeOf("purpose=join&item_id=" + itoa(queued.ID)); c.MaxNumber != testPow {
+		t.Errorf("an account two days old: its join costs %d, want %d", c.MaxNumber, testPow)
 	}
 	tests := []struct {
 		name   string

@@ -196,6 +196,16 @@ func Usernames(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]string,
 	return out, nil
 }
 
+// NewestUserMadeBy answers the id of the newest account made at t or before (0 when none): accounts are
+// numbered in the order they are made, so every account with a greater id was made after t.
+func NewestUserMadeBy(ctx context.Context, db *gorm.DB, t time.Time) (int64, error) {
+	var id int64
+	if err := db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(id), 0) FROM users WHERE created_at <= ?`, t).Scan(&id).Error; err != nil {
+		return 0, fmt.Errorf("the newest account made by %s: %w", t.Format(time.RFC3339), err)
+	}
+	return id, nil
+}
+
 // madeChunk bounds the ids one query of UsersMadeAt asks for (PostgreSQL takes at most 65,535 parameters).
 const madeChunk = 10_000
 
