@@ -46,9 +46,13 @@ type ScalperOptions struct {
 	// The scalper's source addresses (10, in one /24), accounts a browser (50) and delivery addresses
 	// (default: one per 50 accounts).
 	Sources, PerDevice, Addresses int
-	Rules                         Rules         // the sale's
-	Countdown                     time.Duration // from the first joins to the start (0: long enough for the proofs of work, estimated)
-	Log                           io.Writer
+	// Equipped makes a better-equipped scalper: a browser (device cookie) and a delivery address an
+	// account, its source addresses spread over /24s of their own (about four accounts a /24), its accounts
+	// made over the month before rather than in a burst.
+	Equipped  bool
+	Rules     Rules         // the sale's
+	Countdown time.Duration // from the first joins to the start (0: long enough for the proofs of work, estimated)
+	Log       io.Writer
 }
 
 func (o *ScalperOptions) defaults() {
@@ -76,6 +80,9 @@ func (o *ScalperOptions) defaults() {
 	}
 	if o.Addresses <= 0 {
 		o.Addresses = max(o.Accounts/50, 1)
+	}
+	if o.Equipped {
+		o.PerDevice, o.Addresses = 1, o.Accounts
 	}
 }
 
@@ -153,6 +160,10 @@ func planScalper(o ScalperOptions, now time.Time) *scalperPlan {
 		i := o.People + j
 		p.from[i] = netip.AddrFrom4([4]byte{127, 251, 0, byte(1 + j%o.Sources)})
 		p.made[i] = burst.Add(time.Duration(j) * 10 * time.Minute / time.Duration(o.Accounts))
+		if o.Equipped { // 256 /24s of its own, accounts made over the month before
+			p.from[i] = netip.AddrFrom4([4]byte{127, 252, byte(j % 256), byte(1 + j/256)})
+			p.made[i] = dayBefore.Add(-30 * 24 * time.Hour).Add(time.Duration(j) * 30 * 24 * time.Hour / time.Duration(o.Accounts))
+		}
 		p.delivery[i] = first + j%o.Addresses
 		p.device[i] = o.People + j/o.PerDevice
 		p.arrive[i] = 0.1 * r.Float64()
@@ -609,12 +620,17 @@ func ScalperMarkdown(series []*ScalperSeries) string {
 		return ""
 	}
 	o := series[0].Runs[0].Options
+	scalper := fmt.Sprintf("made within ten minutes the day before; %d source addresses in one /24; a browser a %d accounts; %d delivery addresses",
+		o.Sources, o.PerDevice, o.Addresses)
+	if o.Equipped {
+		scalper = fmt.Sprintf("better equipped: made over the month before; its source addresses over 256 /24s, about %d accounts a /24; "+
+			"a browser and a delivery address an account", (o.Accounts+255)/256)
+	}
 	fmt.Fprintf(&b, "%d people (%d behind one carrier-grade NAT address, %d families of two sharing a delivery address, the rest on a /24 "+
-		"of their own) and a scalper with %d accounts (made within ten minutes the day before; %d source addresses in one /24; a browser "+
-		"a %d accounts; %d delivery addresses), all joining a queue sale's line before its start, for %d units. Accounts seeded "+
+		"of their own) and a scalper with %d accounts (%s), all joining a queue sale's line before its start, for %d units. Accounts seeded "+
 		"with their addresses; every join paid its proof of work (the server's maxnumber at rest: %d). %d run(s) a variant, seeds %d and on; "+
 		"a server of its own a variant.\n\n",
-		o.People, o.NAT, o.Families, o.Accounts, o.Sources, o.PerDevice, o.Addresses, o.Units, series[0].Runs[0].Price, len(series[0].Runs), o.Seed)
+		o.People, o.NAT, o.Families, o.Accounts, scalper, o.Units, series[0].Runs[0].Price, len(series[0].Runs), o.Seed)
 	b.WriteString("| variant | scalper's units: median (worst) | its entrants | outside the shadow line: median (worst) | " +
 		"people's units | false positives (most) | the address rule working (families) | scalper's proof-of-work CPU an account | audits |\n" +
 		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")

@@ -67,3 +67,35 @@ func TestScalperPlan(t *testing.T) {
 			len(scalper), len(addrs), devices, len(dels), last.Sub(first))
 	}
 }
+
+// TestEquippedScalperPlan: the better-equipped scalper has a browser and a delivery address an account,
+// its addresses spread over /24s none of the people's, its accounts made over the month before.
+func TestEquippedScalperPlan(t *testing.T) {
+	o := ScalperOptions{People: 900, Accounts: 100, Seed: 7, Equipped: true}
+	o.defaults()
+	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	p := planScalper(o, now)
+	prefix := func(a netip.Addr) netip.Prefix { q, _ := a.Prefix(24); return q }
+	people := map[netip.Prefix]bool{}
+	for i := range o.People {
+		people[prefix(p.from[i])] = true
+	}
+	prefixes, devices, dels := map[netip.Prefix]bool{}, map[int]bool{}, map[int]bool{}
+	first, last := p.made[o.People], p.made[o.People]
+	for i := o.People; i < o.People+o.Accounts; i++ {
+		if people[prefix(p.from[i])] {
+			t.Errorf("the scalper's %v is a person's prefix too", p.from[i])
+		}
+		prefixes[prefix(p.from[i])], devices[p.device[i]], dels[p.delivery[i]] = true, true, true
+		if p.made[i].Before(first) {
+			first = p.made[i]
+		}
+		if p.made[i].After(last) {
+			last = p.made[i]
+		}
+	}
+	if len(prefixes) != 100 || len(devices) != 100 || len(dels) != 100 || last.Sub(first) < 20*24*time.Hour {
+		t.Errorf("the equipped scalper: %d prefixes, %d devices, %d delivery addresses, accounts made over %v; want 100 of each over weeks",
+			len(prefixes), len(devices), len(dels), last.Sub(first))
+	}
+}

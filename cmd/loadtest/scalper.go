@@ -20,6 +20,7 @@ type scalperFlags struct {
 	seed                              uint64
 	countdown                         time.Duration
 	serverLog                         string
+	equipped                          bool
 }
 
 func (f *scalperFlags) register(fs *flag.FlagSet) {
@@ -31,6 +32,7 @@ func (f *scalperFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.variants, "scalper-variants", "all", "scalper: the variants, comma-separated: none, one_per_address, shadow, both (all: every one)")
 	fs.StringVar(&f.env, "scalper-env", "", "scalper: more of its servers' environment, comma-separated KEY=value (SHADOW_PREFIX_MIN=30,...)")
 	fs.IntVar(&f.people, "scalper-people", 9000, "scalper: people")
+	fs.BoolVar(&f.equipped, "scalper-equipped", false, "scalper: a better-equipped scalper (a browser and a delivery address an account, its addresses over 256 /24s, accounts made over the month before)")
 	fs.IntVar(&f.accounts, "scalper-accounts", 1000, "scalper: the scalper's accounts")
 	fs.IntVar(&f.units, "scalper-units", 500, "scalper: units on sale")
 	fs.IntVar(&f.seeds, "scalper-seeds", 1, "scalper: runs a variant, one a seed from -scalper-seed on (medians and worst reported)")
@@ -64,7 +66,8 @@ func (f *scalperFlags) run(ctx context.Context) ([]*loadtest.ScalperSeries, erro
 		}
 		defer logFile.Close()
 	}
-	o := loadtest.ScalperOptions{People: f.people, Accounts: f.accounts, Units: int64(f.units), Seed: f.seed, Countdown: f.countdown, Log: os.Stderr}
+	o := loadtest.ScalperOptions{People: f.people, Accounts: f.accounts, Units: int64(f.units), Seed: f.seed, Countdown: f.countdown,
+		Equipped: f.equipped, Log: os.Stderr}
 	return loadtest.RunScalperSeries(ctx, variants, f.seeds, o, func(ctx context.Context, v loadtest.ScalperVariant) (*loadtest.Server, error) {
 		dbURL, err := loadtest.FreshDatabase(ctx, f.pg, f.db+v.Name)
 		if err != nil {
