@@ -29,6 +29,9 @@ ROUNDS=${ROUNDS:-1}
 CROWDS=${CROWDS-queue,crowd}
 CONNS_HELD=${CONNS_HELD-100000}
 export CAPTCHA_POOL=${CAPTCHA_POOL:-10000} # passed to the instances by cluster.sh
+# The proof of work's price at rest: the floor outside demo mode, so that the load tool, on the same two
+# cores, can pay the crowd's joins (at the default 400,000 it pays four times as much a join).
+export POW_MAXNUMBER=${POW_MAXNUMBER:-100000}
 SHOPPERS=${SHOPPERS:-10000}
 CROWD_PROCS=${CROWD_PROCS:-$(((SHOPPERS + 24999) / 25000))}
 COUNTDOWN=${COUNTDOWN:-15s}

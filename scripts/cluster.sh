@@ -32,7 +32,7 @@
 #   CLUSTER_ADMIN_PASSWORD, CLUSTER_MERCHANT_PASSWORD   cluster-boss-pass, cluster-seller-pass
 #   SECKILL_BIN          (built)            the seckill binary; default: go build -o bin/seckill .
 #   SESSION_SECRET       (generated once)   else kept in CLUSTER_DIR/session_secret (mode 600)
-#   BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE CAPTCHA_POOL
+#   BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE CAPTCHA_POOL POW_MAXNUMBER
 #                                           passed to the instances when set; nothing else is
 # Files in CLUSTER_DIR: cluster.env (what start used; mode 600), session_secret (600), redis-PORT/ (a node's
 # nodes.conf, append-only files, redis.log, redis.pid), cluster-create.log, setup.log (migrate, user
@@ -53,7 +53,7 @@ CLUSTER_DIR=${CLUSTER_DIR:-bin/cluster}
 case $CLUSTER_DIR in /*) ;; *) CLUSTER_DIR=$ROOT/$CLUSTER_DIR ;; esac
 STATE=$CLUSTER_DIR/cluster.env
 WORKER_PORTS=() # a cluster started before the workers records none
-PASS_THROUGH=(BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE CAPTCHA_POOL)
+PASS_THROUGH=(BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE CAPTCHA_POOL POW_MAXNUMBER)
 STOP_TIMEOUT=20 # seconds an instance gets after SIGTERM: its SHUTDOWN_TIMEOUT (10s) and some
 
 # ---- helpers ---------------------------------------------------------------------------------------
