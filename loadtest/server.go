@@ -53,7 +53,7 @@ type Server struct {
 // StartServer migrates the database, makes an admin and a merchant, and starts the server, answering once
 // it is ready.
 func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,8 @@ func FreshDatabase(ctx context.Context, pgURL, name string) (string, error) {
 	return u.String(), nil
 }
 
-func freePort() (int, error) {
+// FreePort answers a port nobody listens on now (the chaos tool's servers take theirs from it too).
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,20 +18,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"seckill/loadtest"
 )
 
 // dieWithUs makes a child process get SIGKILL if this one dies first (killed itself, it cannot stop them).
 func dieWithUs() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
-
-// freePort answers a port nobody listens on now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
 
 // waitFor polls ok every 50 ms until it holds or within is over.
 func waitFor(ctx context.Context, within time.Duration, what string, ok func() bool) error {
@@ -75,7 +66,7 @@ func newPostgres(ctx context.Context, dir string) (*postgres, error) {
 	// The newest version installed: by the number in its path, not as text (9.6 would sort after 15).
 	version := func(p string) int { n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(p)))); return n }
 	sort.Slice(bins, func(i, j int) bool { return version(bins[i]) < version(bins[j]) })
-	port, err := freePort()
+	port, err := loadtest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +255,7 @@ func (r *redisServer) sizeAt(t time.Time) (aofSize, bool) {
 }
 
 func newRedis(ctx context.Context, dir, fsync string) (*redisServer, error) {
-	port, err := freePort()
+	port, err := loadtest.FreePort()
 	if err != nil {
 		return nil, err
 	}

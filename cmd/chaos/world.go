@@ -105,11 +105,11 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 			"PAY_TIMEOUT="+c.payTimeout.String(), "SALE_KEEP="+c.saleKeep.String())
 	}
 	for i := range 2 {
-		port, err := freePort()
+		port, err := loadtest.FreePort()
 		if err != nil {
 			return w, err
 		}
-		metrics, err := freePort()
+		metrics, err := loadtest.FreePort()
 		if err != nil {
 			return w, err
 		}
