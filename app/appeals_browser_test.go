@@ -152,6 +152,22 @@ func TestAppealInABrowser(t *testing.T) {
 			if lang == "en" {
 				shot(t, shopper, "appeal-answered-en")
 			}
+
+			// On another device the page does not ask for the appeal by itself, but shows the answer when told to.
+			other := chrome(t)
+			loginInBrowser(t, other, s.URL, name, passwordOf("browser")) // registerInBrowser's password
+			var elsewhere bool
+			run(t, other, "the item page on another device",
+				chromedp.Navigate(s.URL+"/items/"+itoa(item.ID)),
+				chromedp.WaitVisible("#appeal-check", chromedp.ByID),
+				chromedp.Evaluate(`document.getElementById("appeal-answer").hidden`, &elsewhere),
+				chromedp.Click("#appeal-check", chromedp.ByID),
+				chromedp.WaitVisible("#appeal-answer", chromedp.ByID),
+				chromedp.Text("#appeal-answer", &said, chromedp.ByID),
+			)
+			if !elsewhere || !strings.Contains(said, answer) {
+				t.Errorf("on another device: the answer shown before asking %v; after asking %q, want %q", !elsewhere, said, answer)
+			}
 		})
 	}
 }

@@ -35,7 +35,8 @@ func TestAppealsFromTheLine(t *testing.T) {
 	noToken.c.Jar = shopper.c.Jar
 	noToken.noAutoCSRF = true
 	expect(t, "an appeal without the CSRF token", noToken.call("POST", path, body), 403, "csrf")
-	for name, msg := range map[string]string{"empty": "  \n ", "501 characters": strings.Repeat("长", 501), "a control character": "a\x00b"} {
+	for name, msg := range map[string]string{"empty": "  \n ", "501 characters": strings.Repeat("长", 501), "a control character": "a\x00b",
+		"a C1 control character": "a\u0085b", "only a zero-width space": "\u200b", "a right-to-left override": "\u202eevil txt.exe"} {
 		r := shopper.call("POST", path, map[string]string{"message": msg})
 		expect(t, "a message "+name, r, 400, "bad_request")
 		if f, _ := r.json(t)["fields"].(map[string]any); f["message"] == nil {

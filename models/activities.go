@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
@@ -164,7 +165,8 @@ func BadText(s string, multiline bool) bool {
 		return true
 	}
 	for _, r := range s {
-		if r < 0x20 && !(multiline && (r == '\n' || r == '\r' || r == '\t')) || r == 0x7f {
+		// Control characters (C0, DEL and C1), and bidirectional controls, which show a text reversed.
+		if unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\r' || r == '\t')) || unicode.Is(unicode.Bidi_Control, r) {
 			return true
 		}
 	}

@@ -52,7 +52,7 @@ type AppealWithUser struct {
 var (
 	errAppealOpen   = errs.New(errs.AppealOpen, "you have asked already: a person will look at it and answer here")
 	errNoSuchAppeal = errs.New(errs.NotFound, "no such appeal")
-	errAppealState  = errs.New(errs.Conflict, "this appeal has been answered already")
+	errAppealState  = errs.Say(errs.Conflict, "appeal_answered")
 )
 
 // appealText trims a message or an answer and says what is wrong with it: empty, too long, or holding
@@ -60,7 +60,7 @@ var (
 func appealText(field string, v *string) error {
 	*v = strings.TrimSpace(*v)
 	switch {
-	case *v == "":
+	case strings.TrimFunc(*v, invisible) == "": // nothing a person can read: spaces, zero-width characters
 		return errs.Bad(errs.W(field, "empty"))
 	case utf8.RuneCountInString(*v) > MaxAppealText:
 		return errs.Bad(errs.W(field, "max_chars", MaxAppealText))

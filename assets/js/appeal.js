@@ -13,9 +13,11 @@
   function sent() { try { return localStorage.getItem(mark) === "1"; } catch (e) { return false; } }
   function remember() { try { localStorage.setItem(mark, "1"); } catch (e) { /* private mode: asked this visit only */ } }
 
+  var elsewhere = document.getElementById("appeal-elsewhere");
   function render() {
     var answered = !!mine && mine.state === "answered" && mine.answer != null;
     box.hidden = !(inLine || mine);
+    elsewhere.hidden = asked || !!mine;
     state.hidden = !mine;
     // One open appeal an item: asking again waits for its answer.
     ask.hidden = !inLine || (!!mine && !answered);
@@ -44,6 +46,7 @@
     if (!asked && st !== "out" && st !== "ended" && sent()) { asked = true; refresh(); }
     render();
   });
+  document.getElementById("appeal-check").addEventListener("click", function () { asked = true; remember(); refresh(); render(); });
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
     var btn = document.getElementById("appeal-send");

@@ -78,7 +78,9 @@
       ap.appendChild(q); ap.appendChild(by);
     });
     art.appendChild(ap);
-    // Clear or Confirm, with the reason the audit log keeps.
+    // Clear or Confirm, with the reason the audit log keeps: a cleared cluster is decided for good; a
+    // confirmed one may still be cleared (an appeal heard).
+    if (c.decision === "cleared") return art;
     var form = el("form", "cluster-decide");
     form.noValidate = true;
     var label = el("label", "", w("clu.reason"));
@@ -91,7 +93,8 @@
     clear.addEventListener("click", function () { decide(c, form, "clear", clear); });
     confirm.addEventListener("click", function () { decide(c, form, "confirm", confirm); });
     form.addEventListener("submit", function (ev) { ev.preventDefault(); });
-    [label, input, clear, confirm, el("span", "field-error"), el("p", "form-error")].forEach(function (e) { form.appendChild(e); });
+    [label, input, clear].concat(c.decision === "confirmed" ? [] : [confirm], [el("span", "field-error"), el("p", "form-error")])
+      .forEach(function (e) { form.appendChild(e); });
     form.querySelector(".field-error").dataset.errorFor = "reason";
     form.querySelector(".form-error").setAttribute("role", "alert");
     art.appendChild(form);
@@ -106,7 +109,7 @@
         fmt("clu.th.prefix", th.prefix_min, th.prefix_factor),
         fmt("clu.th.burst", th.burst, th.burst_window_seconds),
         fmt("clu.th.device", th.device_accounts, th.device_refused)
-      ].join("; ") + ".";
+      ].join(w("clu.th.sep")) + w("clu.th.end");
       document.getElementById("clusters-off").hidden = r.shadow_line !== false;
       list.textContent = "";
       if (!(r.clusters || []).length) { list.appendChild(el("p", "muted", w("clu.none"))); return; }
