@@ -35,14 +35,7 @@ func waitingRoom(t *testing.T, s *liveServer, stockTotal int64, startsIn time.Du
 // the header to name the account.
 func signIn(t *testing.T, ctx context.Context, base, username string) {
 	t.Helper()
-	run(t, ctx, "log in as "+username,
-		chromedp.Navigate(base+"/login"),
-		chromedp.WaitVisible("#username", chromedp.ByID),
-		chromedp.SendKeys("#username", username, chromedp.ByID),
-		chromedp.SendKeys("#password", passwordOf(username), chromedp.ByID),
-		chromedp.Click(`form[data-account] button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`//span[@class="who"][.="`+username+`"]`),
-	)
+	loginInBrowser(t, ctx, base, username, passwordOf(username))
 }
 
 // joinInBrowser opens the item page and joins its line with the captcha; the page then says the place.

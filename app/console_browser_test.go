@@ -29,7 +29,7 @@ func loginInBrowser(t *testing.T, ctx context.Context, base, username, password 
 		chromedp.SendKeys("#username", username, chromedp.ByID),
 		chromedp.SendKeys("#password", password, chromedp.ByID),
 		chromedp.Click(`form[data-account] button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`//h1[contains(., "Flash sales")]`),
+		chromedp.WaitVisible(`//span[@class="who"][.="`+username+`"]`), // logged in, in whatever language the page reads
 	)
 }
 
