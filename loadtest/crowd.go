@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"os"
 	"sort"
 	"strings"
@@ -42,7 +43,31 @@ func lateWindow(n int) time.Duration { return max(5*time.Second, time.Duration(n
 // crowdTime is how long a crowd of n shoppers is given to have its final answers: five minutes, and a
 // minute more for each 10,000 shoppers (on two shared cores, a hundred thousand shoppers' requests take
 // the instances and the tool minutes of CPU between them).
-func crowdTime(n int) time.Duration { return 5*time.Minute + time.Duration(n/10_000)*time.Minute }
+//
+// A queue crowd is given more: its joins carry proofs of work that the load tool pays on the cores the
+// instances use, where each person's own device would pay one. At the floor's price (100,000) a join
+// takes about 50,000 tries, 6 ms of a core with the plain solver when nothing else runs; with the instances
+// on the same cores, solveEach a shopper.
+func crowdTime(n int, mode string) time.Duration {
+	d := 5*time.Minute + time.Duration(n/10_000)*time.Minute
+	if mode == "queue" {
+		d += time.Duration(n) * solveEach
+	}
+	return d
+}
+
+const solveEach = 20 * time.Millisecond
+
+// crowdAddress is the address shopper i of a queue crowd comes from: ten shoppers an address, each
+// address in an IPv4 /24 of its own (127.30.0.1, 127.30.1.1, ..., 127.30.249.1, 127.31.0.1, ...), as a
+// crowd of people is spread over the networks of a country. A crowd of 100,000 takes 10,000 /24s, at
+// most ten joins each: no prefix is crowded (the proof of work's price and the sifting's signal start at
+// 20 joins of a /24). Shared loopback addresses would put the whole crowd in a few crowded prefixes,
+// which is the scalper scenario's concern, not this one's.
+func crowdAddress(i int) netip.Addr {
+	a := i / 10
+	return netip.AddrFrom4([4]byte{127, byte(30 + a/250), byte(a % 250), 1})
+}
 
 // CrowdReport is what a crowd scenario saw.
 type CrowdReport struct {
@@ -246,7 +271,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			return nil, err
 		}
 	}
-	crowdCtx, stop := context.WithTimeout(ctx, crowdTime(len(users)))
+	crowdCtx, stop := context.WithTimeout(ctx, crowdTime(len(users), mode))
 	defer stop()
 	var pg, statements, orders, txs []float64
 	var sampled chan struct{}
@@ -261,7 +286,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	cpuBefore := sampleCPU(o.CPU)
 	toolBefore, _ := cpuSeconds(os.Getpid())
 	if o.Shop != nil { // the shoppers shop from other processes, and send back what they saw
-		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(crowdTime(len(users)))}
+		plan := &CrowdPlan{Mode: mode, Sale: *sale, CSRF: c.csrf, Until: started.Add(crowdTime(len(users), mode))}
 		for _, s := range shoppers {
 			plan.Shoppers = append(plan.Shoppers, PlannedShopper{ID: s.u.ID, Name: s.u.Name, Session: s.u.session, Arrive: s.arrive,
 				AddressID: s.addressID})
@@ -490,6 +515,10 @@ func (c *Client) Shop(ctx context.Context, rdb redis.UniversalClient, plan *Crow
 
 // shop is one shopper, from arrival to a final answer (or the crowd's end).
 func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale, s *crowdShopper, mode string) {
+	if mode == "queue" { // a person: an address and a browser of their own (crowdAddress)
+		s.u.FromAddress(crowdAddress(s.Who))
+		s.u.UseDevice(&Device{})
+	}
 	if err := WaitUntil(ctx, s.arrive); err != nil {
 		return
 	}

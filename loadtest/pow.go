@@ -2,11 +2,14 @@ package loadtest
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,7 +36,7 @@ func (p PowSpent) String() string {
 	if p.CPU > 0 {
 		took = p.CPU
 	}
-	return fmt.Sprintf("%d proofs of work solved with ALTCHA's Go library: %d tries, %.1f s of solver time (%.1f ms a solve, %.2f M tries a second)",
+	return fmt.Sprintf("%d proofs of work solved with a plain SHA-256 loop: %d tries, %.1f s of solver time (%.1f ms a solve, %.2f M tries a second)",
 		p.Solves, p.Tries, took.Seconds(), took.Seconds()*1000/float64(p.Solves), float64(p.Tries)/max(took.Seconds(), 1e-9)/1e6)
 }
 
@@ -62,8 +65,8 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// SolvePow asks GET /api/altcha?query as u and solves the challenge with ALTCHA's Go library, as a
-// scalper's server would: it answers the altcha field of a registration or a join, or retry when the
+// SolvePow asks GET /api/altcha?query as u and solves the challenge with a plain SHA-256 loop
+// (solveSHA256), as a scalper's server would: it answers the altcha field of a registration or a join, or retry when the
 // server said too many at once.
 func (c *Client) SolvePow(ctx context.Context, u *User, query string) (altchaField string, retry bool, err error) {
 	if c.solveSlots != nil {
@@ -96,7 +99,10 @@ func (c *Client) SolvePow(ctx context.Context, u *User, query string) (altchaFie
 		defer runtime.UnlockOSThread()
 	}
 	start, cpu := time.Now(), threadCPU()
-	s, err := altcha.SolveChallenge(ch.Challenge, ch.Salt, altcha.Algorithm(ch.Algorithm), int(ch.MaxNumber), 0, ctx.Done())
+	if ch.Algorithm != string(altcha.SHA256) {
+		return "", false, fmt.Errorf("altcha: the load tool solves SHA-256 only, not %q", ch.Algorithm)
+	}
+	n, err := solveSHA256(ctx, ch.Challenge, ch.Salt, ch.MaxNumber)
 	c.pow.nanos.Add(int64(time.Since(start)))
 	if c.solveSlots != nil {
 		c.pow.cpu.Add(int64(threadCPU() - cpu))
@@ -104,19 +110,35 @@ func (c *Client) SolvePow(ctx context.Context, u *User, query string) (altchaFie
 	if err != nil {
 		return "", false, err
 	}
-	if s == nil {
-		if ctx.Err() != nil {
-			return "", false, ctx.Err()
-		}
-		return "", false, fmt.Errorf("altcha: no solution up to %d", ch.MaxNumber)
-	}
 	c.pow.solves.Add(1)
-	c.pow.tries.Add(int64(s.Number) + 1)
-	p, err := json.Marshal(altcha.Payload{Algorithm: ch.Algorithm, Challenge: ch.Challenge, Number: int64(s.Number), Salt: ch.Salt, Signature: ch.Signature})
+	c.pow.tries.Add(n + 1)
+	p, err := json.Marshal(altcha.Payload{Algorithm: ch.Algorithm, Challenge: ch.Challenge, Number: n, Salt: ch.Salt, Signature: ch.Signature})
 	if err != nil {
 		return "", false, err
 	}
 	return base64.StdEncoding.EncodeToString(p), false, nil
+}
+
+// solveSHA256 answers the least n in 0..maxNumber whose SHA-256 of salt followed by n in decimal is
+// challenge (hex), as ALTCHA's protocol asks. It is ALTCHA's SolveChallenge without its per-try
+// formatting and hex encoding: about four times its tries a second, what a scalper's own solver would do.
+func solveSHA256(ctx context.Context, challenge, salt string, maxNumber int64) (int64, error) {
+	want, err := hex.DecodeString(challenge)
+	if err != nil || len(want) != sha256.Size {
+		return 0, fmt.Errorf("altcha: a challenge of %q is no SHA-256", challenge)
+	}
+	target := [sha256.Size]byte(want)
+	buf := make([]byte, 0, len(salt)+20)
+	buf = append(buf, salt...)
+	for n := int64(0); n <= maxNumber; n++ {
+		if n&0xffff == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if sha256.Sum256(strconv.AppendInt(buf, n, 10)) == target {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("altcha: no solution up to %d", maxNumber)
 }
 
 // joinQuery is GET /api/altcha's query for a join of itemID.

@@ -14,14 +14,17 @@ import (
 // statement, all with one password hash made here at bcrypt's lowest cost: a crowd's accounts exist
 // before its sale, and registering a hundred thousand through the API (a captcha and a hash each) would
 // take longer than the sale, and each would pay a proof of work the run does not measure. The load tool
-// then logs each in through the API, as its owner would have.
+// then logs each in through the API, as its owner would have. Each account was made at a random moment
+// of the year before yesterday, as a crowd's are: none is a new account (a join's proof of work costs a
+// new account twice) and they were made in no burst.
 func SeedUsers(ctx context.Context, pool *pgxpool.Pool, prefix string, n int) ([]*User, error) {
 	hash, err := bcrypt.GenerateFromPassword([]byte(Password), bcrypt.MinCost)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := pool.Query(ctx, `INSERT INTO users (username, password_hash, role, created_at, updated_at)
-		SELECT $1 || g, $2, 'shopper', now(), now() FROM generate_series(0, $3::int - 1) AS g
+		SELECT $1 || g, $2, 'shopper', m, m FROM (
+			SELECT g, now() - interval '1 day' - random() * interval '364 days' AS m FROM generate_series(0, $3::int - 1) AS g) AS a
 		RETURNING id, username`, prefix, string(hash), n)
 	if err != nil {
 		return nil, fmt.Errorf("seed %d accounts: %w", n, err)
