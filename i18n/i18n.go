@@ -27,6 +27,23 @@ func (t Tr) T(key string) string {
 	return key
 }
 
+// add puts a feature's words into the catalog, from an init in a file of the feature's own
+// (words_<feature>.go): features built side by side then never edit the same lines. A key said twice is
+// a mistake, found at start.
+func add(words map[string]map[string]string) {
+	for lang, w := range words {
+		if catalog[lang] == nil {
+			panic("i18n: words for an unknown language " + strconv.Quote(lang))
+		}
+		for k, v := range w {
+			if _, dup := catalog[lang][k]; dup {
+				panic("i18n: the key " + strconv.Quote(k) + " is said twice in " + lang)
+			}
+			catalog[lang][k] = v
+		}
+	}
+}
+
 // HTMLLang is the value of <html lang>.
 func (t Tr) HTMLLang() string {
 	if t.Lang == "zh" {
