@@ -423,6 +423,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
 	books := jobs.DBBooks{DB: d.DB}
+	cards := auth.NewAddressCards(cfg.SessionSecret)
 	stats := &handlers.Live{DB: d.DB, Ledger: s.Ledger, Line: s.Line, Answers: s.Answers, Now: d.Now}
 	s.site = site{
 		health:   &handlers.Health{DB: d.DB, Redis: d.Redis},
@@ -442,10 +443,10 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
 			Captchas: s.Captchas, Work: work, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 			Places: auth.NewPlaces(cfg.SessionSecret), Turn: cfg.QueueTurn, Claims: s.Claims, Refusals: s.Refusals, DB: d.DB,
-			Sifter: s.Sifter, Devices: devices,
+			Sifter: s.Sifter, Devices: devices, Cards: cards,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
-		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders, Limits: accounts.Limits},
+		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders, Limits: accounts.Limits, Claims: s.Claims, Cards: cards},
 		ship:     &handlers.Fulfilment{DB: d.DB, Orders: s.Orders, Now: d.Now},
 		refunds:  &handlers.AdminOrders{DB: d.DB, Orders: s.Orders, Refunds: s.Refunds, Now: d.Now},
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),

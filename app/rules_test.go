@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -277,4 +278,68 @@ func TestAnEntrantsAddressesAreBounded(t *testing.T) {
 	if got["one_per_address"] != false || got["accounts_before_approval"] != false {
 		t.Errorf("a change without rules reset them: %v", got)
 	}
+}
+
+// A page that hands back the card its address book gave joins without the server reading the book (a
+// crowd's joins cost PostgreSQL nothing); a card that is not the caller's, or damaged, is not trusted:
+// the book is read, and another's address is refused as unknown.
+func TestAJoinWithItsAddressCardReadsNoAddressBook(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	act, item := queueSale(t, s.DB, s, 10)
+	if err := s.DB.Model(&act).Update("rule_one_per_address", true).Error; err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 5*time.Second, "the catalog to show the rule", func() bool {
+		b := newBrowser(t, s.URL)
+		return b.call("GET", "/api/activities/"+itoa(act.ID), nil).json(t)["rules"].(map[string]any)["one_per_address"] == true
+	})
+	ada, bob, cy := newBrowser(t, s.URL), newBrowser(t, s.URL), newBrowser(t, s.URL)
+	ada.register("card_ada", passwordOf("card_ada"))
+	bob.register("card_bob", passwordOf("card_bob"))
+	cy.register("card_cy", passwordOf("card_cy"))
+	home := ada.addAddress("+86 138 0013 8000", "Zhejiang", "Hangzhou", "No. 18, Wensan Road, Flat 3-201")
+	bobs := bob.addAddress("13900139000", "Jiangsu", "Nanjing", "1 Zhongshan Road")
+	cardOf := func(b *browser, id int64) string {
+		var book []map[string]any
+		if err := json.Unmarshal(b.call("GET", "/api/addresses", nil).Body, &book); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range book {
+			if int64(a["id"].(float64)) == id {
+				card, _ := a["card"].(string)
+				return card
+			}
+		}
+		t.Fatalf("address %d is not in the book", id)
+		return ""
+	}
+	joinWith := func(b *browser, addressID int64, card string) reply {
+		id, answer := b.captcha()
+		return b.call("POST", "/api/items/"+itoa(item.ID)+"/queue", map[string]any{"captcha_id": id, "captcha_answer": answer,
+			"address_id": addressID, "address_card": card, "altcha": b.altcha("purpose=join&item_id=" + itoa(item.ID))})
+	}
+	adaCard := cardOf(ada, home)
+	if adaCard == "" {
+		t.Fatal("the address book gives no card")
+	}
+
+	// Bob hands Ada's card for his own address, and for hers: neither is trusted.
+	before := dbCounts(t, s.Srv)
+	expect(t, "another's card for one's own address", joinWith(bob, bobs, adaCard), 200, "")
+	if got := dbDelta(before, dbCounts(t, s.Srv))["addresses/read"]; got != 1 {
+		t.Errorf("a join with a card not its own read the address book %v times, want once", got)
+	}
+	expect(t, "another's address with its card", joinWith(cy, home, adaCard), 400, "bad_request")
+	damaged := []byte(adaCard)
+	damaged[10] ^= 1
+	expect(t, "a damaged card for an address not one's own", joinWith(cy, home, string(damaged)), 400, "bad_request")
+
+	before = dbCounts(t, s.Srv)
+	expect(t, "a join with its own card", joinWith(ada, home, adaCard), 200, "")
+	if got := dbDelta(before, dbCounts(t, s.Srv))["addresses/read"]; got != 0 {
+		t.Errorf("a join with its own card read the address book %v times, want none", got)
+	}
+	// The card claimed the address: the same place from another account is refused as before.
+	same := cy.addAddress("13700137000", "ZHEJIANG Province", "hangzhou", "no 18 wensan road, flat 3 201")
+	expect(t, "the same place, with its own card", joinWith(cy, same, cardOf(cy, same)), 409, "address_limit")
 }

@@ -4,26 +4,43 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
+	"seckill/auth"
 	"seckill/errs"
 	"seckill/models"
 	"seckill/orders"
 	"seckill/ratelimit"
+	"seckill/stock"
 )
 
 // Addresses serves the shopper's address book and the choice of an order's delivery address.
 type Addresses struct {
 	DB     *gorm.DB
 	Orders *orders.Service
-	Limits *ratelimit.Shared // the shopper's address probes (one entrant per address)
+	Limits *ratelimit.Shared  // the shopper's address probes (one entrant per address)
+	Claims *stock.Claims      // the claim keys of an address (one entrant per address)
+	Cards  *auth.AddressCards // signs each address's card, which a join hands back instead of a read
 }
 
 // AddressJSON is the contract's `address`: an entry of the address book.
 type AddressJSON struct {
 	ID int64 `json:"id"`
 	models.Delivery
+	// Card is the address's signed claim keys, which a join of a sale with one entrant per address may
+	// carry (address_card) so that it reads no address book; "" where the book answers none.
+	Card string `json:"card,omitempty"`
 }
 
 func addressJSON(a *models.Address) AddressJSON { return AddressJSON{ID: a.ID, Delivery: a.Delivery} }
+
+// withCard is a's JSON with its card.
+func (h *Addresses) withCard(a *models.Address) AddressJSON {
+	out := addressJSON(a)
+	if h.Cards != nil && h.Claims != nil {
+		k := h.Claims.KeysOf(a.Delivery)
+		out.Card = h.Cards.Sign(a.UserID, a.ID, k.Place, k.Phone)
+	}
+	return out
+}
 
 // List answers the caller's address book, oldest first.
 func (h *Addresses) List(c *fiber.Ctx) error {
@@ -34,7 +51,7 @@ func (h *Addresses) List(c *fiber.Ctx) error {
 	}
 	out := make([]AddressJSON, len(book))
 	for i := range book {
-		out[i] = addressJSON(&book[i])
+		out[i] = h.withCard(&book[i])
 	}
 	return c.JSON(out)
 }
@@ -50,7 +67,7 @@ func (h *Addresses) Add(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(addressJSON(a))
+	return c.Status(fiber.StatusCreated).JSON(h.withCard(a))
 }
 
 // Update changes one of the caller's addresses; the orders that took a copy keep it.
@@ -68,7 +85,7 @@ func (h *Addresses) Update(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(addressJSON(a))
+	return c.JSON(h.withCard(a))
 }
 
 // Delete removes one of the caller's addresses; the orders that took a copy keep it.

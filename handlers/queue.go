@@ -39,13 +39,14 @@ type Queue struct {
 	Work        *pow.Work // the proof of work a join carries, checked before the captcha
 	Limits      *ratelimit.Shared
 	RateLimitIP bool
-	Places      *auth.Places    // signs a shopper's place (place_token), checks X-Line-Place
-	Claims      *stock.Claims   // one entrant per delivery address and phone, where the sale's rule says so
-	Refusals    *stock.Refusals // the rules' refusals, counted for the fairness report
-	Sifter      *stock.Sifter   // keeps every join's traces (device, address prefix, refusal) for the shadow line
-	Devices     *auth.Devices   // reads the caller's device id
-	DB          *gorm.DB        // the entrants' address books
-	Turn        time.Duration   // how long a turn lasts (QUEUE_TURN), for the line's document
+	Places      *auth.Places       // signs a shopper's place (place_token), checks X-Line-Place
+	Claims      *stock.Claims      // one entrant per delivery address and phone, where the sale's rule says so
+	Refusals    *stock.Refusals    // the rules' refusals, counted for the fairness report
+	Sifter      *stock.Sifter      // keeps every join's traces (device, address prefix, refusal) for the shadow line
+	Devices     *auth.Devices      // reads the caller's device id
+	DB          *gorm.DB           // the entrants' address books, read when a join carries no address card
+	Cards       *auth.AddressCards // the address cards the address book signed: a join that carries one reads no address
+	Turn        time.Duration      // how long a turn lasts (QUEUE_TURN), for the line's document
 	Now         func() time.Time
 
 	once   sync.Once
@@ -160,15 +161,15 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 	if err := h.Work.Verify(ctx, in.Altcha, joinAsk(c, itemID, s.UserID)); err != nil {
 		return err
 	}
-	addr, err := h.entrantAddress(c, a, s.UserID, in.AddressID)
+	keys, err := h.entrantAddress(c, a, s.UserID, in.AddressID, in.AddressCard)
 	if err != nil {
 		return h.refused(c, itemID, a, s.UserID, err)
 	}
 	if err := passCaptcha(c, h.Limits, h.Captchas, h.RateLimitIP, s.UserID, in.captchaInput); err != nil {
 		return err
 	}
-	if addr != nil {
-		if err := h.Claims.Claim(ctx, a, s.UserID, addr.Delivery); err != nil {
+	if keys != nil {
+		if err := h.Claims.Claim(ctx, a, s.UserID, *keys); err != nil {
 			return h.refused(c, itemID, a, s.UserID, probed(ctx, h.Limits, s.UserID, err))
 		}
 	}
@@ -198,16 +199,20 @@ func (h *Queue) note(c *fiber.Ctx, itemID int64, a *models.Activity, userID int6
 		Refused: refused}, a.EndsAt)
 }
 
-// joinInput is a join's body: the captcha, and the delivery address where the sale's rule asks for one.
+// joinInput is a join's body: the captcha, and the delivery address where the sale's rule asks for one,
+// with its card from the address book when the page has it.
 type joinInput struct {
 	captchaInput
-	AddressID int64 `json:"address_id"`
+	AddressID   int64  `json:"address_id"`
+	AddressCard string `json:"address_card"`
 }
 
-// entrantAddress answers the caller's address for the join when the sale has one entrant per address
-// (nil when it has not), refusing a missing or unknown address (400, fields.address_id) and one that
-// another entrant gave (address_limit), without claiming it.
-func (h *Queue) entrantAddress(c *fiber.Ctx, a *models.Activity, userID, addressID int64) (*models.Address, error) {
+// entrantAddress answers the claim keys of the caller's address for the join when the sale has one
+// entrant per address (nil when it has not), refusing a missing or unknown address (400,
+// fields.address_id) and one that another entrant gave (address_limit), without claiming it. The keys
+// come from the address's card when the join carries one signed for this user and address, else from the
+// address book (one primary-key read); a card that does not verify is not trusted and the book is read.
+func (h *Queue) entrantAddress(c *fiber.Ctx, a *models.Activity, userID, addressID int64, card string) (*stock.ClaimKeys, error) {
 	if !a.RuleOnePerAddress {
 		return nil, nil
 	}
@@ -218,17 +223,25 @@ func (h *Queue) entrantAddress(c *fiber.Ctx, a *models.Activity, userID, address
 	if addressID <= 0 {
 		return nil, errs.Bad(errs.W("address_id", "choose_address"))
 	}
-	addr, err := models.AddressOfUser(c.UserContext(), h.DB, userID, addressID)
-	if errs.Is(err, errs.NotFound) {
-		return nil, errs.Bad(errs.W("address_id", "choose_address"))
+	var keys stock.ClaimKeys
+	ok := false
+	if card != "" && h.Cards != nil {
+		keys.Place, keys.Phone, ok = h.Cards.Verify(card, userID, addressID)
 	}
-	if err != nil {
-		return nil, err
+	if !ok {
+		addr, err := models.AddressOfUser(c.UserContext(), h.DB, userID, addressID)
+		if errs.Is(err, errs.NotFound) {
+			return nil, errs.Bad(errs.W("address_id", "choose_address"))
+		}
+		if err != nil {
+			return nil, err
+		}
+		keys = h.Claims.KeysOf(addr.Delivery)
 	}
-	if err := h.Claims.Check(c.UserContext(), a, userID, addr.Delivery); err != nil {
+	if err := h.Claims.Check(c.UserContext(), a, userID, keys); err != nil {
 		return nil, probed(c.UserContext(), h.Limits, userID, err)
 	}
-	return addr, nil
+	return &keys, nil
 }
 
 // Status answers the caller's standing in the item's line.

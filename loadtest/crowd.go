@@ -696,6 +696,24 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			token = *q.PlaceToken
 		}
 	}
+	// A sale of one entrant per address: the page reads the address book once it loads, as item.js does,
+	// and its join hands back the chosen address's card, so that the join reads no address book.
+	card := ""
+	if s.addressID > 0 {
+		a, err := c.Do(ctx, http.MethodGet, "/api/addresses", nil, s.u)
+		s.count(a, err, "addresses")
+		var book []struct {
+			ID   int64  `json:"id"`
+			Card string `json:"card"`
+		}
+		if err == nil && a.Status == http.StatusOK && jsonUnmarshal(a.Body, &book) == nil {
+			for _, b := range book {
+				if b.ID == s.addressID {
+					card = b.Card
+				}
+			}
+		}
+	}
 	join := func() (standing, bool) {
 		for ctx.Err() == nil {
 			// The proof of work first, as the page solves it while the person types the captcha: a captcha
@@ -718,6 +736,7 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			}
 			if s.addressID > 0 {
 				body["address_id"] = s.addressID
+				body["address_card"] = card
 			}
 			a, err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/queue", sale.ItemID), body, s.u)
 			s.count(a, err, "join")

@@ -82,7 +82,7 @@ func (s *Service) claim(ctx context.Context, o *models.Order, userID int64, d mo
 	if act.SaleMode == models.SaleQueue {
 		return s.Claims.Owned(ctx, act, userID, d) // the address given when joining
 	}
-	return s.Claims.Claim(ctx, act, userID, d)
+	return s.Claims.Claim(ctx, act, userID, s.Claims.KeysOf(d))
 }
 
 // Payment is where the buyer pays an order: the provider's payment and its page.

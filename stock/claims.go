@@ -56,31 +56,48 @@ const maxClaimsPerUser = 4
 // within their payment deadline.
 const claimsKeep = 24 * time.Hour
 
-// Check answers ErrAddressTaken when another user of the activity gave d's place or phone, without
-// claiming them.
-func (c *Claims) Check(ctx context.Context, a *models.Activity, userID int64, d models.Delivery) error {
-	return c.run(ctx, "check", a, userID, d)
+// ClaimKeys are what a claim gives of a delivery address: the first 16 bytes of the SHA-256 of its place's
+// one spelling and of its phone's (addrkey); a zero one is absent (nothing to spell). A page may carry
+// them signed (auth.AddressCards), so that a join need not read the address.
+type ClaimKeys struct{ Place, Phone [16]byte }
+
+// KeysOf answers d's claim keys.
+func (c *Claims) KeysOf(d models.Delivery) ClaimKeys {
+	var k ClaimKeys
+	if p := addrkey.Place(d.Region, d.City, d.Street); p != "" {
+		k.Place = claimHash(p)
+	}
+	if p := addrkey.Phone(d.Phone, c.region); p != "" {
+		k.Phone = claimHash(p)
+	}
+	return k
 }
 
-// Claim gives d's place and phone to the user in the activity, or answers ErrAddressTaken when another
+// Check answers ErrAddressTaken when another user of the activity gave k's place or phone, without
+// claiming them.
+func (c *Claims) Check(ctx context.Context, a *models.Activity, userID int64, k ClaimKeys) error {
+	return c.run(ctx, "check", a, userID, k)
+}
+
+// Claim gives k's place and phone to the user in the activity, or answers ErrAddressTaken when another
 // user of it gave either, or ErrTooManyAddresses past the user's share (then nothing is claimed).
-func (c *Claims) Claim(ctx context.Context, a *models.Activity, userID int64, d models.Delivery) error {
-	return c.run(ctx, "claim", a, userID, d)
+func (c *Claims) Claim(ctx context.Context, a *models.Activity, userID int64, k ClaimKeys) error {
+	return c.run(ctx, "claim", a, userID, k)
 }
 
 // Owned answers nil when d's place and phone are both the user's in the activity (given when joining),
 // else ErrAddressTaken (another's) or ErrNotYourEntry (nobody's yet).
 func (c *Claims) Owned(ctx context.Context, a *models.Activity, userID int64, d models.Delivery) error {
-	return c.run(ctx, "owned", a, userID, d)
+	return c.run(ctx, "owned", a, userID, c.KeysOf(d))
 }
 
-func (c *Claims) run(ctx context.Context, mode string, a *models.Activity, userID int64, d models.Delivery) error {
+func (c *Claims) run(ctx context.Context, mode string, a *models.Activity, userID int64, k ClaimKeys) error {
 	args := []any{userID, a.EndsAt.Add(claimsKeep).Unix(), mode, maxClaimsPerUser}
-	if p := addrkey.Place(d.Region, d.City, d.Street); p != "" {
-		args = append(args, claimKey("a:", p))
+	if k.Place != ([16]byte{}) {
+		args = append(args, "a:"+hex.EncodeToString(k.Place[:]))
 	}
-	if p := addrkey.Phone(d.Phone, c.region); p != "" {
-		args = append(args, claimKey("t:", p))
+	if k.Phone != ([16]byte{}) {
+		args = append(args, "t:"+hex.EncodeToString(k.Phone[:]))
 	}
 	tag := "sk:{act:" + strconv.FormatInt(a.ID, 10) + "}:"
 	answer, err := claimScript.Run(ctx, c.rdb, []string{tag + "claims", tag + "claimsby"}, args...).Int()
@@ -98,8 +115,9 @@ func (c *Claims) run(ctx context.Context, mode string, a *models.Activity, userI
 	return nil
 }
 
-// claimKey is a kind's prefix and the first 16 bytes of the SHA-256 of the spelling, in hex.
-func claimKey(kind, spelling string) string {
+// claimHash is the first 16 bytes of the SHA-256 of a spelling: a claim's key is its kind's prefix and
+// this in hex.
+func claimHash(spelling string) [16]byte {
 	sum := sha256.Sum256([]byte(spelling))
-	return kind + hex.EncodeToString(sum[:16])
+	return [16]byte(sum[:16])
 }

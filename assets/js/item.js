@@ -253,7 +253,7 @@
         return;
       }
       var join = { captcha_id: captchaId, captcha_answer: answer.value.trim() };
-      if (addressSelect) join.address_id = Number(addressSelect.value) || 0;
+      if (addressSelect) { join.address_id = Number(addressSelect.value) || 0; join.address_card = addressCards[addressSelect.value] || ""; }
       if (joinPow && !joinPow.ready()) say(w("queue.powWait")); // sent by itself once the check is done
       (joinPow ? joinPow.take() : Promise.resolve(undefined))
         .then(function (proof) { join.altcha = proof; return api("POST", "/api/items/" + id + "/queue", join); })
@@ -283,6 +283,7 @@
 
   // A sale of one entrant per address: the join says which of the shopper's addresses the item would go to.
   var addressSelect = document.getElementById("join-address");
+  var addressCards = {}; // each address's signed card: the join hands it back, and the server reads no address book
   function loadAddresses() {
     if (!addressSelect) return;
     api("GET", "/api/addresses").then(function (list) {
@@ -290,6 +291,7 @@
       (list || []).forEach(function (a) {
         var o = document.createElement("option");
         o.value = a.id;
+        if (a.card) addressCards[a.id] = a.card;
         o.textContent = [a.recipient, a.city, a.street].join(" · ");
         addressSelect.appendChild(o);
       });
