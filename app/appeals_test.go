@@ -140,6 +140,13 @@ func TestAppealsArePagedNewestFirst(t *testing.T) {
 		t.Errorf("the newest first: %v … %v", one[0], two[2])
 	}
 	expect(t, "page 0", admin.call("GET", "/api/admin/appeals?page=0", nil), 400, "bad_request")
+	// The page past the last sends to the last, which shows the oldest.
+	if r := admin.call("GET", "/admin/appeals?state=open&page=99999", nil); r.Status != 302 || r.Header.Get("Location") != "/admin/appeals?state=open&page=2" {
+		t.Errorf("page 99999: %d to %q, want the last page", r.Status, r.Header.Get("Location"))
+	}
+	if page := string(admin.call("GET", "/admin/appeals?state=open&page=2", nil).Body); !strings.Contains(page, "look 0") || !strings.Contains(page, "2 / 2") {
+		t.Error("the last page does not show the oldest appeal and its number")
+	}
 }
 
 // A shadowed entrant appeals as anyone in the line does: the answers do not tell them apart.

@@ -154,3 +154,19 @@ func TestScalperEntrantsWaitInTheShadowLine(t *testing.T) {
 		return r["flagged"] == 2.0 && r["shadowed"] == 2.0 && r["confirmed"] == 2.0 && r["cleared"] == 2.0
 	})
 }
+
+// A first-come item's clusters page says once that such a sale has no line, and asks for no clusters.
+func TestClustersPageOfAFirstComeItem(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	now := time.Now()
+	_, item := testenv.Sale(t, s.DB, 5, now.Add(time.Minute), now.Add(time.Hour))
+	admin := withRole(t, s, "first_come_admin", models.RoleAdmin)
+	r := admin.call("GET", "/admin/items/"+itoa(item.ID)+"/clusters", nil)
+	page := string(r.Body)
+	if r.Status != 200 || strings.Count(page, "it has no line, so no clusters") != 1 {
+		t.Fatalf("the page of a first-come item: %d, the notice %d times", r.Status, strings.Count(page, "it has no line, so no clusters"))
+	}
+	if strings.Contains(page, "clusters.js") || strings.Contains(page, `id="clusters-list"`) {
+		t.Error("the page of a first-come item loads the clusters' list")
+	}
+}

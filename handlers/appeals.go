@@ -215,6 +215,10 @@ func (h *Appeals) Page(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	last := max(int((total+appealsPerPage-1)/appealsPerPage), 1)
+	if page > last { // past the last page (the list shrank, or the address was typed): the last one
+		return c.Redirect("/admin/appeals?state="+state+"&page="+strconv.Itoa(last), fiber.StatusFound)
+	}
 	ids := make([]int64, len(rows))
 	for i := range rows {
 		ids[i] = rows[i].ItemID
@@ -227,7 +231,6 @@ func (h *Appeals) Page(c *fiber.Ctx) error {
 	for i := range rows {
 		out[i] = appealRow{AppealWithUser: rows[i], ItemName: names[rows[i].ItemID]}
 	}
-	last := max(int((total+appealsPerPage-1)/appealsPerPage), 1)
 	noStore(c)
 	return c.Render("admin_appeals", PageData(c, h.Now(), "appeal.adminTitle", "Appeals", out, "State", state, "Total", total,
 		"Page", page, "Prev", page-1, "Next", page+1, "Last", last), Layout)
