@@ -108,6 +108,7 @@ type site struct {
 	buy      *handlers.Buy
 	queue    *handlers.Queue
 	report   *handlers.Report
+	calendar *handlers.Calendar
 	orders   *handlers.Orders
 	book     *handlers.Addresses
 	ship     *handlers.Fulfilment
@@ -438,7 +439,8 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Limits: accounts.Limits, BuyLimit: s.buyLimit, Answers: s.Answers, Orders: node, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
 			Refusals: s.Refusals,
 		},
-		report: &handlers.Report{DB: d.DB, Line: s.Line, Refusals: s.Refusals, Now: d.Now},
+		report:   &handlers.Report{DB: d.DB, Line: s.Line, Refusals: s.Refusals, Now: d.Now},
+		calendar: &handlers.Calendar{Catalog: shop, BaseURL: cfg.BaseURL},
 		queue: &handlers.Queue{
 			Catalog: shop, Ledger: s.Ledger, Line: s.Line, Watch: stock.NewWatch(s.Line, s.Flags, cfg.QueueRate), Stops: s.Stops, Left: left,
 			Captchas: s.Captchas, Work: work, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now,
@@ -610,6 +612,7 @@ func routes(f *fiber.App, h *site) {
 	api.Get("/activities", catalog.Activities)
 	api.Get("/activities/:id", catalog.Activity)
 	api.Get("/activities/:id/report", h.report.Activity)
+	api.Get("/activities/:id/calendar.ics", h.calendar.Activity)
 
 	api.Get("/captcha", buy.Captcha)
 	api.Get("/altcha", h.altcha.Challenge)
