@@ -265,6 +265,14 @@ func TestAnEntrantsAddressesAreBounded(t *testing.T) {
 	expect(t, "a first-come order's first address", choose(bought, joined), 200, "")
 	expect(t, "its second", choose(bought, elsewhere), 200, "")
 	expect(t, "a third address in one sale", choose(bought, third), 409, "address_limit")
+	// Each refusal says its own reason, in the reader's language too.
+	b.setCookie("lang", "zh")
+	if _, msg := errorOf(t, choose(bought, third)); !strings.Contains(msg, "已达上限") {
+		t.Errorf("a third address, in Chinese: %q", msg)
+	}
+	if _, msg := errorOf(t, choose(won, elsewhere)); !strings.Contains(msg, "排队时提交的地址") {
+		t.Errorf("a queue order to another address, in Chinese: %q", msg)
+	}
 
 	m := withRole(t, s, "bounded_shop", models.RoleMerchant)
 	body := activityBody(now.Add(time.Hour), now.Add(2*time.Hour))

@@ -18,8 +18,8 @@ import (
 
 // Claims keeps, for each activity whose rule is one_per_address, which entrant first gave each delivery
 // address and each phone: another entrant who gives either is refused (address_limit), without being told
-// whose it was. The address and the phone are kept as hashes of their one spelling (addrkey), never as
-// they were written. One hash per activity, in its own hash slot; it goes a day after the sale ends.
+// whose it was. The address and the phone are kept as hashes of their one spelling (addrkey), not as
+// they were written (unkeyed: not secret, as a phone's can be found again by trying numbers). One hash per activity, in its own hash slot; it goes a day after the sale ends.
 type Claims struct {
 	rdb    redis.UniversalClient
 	region string // the phones' country when written without their code (PHONE_REGION)
@@ -42,12 +42,10 @@ var ErrAddressTaken = errs.Static(errs.AddressLimit,
 
 // ErrTooManyAddresses is the refusal of an entrant who would give the sale more places and phones than
 // maxClaimsPerUser: one entrant may not lock others out of the sale by giving it address after address.
-var ErrTooManyAddresses = errs.Static(errs.AddressLimit,
-	"you have given this sale as many delivery addresses as it takes: choose one you gave before")
+var ErrTooManyAddresses = errs.Say(errs.AddressLimit, "too_many_addresses")
 
 // ErrNotYourEntry is the refusal of an order's address that its buyer did not give when joining the line.
-var ErrNotYourEntry = errs.Static(errs.AddressLimit,
-	"this sale's orders go to the address given when joining its line: choose that address")
+var ErrNotYourEntry = errs.Say(errs.AddressLimit, "not_your_entry")
 
 // maxClaimsPerUser is how many keys (places and phones) one entrant may claim in a sale: two addresses.
 const maxClaimsPerUser = 4

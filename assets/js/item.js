@@ -287,7 +287,8 @@
   function loadAddresses() {
     if (!addressSelect) return;
     api("GET", "/api/addresses").then(function (list) {
-      addressSelect.textContent = "";
+      var chosen = addressSelect.value;
+      addressSelect.textContent = ""; addressCards = {};
       (list || []).forEach(function (a) {
         var o = document.createElement("option");
         o.value = a.id;
@@ -295,10 +296,16 @@
         o.textContent = [a.recipient, a.city, a.street].join(" · ");
         addressSelect.appendChild(o);
       });
+      if (chosen) { addressSelect.value = chosen; if (!addressSelect.value && addressSelect.options.length) addressSelect.selectedIndex = 0; }
       document.getElementById("no-address").hidden = (list || []).length > 0;
       addressSelect.hidden = !(list || []).length;
     });
   }
+  // The book may change in another tab (an address edited or added): read it again when the page comes
+  // back, so that the choice and its card are what the person sees there.
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible" && loggedIn) loadAddresses();
+  });
 
   whoami().then(function (me) {
     if (me && me.role && me.role !== "shopper") {
