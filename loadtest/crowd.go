@@ -64,6 +64,15 @@ const solveEach = 20 * time.Millisecond
 // most ten joins each: no prefix is crowded (the proof of work's price and the sifting's signal start at
 // 20 joins of a /24). Shared loopback addresses would put the whole crowd in a few crowded prefixes,
 // which is the scalper scenario's concern, not this one's.
+// asPerson gives shopper i of a queue crowd an address (crowdAddress) and a browser of its own, as a
+// person has. The scalper scenario, which runs the same shoppers, chooses its own.
+func asPerson(mode string, u *User, i int) {
+	if mode == "queue" {
+		u.FromAddress(crowdAddress(i))
+		u.UseDevice(&Device{})
+	}
+}
+
 func crowdAddress(i int) netip.Addr {
 	a := i / 10
 	return netip.AddrFrom4([4]byte{127, byte(30 + a/250), byte(a % 250), 1})
@@ -256,6 +265,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 			late++
 		}
 		shoppers[i] = &crowdShopper{u: u, arrive: at, Outcome: newOutcome(i)}
+		asPerson(mode, u, i)
 		if addresses != nil {
 			shoppers[i].addressID = addresses[i]
 		}
@@ -501,8 +511,9 @@ func (c *Client) Shop(ctx context.Context, rdb redis.UniversalClient, plan *Crow
 	var shoppers []*crowdShopper
 	for i := shard; i < len(plan.Shoppers); i += max(n, 1) {
 		p := plan.Shoppers[i]
-		shoppers = append(shoppers, &crowdShopper{u: &User{ID: p.ID, Name: p.Name, session: p.Session}, arrive: p.Arrive,
-			addressID: p.AddressID, Outcome: newOutcome(i)})
+		u := &User{ID: p.ID, Name: p.Name, session: p.Session}
+		asPerson(plan.Mode, u, i)
+		shoppers = append(shoppers, &crowdShopper{u: u, arrive: p.Arrive, addressID: p.AddressID, Outcome: newOutcome(i)})
 	}
 	sale := plan.Sale
 	c.runShoppers(ctx, rdb, &sale, shoppers, plan.Mode, func(int) {})
@@ -515,10 +526,6 @@ func (c *Client) Shop(ctx context.Context, rdb redis.UniversalClient, plan *Crow
 
 // shop is one shopper, from arrival to a final answer (or the crowd's end).
 func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale, s *crowdShopper, mode string) {
-	if mode == "queue" { // a person: an address and a browser of their own (crowdAddress)
-		s.u.FromAddress(crowdAddress(s.Who))
-		s.u.UseDevice(&Device{})
-	}
 	if err := WaitUntil(ctx, s.arrive); err != nil {
 		return
 	}
