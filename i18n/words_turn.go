@@ -17,7 +17,7 @@ func init() {
 			"queue.waitSoon":      "less than a minute",
 			"queue.waitMin":       "about %d min",
 			"queue.pausedOut":     "This sale is paused by the shop's staff. Buying and joining wait until it resumes.",
-			"queue.typeCaptcha":   "To join the line again, type the characters in the picture.",
+			"queue.typeCaptcha":   "To join the line, type the characters in the picture.",
 			"buy.cancelled":       "Your order %s was cancelled. Each shopper has one chance at this item in this sale.",
 		},
 		"zh": {
@@ -31,7 +31,7 @@ func init() {
 			"queue.waitSoon":      "不到一分钟",
 			"queue.waitMin":       "约 %d 分钟",
 			"queue.pausedOut":     "活动已被工作人员暂停。恢复后才能购买或加入排队。",
-			"queue.typeCaptcha":   "如需重新排队，请输入图片中的字符。",
+			"queue.typeCaptcha":   "加入排队前，请输入图片中的字符。",
 			"buy.cancelled":       "您的订单 %s 已取消。每位用户在本场活动中对该商品只有一次购买机会。",
 		},
 	})

@@ -197,3 +197,34 @@ func TestALookRunsOnTheDemosRedis(t *testing.T) {
 		t.Fatalf("the seen turn buys: %v", err)
 	}
 }
+
+// A pause moves the wait as it moves the turn: a page that comes back after a pause longer than the wait
+// (the line stood still meanwhile) still gets its turn.
+func TestAPauseMovesTheWaitToBeSeen(t *testing.T) {
+	r := newRoomRig(t, 1, 1, 2)
+	ctx := context.Background()
+	r.joinAllAndDraw(t)
+	away := r.byPlace(t)[0]
+	if n := r.admit(t, seenRules); n != 1 {
+		t.Fatalf("%d let in, want 1", n)
+	}
+	r.clock.add(50 * time.Second)
+	paused := r.clock.now()
+	r.clock.add(2 * time.Minute) // paused two minutes: the line does not step
+	if n, err := r.line.Resume(ctx, r.item.ID, paused, r.clock.now()); n != 1 || err != nil {
+		t.Fatalf("resume: %d turns given their time back, %v; want 1", n, err)
+	}
+	r.clock.add(20 * time.Second) // 70 s of the wait used, the pause not counted
+	if n := r.admit(t, seenRules); n != 0 {
+		t.Fatalf("after the pause, within the wait: %d let in", n)
+	}
+	seen := r.clock.now().Truncate(time.Millisecond)
+	p := r.look(t, away)
+	if r.told(p) != stock.LineTurn || !p.TurnEnds.Equal(seen.Add(30*time.Second)) {
+		t.Fatalf("the first look after the pause: %s until %v, want the turn until %v", r.told(p), p.TurnEnds, seen.Add(30*time.Second))
+	}
+	r.clock.add(10 * time.Second)
+	if _, err := r.ledger.Take(ctx, r.item.ID, away, p.Path, "SKpaused"); err != nil {
+		t.Fatalf("the turn seen after the pause buys: %v", err)
+	}
+}

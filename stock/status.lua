@@ -14,7 +14,7 @@
 -- shadow being '' unless the shopper waits in the shadow line, else how many stand ahead of them: those the
 -- line has yet to let in, and the shadowed before them.
 local uid = ARGV[1]
-if ARGV[3] ~= '' and redis.call('SREM', KEYS[11], uid) == 1 then
+if ARGV[3] ~= '' and redis.call('SISMEMBER', KEYS[11], uid) == 1 then
   local now = tonumber(ARGV[3])
   local turn = redis.call('HGET', KEYS[5], uid)
   local settle = tonumber(redis.call('ZSCORE', KEYS[10], uid))
@@ -22,13 +22,15 @@ if ARGV[3] ~= '' and redis.call('SREM', KEYS[11], uid) == 1 then
   local length = tonumber(redis.call('HGET', KEYS[1], 'turn_ms'))
   if path and settle and length and now <= settle then
     -- Seen within the wait: the turn runs its full length from now (never less than it had).
+    redis.call('SREM', KEYS[11], uid)
     local later = math.max(tonumber(ends), now + length)
     local value = path .. ':' .. string.format('%d', later)
     redis.call('HSET', KEYS[5], uid, value)
     redis.call('ZADD', KEYS[10], later, uid)
-    -- The path the buy checks: written again here when it shares the room's slot and was written already;
-    -- else (in another shard, or not written yet) the next step of the line writes it from the turn.
-    if ARGV[2] == '1' and redis.call('HGET', KEYS[12], uid) == turn then
+    -- The path the buy checks: written again here when it shares the room's slot and this turn's path is
+    -- written there, unused; else (in another shard, or not written yet) the next step of the line writes
+    -- it from the turn. (A used path keeps its answer: '!order:answer:left', see take.lua.)
+    if ARGV[2] == '1' and string.match(redis.call('HGET', KEYS[12], uid) or '', '^([^:!]+):') == path then
       redis.call('HSET', KEYS[12], uid, value)
       -- Its hash lives a minute past the turn, as Line.writePaths keeps it (lengthened, never shortened).
       local ttl = redis.call('PTTL', KEYS[12])
@@ -40,7 +42,8 @@ if ARGV[3] ~= '' and redis.call('SREM', KEYS[11], uid) == 1 then
       redis.call('SADD', KEYS[13], uid)
     end
   end
-  -- Seen after the wait: the turn is over, and the next step of the line settles it.
+  -- Seen after the wait: the turn is over, and the next step of the line settles it (and forgets that it
+  -- was not seen). Until then a resume may still move the wait past a pause, and a later look count.
 end
 local out = redis.call('HMGET', KEYS[1], unpack(ARGV, 4))
 out[#out + 1] = redis.call('HGET', KEYS[2], uid) or ''
