@@ -101,6 +101,7 @@ func (p *turnTab) join(itemID int64) {
 	if offer != p.tr.T("queue.notifyOffer") {
 		p.t.Errorf("in line, the page offers %q, want %q", offer, p.tr.T("queue.notifyOffer"))
 	}
+	shot(p.t, p.ctx, "turn-offer-"+p.tr.Lang)
 	// The person allows the notifications when the browser asks (a headless browser cannot be answered:
 	// the test allows them for the shop just before the click that asks).
 	within(p.t, p.ctx, 10*time.Second, "ask to be told",
@@ -234,6 +235,7 @@ func TestTurnAnnouncedToABackgroundPage(t *testing.T) {
 				t.Errorf("the title does not count down: %q, then %q", first, second)
 			}
 			p.back()
+			shot(t, p.ctx, "turn-"+lang)
 			var focused, orderNo string
 			within(t, p.ctx, 15*time.Second, "buy with the turn",
 				chromedp.Evaluate(`document.activeElement && document.activeElement.id`, &focused),
