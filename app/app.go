@@ -409,7 +409,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	s.Stops = catalog.NewStops(shop, d.Redis, d.Log)
 	s.Captchas = captcha.New(d.Redis, s.Drawing, 200*time.Millisecond, cfg.CaptchaPool)
 	s.Queue = &jobs.Rooms{Catalog: shop, Line: s.Line, Ledger: s.Ledger, Flags: s.Flags, Stops: s.Stops, Interval: 200 * time.Millisecond, Now: d.Now, Log: d.Log,
-		Admission: stock.Admission{Overbook: cfg.QueueOverbook, Rate: cfg.QueueRate, Turn: cfg.QueueTurn}}
+		Admission: stock.Admission{Overbook: cfg.QueueOverbook, Rate: cfg.QueueRate, Turn: cfg.QueueTurn, SeenWithin: cfg.QueueTurnSeen}}
 	s.Captchas.Expected = expectedShoppers(shop, s.Flags.SoldOut, d.Now, cfg.PreheatWindow)
 	places, err := s.openPlaces(cfg)
 	if err != nil {

@@ -60,6 +60,10 @@ type Config struct {
 	QueueOverbook   float64       // QUEUE_OVERBOOK: shoppers let in at a time, per unit of stock left
 	QueueRate       int           // QUEUE_RATE: the most shoppers let in per second per item
 	QueueTurn       time.Duration // QUEUE_TURN: how long a shopper let in has to buy
+	// QUEUE_TURN_SEEN_WITHIN: how long a turn waits, from its start, for the shopper's page to see it (at
+	// least a minute: a browser slows a background tab's timers to about once a minute); seen within it, the
+	// turn runs its full QUEUE_TURN from then (docs/api.md, "Your turn, announced").
+	QueueTurnSeen   time.Duration
 	PhoneRegion     string        // PHONE_REGION: the country of phone numbers written without a country code
 	MaxConns        int           // MAX_CONNS: the most connections open at once; 0 (unset) derives it from the open-file limit
 	MaxConnsPerAddr int           // MAX_CONNS_PER_ADDR: the most from one client address (IPv6: one /64); trusted proxies exempt
@@ -236,7 +240,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		QueueOpens:      p.duration("QUEUE_OPENS", 10*time.Minute),
 		QueueOverbook:   p.float("QUEUE_OVERBOOK", 1.5, 1, 100),
 		QueueRate:       p.int("QUEUE_RATE", 500, 1, 1_000_000),
-		QueueTurn:       p.duration("QUEUE_TURN", 30*time.Second),
+		QueueTurn:       p.duration("QUEUE_TURN", time.Minute),
+		QueueTurnSeen:   p.atLeast("QUEUE_TURN_SEEN_WITHIN", 90*time.Second, time.Minute),
 		PhoneRegion:     p.region("PHONE_REGION", "CN"),
 		MaxConns:        p.int("MAX_CONNS", 0, 0, 10_000_000),
 		MaxConnsPerAddr: p.int("MAX_CONNS_PER_ADDR", 512, 0, 10_000_000),
@@ -414,6 +419,16 @@ func (p *parser) duration(name string, def time.Duration) time.Duration {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		p.fail(name, fmt.Sprintf("must be a positive duration such as 90s or 15m, got %q", v))
+		return def
+	}
+	return d
+}
+
+// atLeast reads a duration as duration does, refusing one shorter than least.
+func (p *parser) atLeast(name string, def, least time.Duration) time.Duration {
+	d := p.duration(name, def)
+	if d < least {
+		p.fail(name, fmt.Sprintf("must be at least %v, got %v", least, d))
 		return def
 	}
 	return d

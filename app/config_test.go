@@ -23,7 +23,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	if !cfg.Demo {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
-	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: 30 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true,
+	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: time.Minute, QueueTurnSeen: 90 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true,
 		GroupCommit: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 64 << 10, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, SaleKeep: 24 * time.Hour, Demo: true}
@@ -190,6 +190,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"overbook below one", map[string]string{"QUEUE_OVERBOOK": "0.5"}, "QUEUE_OVERBOOK"},
 		{"overbook not a number", map[string]string{"QUEUE_OVERBOOK": "NaN"}, "QUEUE_OVERBOOK"},
 		{"no queue rate", map[string]string{"QUEUE_RATE": "0"}, "QUEUE_RATE"},
+		{"a turn seen within less than a minute", map[string]string{"QUEUE_TURN_SEEN_WITHIN": "30s"}, "QUEUE_TURN_SEEN_WITHIN"},
 		{"captcha pool too big", map[string]string{"CAPTCHA_POOL": "2000000"}, "CAPTCHA_POOL"},
 		{"pay timeout not a duration", map[string]string{"PAY_TIMEOUT": "15"}, "PAY_TIMEOUT"},
 		{"pay timeout too short", map[string]string{"PAY_TIMEOUT": "10s"}, "PAY_TIMEOUT"},

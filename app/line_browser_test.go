@@ -23,7 +23,8 @@ func TestWaitingPageAsksOnlyNearTheFront(t *testing.T) {
 	_, item := queueSale(t, db, nil, 3)
 	logs := &safeWriter{w: &bytes.Buffer{}}
 	s := startLive(t, liveOpts{db: db, only: []string{"queue", "sold_out_flags", "preheat"}, log: newLogger(Config{}, logs),
-		tune: func(c *Config) { c.QueueOverbook, c.QueueTurn = 1, 3*time.Second }})
+		// The three ahead never look at their standing: their turns run from their start, not waited for.
+		tune: func(c *Config) { c.QueueOverbook, c.QueueTurn, c.QueueTurnSeen = 1, 3*time.Second, 0 }})
 	id := itoa(item.ID)
 	for i := range 3 { // drawn before the start: they get the three turns, and let them run out
 		b := newBrowser(t, s.URL)

@@ -193,7 +193,7 @@ func TestLineDocumentAgreesWithEachStanding(t *testing.T) {
 			}
 			return true
 		})
-		if doc["item_id"] != float64(item.ID) || doc["turn_seconds"] != 30.0 || doc["rate"].(float64) <= 0 {
+		if doc["item_id"] != float64(item.ID) || doc["turn_seconds"] != s.Cfg.QueueTurn.Seconds() || doc["rate"].(float64) <= 0 {
 			t.Errorf("%s: the document %v", name, doc)
 		}
 		for _, p := range pages {

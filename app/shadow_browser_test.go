@@ -56,7 +56,7 @@ func TestShadowedPageLooksLikeWaiting(t *testing.T) {
 		if turns >= 5 {
 			break // the sixth person stays waiting: ahead of the scalper's entrants the line has passed
 		}
-		start = start.Add(35 * time.Second) // the turn runs out unused
+		start = start.Add(s.Cfg.QueueTurn + 5*time.Second) // the turn, seen at once, runs out unused
 		s.Clock.Set(start)
 	}
 	letIn := line()["let_in"].(float64)

@@ -45,6 +45,8 @@ func NewLine(ledger *Ledger) *Line {
 // roomKeys are the keys of an item's waiting room.
 type roomKeys struct {
 	Room, Tickets, Late, Places, Line, Done, Turns, InFlight, Pending, Held, DrawLock, AdmitLock string
+	// The turns let in that their shoppers' pages have not looked at yet (Look).
+	Unseen string
 	// The shadow line: the joins' evidence, who was flagged at the draw, who waits in the shadow line
 	// (user by place) and the admins' decisions.
 	Joins, JoinsSeen, JoinsBy, Flagged, Shadow, Cleared, Confirmed, Clusters string
@@ -55,7 +57,7 @@ func roomKeysOf(itemID int64) roomKeys {
 	return roomKeys{Room: p + "room", Tickets: p + "tickets", Late: p + "late", Places: p + "places", Line: p + "line",
 		Done: p + "done", Turns: p + "turns", InFlight: p + "inflight", Pending: p + "pending", Held: p + "held", DrawLock: p + "drawlock",
 		AdmitLock: p + "admitlock", Joins: p + "joins", JoinsSeen: p + "joinseen", JoinsBy: p + "joinsby", Clusters: p + "clusters", Flagged: p + "flagged", Shadow: p + "shadow", Cleared: p + "cleared",
-		Confirmed: p + "confirmed"}
+		Confirmed: p + "confirmed", Unseen: p + "unseen"}
 }
 
 var (
@@ -169,7 +171,7 @@ func (l *Line) Join(ctx context.Context, itemID, userID int64, w Window) (Joined
 	if _, err := rand.Read(ticket); err != nil {
 		return Joined{}, err
 	}
-	keys := []string{k.Room, k.Tickets, k.Late, k.Places, k.Line, k.Done, k.Turns, buyers, k.InFlight}
+	keys := []string{k.Room, k.Tickets, k.Late, k.Places, k.Line, k.Done, k.Turns, buyers, k.InFlight, k.Unseen}
 	args := []any{userID, hex.EncodeToString(ticket), l.now().UnixMilli(), check, w.Ends.Add(roomKeep).UnixMilli(),
 		TurnGrace.Milliseconds()}
 	for try := 0; ; try++ {
@@ -218,24 +220,41 @@ type Standing struct {
 	LeftKnown bool  // false: the sale is not loaded in Redis (Left says nothing)
 }
 
-// StandingOf reads the room, the shopper's place in it and the stock left, in one command.
+// StandingOf reads the room, the shopper's place in it and the stock left, in one command. It is not the
+// shopper's look (Look): a turn it finds is not seen by it.
 func (l *Line) StandingOf(ctx context.Context, itemID, userID int64) (Standing, error) {
+	return l.standing(ctx, itemID, userID, false)
+}
+
+// Look reads the shopper's standing as StandingOf does, asked by the shopper's own page, in the same one
+// command: a turn let in that the page had not seen is seen now. Seen within the wait for it
+// (Admission.SeenWithin, counted from the turn's start), it runs its full length from now; seen later, it
+// is over (missed, or held if nothing was left).
+func (l *Line) Look(ctx context.Context, itemID, userID int64) (Standing, error) {
+	return l.standing(ctx, itemID, userID, true)
+}
+
+func (l *Line) standing(ctx context.Context, itemID, userID int64, look bool) (Standing, error) {
 	n, err := l.ledger.Shards(ctx, itemID)
 	if err != nil {
 		return Standing{}, err
 	}
 	k := roomKeysOf(itemID)
-	buyers, check := k.Room, "0"
+	buyers, paths, check := k.Room, k.Room, "0"
 	if HomeShard(userID, n) == 0 {
-		buyers, check = ShardKeys(itemID, 0).Buyers, "1"
+		buyers, paths, check = ShardKeys(itemID, 0).Buyers, ShardKeys(itemID, 0).Paths, "1"
 	}
-	args := make([]any, 0, 2+len(roomFieldNames))
-	args = append(args, userID, check)
+	now := ""
+	if look {
+		now = strconv.FormatInt(l.now().UnixMilli(), 10)
+	}
+	args := make([]any, 0, 3+len(roomFieldNames))
+	args = append(args, userID, check, now)
 	for _, f := range roomFieldNames {
 		args = append(args, f)
 	}
 	v, err := statusScript.Run(ctx, l.rdb, []string{k.Room, k.Tickets, k.Late, k.Places, k.Turns, k.Done, buyers, ShardKeys(itemID, 0).Sale,
-		k.Shadow}, args...).Slice()
+		k.Shadow, k.InFlight, k.Unseen, paths, k.Pending}, args...).Slice()
 	if err != nil {
 		return Standing{}, fmt.Errorf("standing in the waiting room: %w", err)
 	}
@@ -495,6 +514,10 @@ type Admission struct {
 	Overbook float64       // let in at a time, per unit of stock left
 	Rate     int           // let in per second, at most
 	Turn     time.Duration // how long a turn lasts
+	// SeenWithin is how long a turn waits to be seen (Look) from its start: seen within it, the turn
+	// runs its full length from then; not seen, it ends then (or at its end, if that is later). Zero: a
+	// turn runs from its start, seen or not.
+	SeenWithin time.Duration
 }
 
 // admitBatch bounds the shoppers one step lets in.
@@ -547,7 +570,7 @@ func (l *Line) Admit(ctx context.Context, itemID int64, a Admission) (int, error
 		return 0, err
 	}
 	args := []any{l.now().UnixMilli(), max(left, 0), a.Overbook, a.Rate, a.Turn.Milliseconds(), TurnGrace.Milliseconds(),
-		l.now().Add(a.Turn + roomKeep).UnixMilli(), len(bought)}
+		l.now().Add(max(a.Turn, a.SeenWithin) + roomKeep).UnixMilli(), a.SeenWithin.Milliseconds(), len(bought)}
 	for _, u := range bought {
 		args = append(args, u)
 	}
@@ -558,7 +581,7 @@ func (l *Line) Admit(ctx context.Context, itemID int64, a Admission) (int, error
 		}
 		args = append(args, hex.EncodeToString(tok))
 	}
-	res, err := admitScript.Run(ctx, l.rdb, []string{k.Room, k.Line, k.Turns, k.InFlight, k.Done, k.Pending, k.Held, k.Places, k.Shadow},
+	res, err := admitScript.Run(ctx, l.rdb, []string{k.Room, k.Line, k.Turns, k.InFlight, k.Done, k.Pending, k.Held, k.Places, k.Shadow, k.Unseen},
 		args...).StringSlice()
 	if err != nil {
 		return 0, fmt.Errorf("admit to item %d: %w", itemID, err)
@@ -690,7 +713,7 @@ func (l *Line) whoBought(ctx context.Context, itemID int64, n int, users []strin
 // knew no purchase of, changes nothing. The order consumer calls it as it settles a refused order.
 func (l *Line) BackInLine(ctx context.Context, itemID, userID int64) error {
 	k := roomKeysOf(itemID)
-	if err := unboughtScript.Run(ctx, l.rdb, []string{k.Room, k.Done, k.InFlight, k.Turns, k.Held, k.Places}, userID).Err(); err != nil {
+	if err := unboughtScript.Run(ctx, l.rdb, []string{k.Room, k.Done, k.InFlight, k.Turns, k.Held, k.Places, k.Unseen}, userID).Err(); err != nil {
 		return fmt.Errorf("put user %d back in the line of item %d: %w", userID, itemID, err)
 	}
 	return nil

@@ -2,7 +2,7 @@
 -- KEYS: 1 room hash, 2 tickets (joined before the start: user → ticket), 3 late tickets, 4 positions
 --       (user → place in line), 5 the line (zset: user by place), 6 done (user → bought|missed),
 --       7 turns (user → path:until), 8 the user's buyers set when it shares the room's slot (else the room),
---       9 in flight (zset: user by turn end)
+--       9 in flight (zset: user by when the turn is settled), 10 the turns not seen yet
 -- ARGV: 1 user id, 2 a new ticket, 3 now (ms), 4 '1' to check the buyers set, 5 when the keys expire (ms),
 --       6 the turns' grace (ms): a turn this long past its end is missed, settled or not
 -- Answers {'no_room'} when the room is not open in Redis (the caller opens it and asks again),
@@ -38,6 +38,7 @@ local place = redis.call('HGET', KEYS[4], uid)
 local ends = redis.call('ZSCORE', KEYS[9], uid)
 if ends and tonumber(ends) + tonumber(ARGV[6]) < now then
   redis.call('ZREM', KEYS[9], uid)
+  redis.call('SREM', KEYS[10], uid)
   redis.call('HINCRBY', KEYS[1], 'missed', 1)
   done = 'missed'
 end

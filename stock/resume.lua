@@ -1,7 +1,8 @@
 -- Gives back the time a pause took from the turns it interrupted: every turn still running when the sale
 -- was paused ends later by the pause's length. Asked again for the same pause (a resume that failed and is
 -- tried again), the turns move on only by the time since the last answer: once a pause in all.
--- KEYS: 1 room hash, 2 turns (user → path:turn end), 3 in flight (zset: user by turn end)
+-- KEYS: 1 room hash, 2 turns (user → path:turn end), 3 in flight (zset: user by when the turn is settled:
+--       its end, or for a turn not seen yet the end of the wait for it to be seen, which moves as much)
 -- ARGV: 1 when the pause began (ms), 2 when the turns go on again (ms)
 -- Answers the users whose turns the pause interrupted (their paths are to be written again).
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -17,12 +18,11 @@ local moved = {}
 local running = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[1], '+inf', 'WITHSCORES')
 for i = 1, #running, 2 do
   local uid = running[i]
-  local path = string.match(redis.call('HGET', KEYS[2], uid) or '', '^([^:]+):')
+  local path, ends = string.match(redis.call('HGET', KEYS[2], uid) or '', '^([^:]+):(%d+)$')
   if path then
     if by > 0 then
-      local ends = string.format('%d', tonumber(running[i + 1]) + by)
-      redis.call('HSET', KEYS[2], uid, path .. ':' .. ends)
-      redis.call('ZADD', KEYS[3], ends, uid)
+      redis.call('HSET', KEYS[2], uid, path .. ':' .. string.format('%d', tonumber(ends) + by))
+      redis.call('ZADD', KEYS[3], string.format('%d', tonumber(running[i + 1]) + by), uid)
     end
     moved[#moved + 1] = uid
   end

@@ -14,7 +14,7 @@ import (
 // Watch is this instance's view of its waiting rooms, for the crowd's status polls: each room as last
 // read (for a quarter of a second), how fast each line lately moved, and the shoppers waiting whose place
 // is known. A poll is answered from it when the answer is known there (a shopper waiting behind the
-// line's front, or before the draw), else with one Redis command (Line.StandingOf).
+// line's front, or before the draw), else with one Redis command (Line.Look: the shopper's look, which sees a turn let in).
 type Watch struct {
 	line  *Line
 	flags *Flags
@@ -94,7 +94,7 @@ func (w *Watch) Standing(ctx context.Context, itemID, userID int64, s Scene) (To
 			return t, nil
 		}
 	}
-	st, err := w.line.StandingOf(ctx, itemID, userID)
+	st, err := w.line.Look(ctx, itemID, userID)
 	if err != nil {
 		return Told{}, err
 	}

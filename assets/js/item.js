@@ -23,10 +23,15 @@
     if (e.code === "unauthenticated") { loggedIn = false; form.hidden = true; loginLink.hidden = false; }
   }
   function open() { var now = window.serverNow(); return now >= starts && now < ends; }
-  // A sale an admin paused: the button waits, and the page says why, until it resumes.
+  // A sale an admin paused: the button waits, and the page says why, until it resumes. Only a shopper in
+  // the line is told their place is kept: the others have none.
+  function pausedWords() {
+    var inLine = queueMode && q && (q.state === "waiting" || q.state === "your_turn" || q.state === "sold_out");
+    return inLine ? w("err.paused") : w("queue.pausedOut");
+  }
   function showPaused() {
-    if (paused && !final) say(w("err.paused"), "bad");
-    else if (!paused && status.textContent === w("err.paused")) say("");
+    if (paused && !final) say(pausedWords(), "bad");
+    else if (!paused && (status.textContent === w("err.paused") || status.textContent === w("queue.pausedOut"))) say("");
   }
   var update = function () {
     showPaused();
@@ -56,6 +61,25 @@
     return api("GET", "/api/captcha").then(function (c) { captchaId = c.captcha_id; img.dataset.captchaId = c.captcha_id; img.src = c.image; })
       .catch(function (e) { sayError(e); });
   }
+  // The order the buy made, as it is now: made (pay it), or cancelled since (unpaid in time, or by its
+  // buyer), which the buy's result alone does not say. Asked once, when the page learns of the order.
+  function showOrder(no) {
+    api("GET", "/api/orders/" + encodeURIComponent(no)).then(function (o) { return o.status; }, function () { return ""; }).then(function (st) {
+      var cancelled = st === "cancelled";
+      var text = cancelled ? w("buy.cancelled") : w("buy.success") + " %s";
+      var at = text.indexOf("%s");
+      status.innerHTML = "";
+      var no1 = document.createElement("strong");
+      no1.className = "order-no"; no1.textContent = no;
+      var link = document.createElement("a");
+      link.href = "/orders/" + encodeURIComponent(no); link.className = "btn"; link.textContent = w("buy.pay");
+      status.appendChild(document.createTextNode(text.slice(0, at)));
+      status.appendChild(no1);
+      status.appendChild(document.createTextNode(text.slice(at + 2) + " "));
+      status.appendChild(link);
+      status.className = "buy-status " + (cancelled ? "bad" : "good");
+    });
+  }
   function follow() {
     api("GET", "/api/items/" + id + "/result").then(function (r) {
       if (r.status === "queued") { setTimeout(follow, 1000); return; }
@@ -64,15 +88,7 @@
         final = bought = true; // nothing a late poll says changes this
         clearTimeout(polling);
         form.hidden = true; // bought: the captcha and the button have done their job
-        status.innerHTML = "";
-        var msg = document.createElement("span");
-        msg.textContent = w("buy.success") + " ";
-        var no = document.createElement("strong");
-        no.className = "order-no"; no.textContent = r.order_no;
-        var link = document.createElement("a");
-        link.href = "/orders/" + r.order_no; link.className = "btn"; link.textContent = w("buy.pay");
-        status.appendChild(msg); status.appendChild(no); status.appendChild(document.createTextNode(" ")); status.appendChild(link);
-        status.className = "buy-status good";
+        showOrder(r.order_no);
       } else if (r.status === "failed") {
         say(r.message || w("err.failed"), "bad");
         // In line, the place is kept and the line tells when to buy again; the failed order is not
@@ -88,18 +104,29 @@
   // line, and buy with the turn's path when it comes (no second captcha).
   var queueMode = box.dataset.mode === "queue", opens = Date.parse(box.dataset.queueOpens || "");
   var captchaBox = document.getElementById("captcha-box"), queueStatus = document.getElementById("queue-status");
-  var q = null, polling = null, stopped = false;
+  var q = null, polling = null, stopped = false, joinHeldUntil = 0;
   var joinPow = null;
   function joinProof() {
     if (!joinPow && window.Pow) joinPow = new window.Pow("purpose=join&item_id=" + id);
     if (joinPow) joinPow.ensure();
   }
   function fmt(key, v) { return w(key).replace("%d", v).replace("%s", v); }
+  // A wait under a minute is said as such (never "about 0 s"); a longer one in minutes.
+  function waitWords(sec) { return sec < 60 ? w("queue.waitSoon") : fmt("queue.waitMin", Math.round(sec / 60)); }
   function sayQueue(text, kind) { queueStatus.hidden = !text; queueStatus.textContent = text; queueStatus.className = "queue-status " + (kind || ""); }
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
   function showQueue(s) {
     if (bought) return;
+    var was = q ? q.state : null;
     q = s;
+    if (was === "your_turn" && s.state === "missed") {
+      // The turn ran out: a click meant for it must not join the line again by accident (with an empty
+      // captcha), and what the buy said of it is said better by the line now.
+      joinHeldUntil = Date.now() + 2000;
+      if (status.className.indexOf("bad") >= 0) say("");
+    }
+    alerts.hidden = !(s.state === "waiting" || s.state === "sold_out" || s.state === "your_turn");
+    if (!alerts.hidden) showNotifyState();
     box.dispatchEvent(new CustomEvent("standing", { detail: s.state })); // for the appeal (appeal.js)
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
@@ -119,7 +146,7 @@
     if (s.state === "waiting" && s.position == null) sayQueue(w("queue.drawWait"));
     else if (s.state === "waiting") {
       var parts = [fmt("queue.place", s.position)];
-      if (s.wait_seconds != null) parts.push(fmt("queue.wait", s.wait_seconds));
+      if (s.wait_seconds != null) parts.push(waitWords(s.wait_seconds));
       parts.push(fmt("queue.left", s.stock_left));
       sayQueue(parts.join(" · ") + (s.ahead >= s.stock_left ? " " + w("queue.likely") : ""));
     } else if (s.state === "sold_out") sayQueue(fmt("queue.soldOut", s.position), "bad");
@@ -133,14 +160,97 @@
     // The join's proof of work is solved while the person types the captcha (and again when it is stale).
     if (joinable && queueOpen()) joinProof();
     update();
+    if (s.state === "your_turn" && !s.paused && s.path !== announced) announce(s);
+    if (s.state !== "your_turn") { announced = null; closeNote(); }
   }
+  // Your turn, announced: on joining the page offers to tell the person when their turn comes (the
+  // browser's permission is asked then, on their click, never on load); when it comes, a notification
+  // with the item and the seconds left (when the page is not in sight), the tab's title counting down, a
+  // short sound made here (no file; off by the switch, remembered), a vibration where there is one, and
+  // the turn's button focused.
+  var alerts = document.getElementById("turn-alerts"), notifyBtn = document.getElementById("turn-notify");
+  var notifyNote = document.getElementById("turn-notify-note"), soundSwitch = document.getElementById("turn-sound");
+  var itemName = (box.querySelector("h1") || {}).textContent || "", baseTitle = document.title;
+  var announced = null, note = null, audio = null, soundKey = "seckill.turnSound";
+  if (!alerts) alerts = { hidden: true };
+  function soundOn() { try { return localStorage.getItem(soundKey) !== "off"; } catch (e) { return true; } }
+  function unlockAudio() {
+    var AC = window.AudioContext || window.webkitAudioContext;
+    if (!AC || !soundOn()) return;
+    try { if (!audio) audio = new AC(); if (audio.state === "suspended") audio.resume(); } catch (e) { audio = null; }
+  }
+  function chime() {
+    if (!soundOn()) return;
+    unlockAudio();
+    if (!audio) return;
+    var t0 = audio.currentTime + 0.01;
+    [880, 1175].forEach(function (hz, i) { // two short rising notes, a fifth of a second each
+      var o = audio.createOscillator(), g = audio.createGain(), at = t0 + i * 0.22;
+      o.type = "sine"; o.frequency.value = hz;
+      g.gain.setValueAtTime(0.0001, at);
+      g.gain.exponentialRampToValueAtTime(0.3, at + 0.02);
+      g.gain.exponentialRampToValueAtTime(0.0001, at + 0.19);
+      o.connect(g); g.connect(audio.destination);
+      o.start(at); o.stop(at + 0.2);
+    });
+  }
+  function showNotifyState() {
+    if (!notifyBtn) return;
+    var has = "Notification" in window, perm = has ? Notification.permission : "unsupported";
+    notifyBtn.hidden = perm !== "default";
+    notifyNote.textContent = perm === "granted" ? w("queue.notifyOn") : perm === "denied" ? w("queue.notifyBlocked") : "";
+  }
+  if (notifyBtn) notifyBtn.addEventListener("click", function () {
+    unlockAudio();
+    var asked = Notification.requestPermission(showNotifyState); // the old form takes a callback
+    if (asked && asked.then) asked.then(showNotifyState, showNotifyState);
+  });
+  if (soundSwitch) {
+    soundSwitch.checked = soundOn();
+    soundSwitch.addEventListener("change", function () {
+      try { localStorage.setItem(soundKey, soundSwitch.checked ? "on" : "off"); } catch (e) {}
+      if (soundSwitch.checked) chime(); // what it will sound like
+    });
+  }
+  function secondsLeft(s) { return Math.max(0, Math.ceil((Date.parse(s.turn_ends_at) - window.serverNow()) / 1000)); }
+  function announce(s) {
+    announced = s.path;
+    btn.focus();
+    chime();
+    if (navigator.vibrate) { try { navigator.vibrate([200, 100, 200]); } catch (e) {} }
+    if (window.Notification && Notification.permission === "granted" && (document.hidden || !document.hasFocus())) {
+      try {
+        closeNote();
+        note = new Notification(fmt("queue.alertTitle", itemName), { body: fmt("queue.alertBody", secondsLeft(s)), tag: "seckill-turn-" + id });
+        note.onclick = function () { window.focus(); btn.focus(); closeNote(); };
+      } catch (e) { note = null; } // a browser that shows notifications only from a service worker
+    }
+  }
+  function closeNote() { if (note) { try { note.close(); } catch (e) {} note = null; } }
+  // The title counts the turn down, "(0:27) Your turn – …", seen on the tab from another one.
+  function showTitle() {
+    var t = baseTitle;
+    if (q && q.state === "your_turn" && !q.paused && !bought && busy !== "queued") {
+      var left = secondsLeft(q);
+      t = "(" + Math.floor(left / 60) + ":" + ("0" + left % 60).slice(-2) + ") " + w("queue.titleTurn") + " – " + baseTitle;
+    }
+    if (document.title !== t) document.title = t;
+  }
+  // A page back in sight asks at once rather than at its next (slowed) poll: the turn it finds is seen now.
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) return;
+    closeNote();
+    if (queueMode && !stopped && !bought && loggedIn) pollQueue();
+  });
+  document.addEventListener("resume", function () { if (queueMode && !stopped && !bought && loggedIn) pollQueue(); });
+
   // What the page polls is the line's public document (the same for everyone, cached a second): it tells
   // a waiting page how far the line has been let in, so the page asks its own standing only once after the
   // draw (to learn its place and the place's signed token), when the line reaches its place, and, held
   // below the front (its turn ended sold out, or its order failed), when someone held is let in again.
   var line = null, own = null, place = null, token = null, askedAt = -1, seenReadmitted = -1, held = false, asking = false;
   var seenSoldOut = false; // the line was sold out when the page last asked its own standing
-  var placeTimer = null, placeDraw = Math.random(); // a page in the draw asks its place a moment after the start
+  var placeTimer = null, placeAt = 0, placeDraw = Math.random(); // a page in the draw asks its place a moment after the start
   function copy(s, more) {
     var c = {}, k;
     for (k in s) c[k] = s[k];
@@ -199,10 +309,13 @@
     // old at most, and nginx's second on top) says the draw is written; spread at random over a second
     // and a tenth of a millisecond an entrant, so that a big crowd does not ask all at once.
     if (st === "waiting" && place == null && !placeTimer && !line.drawn) {
-      var wait = starts + 500 + placeDraw * (1000 + (line.entrants || 0) / 10) - window.serverNow();
+      placeAt = starts + 500 + placeDraw * (1000 + (line.entrants || 0) / 10);
+      var wait = placeAt - window.serverNow();
       if (wait > 0) placeTimer = setTimeout(function () { placeTimer = "done"; if (place == null && !stopped) askOwn(); }, wait);
       else placeTimer = "done";
     }
+    // A timer slowed in a background tab may come late: a poll past the page's moment asks all the same.
+    if (placeTimer !== null && placeTimer !== "done" && window.serverNow() >= placeAt) { clearTimeout(placeTimer); placeTimer = "done"; }
     if (st === "out" || st === "missed" || st === "ended" || (st === "bought" && !failedOrder) || !line.drawn) { showQueue(withLine(own)); return; }
     if (place == null) { if (placeTimer === "done" || placeTimer === null) askOwn(); return; } // else its moment comes
     if (st === "your_turn") {
@@ -232,10 +345,11 @@
   if (queueMode) {
     update = function () {
       var turn = q && q.state === "your_turn" && Date.parse(q.turn_ends_at) > window.serverNow();
-      var joinable = q && (q.state === "out" || q.state === "missed") && queueOpen();
+      var joinable = q && (q.state === "out" || q.state === "missed") && queueOpen() && Date.now() >= joinHeldUntil;
       if (q) paused = !!q.paused;
       showPaused();
       btn.disabled = !loggedIn || busy || final || paused || !(turn || joinable);
+      showTitle();
       if (window.serverNow() >= ends && !final) { final = true; say(w("err.ended"), "bad"); }
     };
   }
@@ -249,9 +363,19 @@
         say(w("buy.wait"));
         api("POST", "/api/items/" + id + "/buy/" + q.path)
           .then(function () { clearTimeout(polling); failedOrder = false; own = copy(own, { state: "bought" }); busy = "queued"; say(w("buy.queued")); follow(); })
-          .catch(function (e) { sayError(e); busy = false; askOwn(); });
+          .catch(function (e) {
+            // A turn that ended as the click went: the line tells it (missed), not "try again".
+            if (e.code === "invalid_path") say(""); else sayError(e);
+            busy = false; askOwn();
+          });
         return;
       }
+      if (!answer.value.trim()) {
+        // Asked here, not by the server: a join without the captcha's answer says what to do.
+        busy = false; say(w("queue.typeCaptcha"), "bad"); answer.focus(); update();
+        return;
+      }
+      unlockAudio(); // a gesture: the turn's sound may play later
       var join = { captcha_id: captchaId, captcha_answer: answer.value.trim() };
       if (addressSelect) { join.address_id = Number(addressSelect.value) || 0; join.address_card = addressCards[addressSelect.value] || ""; }
       if (joinPow && !joinPow.ready()) say(w("queue.powWait")); // sent by itself once the check is done
