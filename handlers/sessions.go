@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/url"
+	"sort"
 	"strconv"
 	"time"
 
@@ -158,6 +159,8 @@ func (h *Pages) Account(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// This device first, then the others newest first.
+	sort.SliceStable(sessions, func(i, j int) bool { return sessions[i].Current && !sessions[j].Current })
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Render("account", PageData(c, h.Now(), "account.title", "Sessions", sessions), Layout)
 }
