@@ -278,3 +278,28 @@ func TestLastSeenIsWrittenInBatches(t *testing.T) {
 		t.Errorf("after a request 6 minutes on, last seen moved by %v; want about 6 minutes", d)
 	}
 }
+
+// The case: a PC logged in by QR code logs out, and the phone that approved it (waiting in a
+// line, say) stays logged in. The QR login is a session of its own in the phone's list.
+func TestQRLoggedPCLogsOutAlone(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"sessions"}})
+	phone := newBrowser(t, s.URL)
+	phone.register("devices_qr", passwordOf("devices_qr"))
+	pc := newBrowser(t, s.URL)
+	id, _ := scanned(t, s, pc, phone)
+	right := qrNumber(t, pc, id)
+	expect(t, "confirm", phone.call("POST", "/api/qr/login/"+id+"/confirm", map[string]string{"code": right}), 200, "")
+	if r := pc.call("GET", "/api/qr/login/"+id, nil); r.json(t)["state"] != "confirmed" {
+		t.Fatalf("the PC's poll after the confirm: %s", r.Body)
+	}
+	if list := sessionsOf(t, phone); len(list) != 2 || list[0].Current || !list[1].Current {
+		t.Fatalf("the phone's list after the QR login: %+v; want the PC's session (newest) and the phone's own", list)
+	}
+	expect(t, "the PC logs out", pc.call("POST", "/api/auth/logout", nil), 204, "")
+	if status, _ := pc.me(); status != 401 {
+		t.Errorf("the PC after its logout: /api/me = %d", status)
+	}
+	if status, name := phone.me(); status != 200 || name != "devices_qr" {
+		t.Errorf("the PC's logout logged the phone out: %d %q", status, name)
+	}
+}
