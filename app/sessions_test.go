@@ -307,3 +307,28 @@ func TestQRLoggedPCLogsOutAlone(t *testing.T) {
 		t.Errorf("the PC's logout logged the phone out: %d %q", status, name)
 	}
 }
+
+// A blocked account's session on an instance that has not heard of the block yet cannot end the others
+// and so get a cookie of the new session version, which every instance would take.
+func TestBlockedSessionGetsNoNewCookie(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true}) // no refresh: this instance does not hear of the block
+	chief := newBrowser(t, s.URL).register("devices_chief", passwordOf("devices_chief"))
+	id := newBrowser(t, s.URL).register("devices_gus", passwordOf("devices_gus"))
+	me := loginAs(t, s.URL, "devices_gus", uaWindowsChrome)
+	// The block, written to the database as an admin's on another instance would be.
+	if _, err := models.SetBlocked(context.Background(), s.DB, models.Actor{ID: chief, Username: "devices_chief"}, id, true, "stolen", s.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before := me.cookie(handlers.SessionCookie)
+	expect(t, "log out everywhere else, blocked", me.call("POST", "/api/me/sessions/end-others", nil), 401, "unauthenticated")
+	expect(t, "a password change, blocked", me.call("POST", "/api/me/password", map[string]string{"current_password": passwordOf("devices_gus"), "new_password": "copper kettle on the hill"}), 401, "unauthenticated")
+	if me.cookie(handlers.SessionCookie) != before {
+		t.Error("the blocked session was given a new cookie")
+	}
+	if err := s.Srv.Sessions.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := me.me(); status != 401 {
+		t.Errorf("once the instance knows of the block, the session: %d, want 401", status)
+	}
+}

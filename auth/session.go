@@ -271,7 +271,16 @@ func (s *Sessions) EndAll(ctx context.Context, userID int64) error {
 	if err := s.announce(ctx, u); err != nil {
 		return err
 	}
-	return models.EndSessionsOf(ctx, s.db, userID, "", now)
+	s.markEnded(ctx, userID, now)
+	return nil
+}
+
+// markEnded writes down that every session of the user ended (the version did it): a failure only
+// leaves the list showing sessions that no instance takes any more.
+func (s *Sessions) markEnded(ctx context.Context, userID int64, now time.Time) {
+	if err := models.EndSessionsOf(ctx, s.db, userID, "", now); err != nil {
+		s.log.WarnContext(ctx, "sessions not marked ended", "user_id", userID, "err", err)
+	}
 }
 
 // SetRole changes a user's role (who's action, audited); the user's sessions carry the new role from
@@ -296,8 +305,7 @@ func (s *Sessions) SetBlocked(ctx context.Context, who models.Actor, userID int6
 		return nil, err
 	}
 	if blocked {
-		// The version ended them already; the list says so too.
-		return u, models.EndSessionsOf(ctx, s.db, userID, "", now)
+		s.markEnded(ctx, userID, now) // the version ended them already; the list says so too
 	}
 	return u, nil
 }

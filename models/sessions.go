@@ -117,6 +117,15 @@ func ChangePassword(ctx context.Context, db *gorm.DB, userID int64, hash, keep s
 func changeSessions(ctx context.Context, db *gorm.DB, userID int64, keep, hash string, now time.Time) (*User, error) {
 	var u *User
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// A blocked account's session that an instance still takes (it has not heard of the block yet)
+		// must not get a cookie of the new version, which every instance would then take.
+		var blocked int64
+		if err := tx.Raw("SELECT count(*) FROM users WHERE id = ? AND blocked_at IS NOT NULL", userID).Scan(&blocked).Error; err != nil {
+			return fmt.Errorf("end the other sessions of user %d: %w", userID, err)
+		}
+		if blocked > 0 {
+			return errs.New(errs.Unauthenticated, "log in first")
+		}
 		change := map[string]any{"session_version": gorm.Expr("session_version + 1"), "auth_changed_at": now, "updated_at": now}
 		if hash != "" {
 			change["password_hash"] = hash
