@@ -332,3 +332,29 @@ func TestBlockedSessionGetsNoNewCookie(t *testing.T) {
 		t.Errorf("once the instance knows of the block, the session: %d, want 401", status)
 	}
 }
+
+// Stopping the sessions' worker writes the last seen it noted, and Run returns.
+func TestSessionsWorkerWritesLastSeenWhenStopped(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	newBrowser(t, s.URL).register("devices_hal", passwordOf("devices_hal"))
+	pc := loginAs(t, s.URL, "devices_hal", uaWindowsChrome)
+	first := currentOf(t, pc)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Srv.Sessions.Run(ctx) }()
+	s.Srv.Sessions.FlushSeen(ctx)
+	s.Clock.Advance(10 * time.Minute)
+	s.Srv.Sessions.FlushSeen(ctx) // the login's note, written and old: forgotten
+	if status, _ := pc.me(); status != 200 {
+		t.Fatal(status)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sessions' worker did not stop within 10 s of its context's end")
+	}
+	if got := currentOf(t, pc); got.LastSeenAt.Sub(first.LastSeenAt) < 9*time.Minute {
+		t.Errorf("after the worker stopped, last seen is %v (login %v): the last note was not written", got.LastSeenAt, first.LastSeenAt)
+	}
+}
