@@ -33,7 +33,7 @@ func TestEveryPageFitsAPhone(t *testing.T) {
 	id, no := itoa(sale.ID), order.OrderNo
 	pages := map[string][]string{
 		"":                                 {"/", "/items/" + itoa(item.ID), "/login", "/register"},
-		"narrow_shopper":                   {"/", "/items/" + itoa(item.ID), "/orders", "/orders/" + no, "/account/addresses"},
+		"narrow_shopper":                   {"/", "/items/" + itoa(item.ID), "/orders", "/orders/" + no, "/account/addresses", "/account"},
 		"narrow_merchant_with_a_long_name": {"/merchant", "/merchant/activities/" + id, "/merchant/activities/" + id + "/live", "/merchant/activities/" + id + "/orders?status=all"},
 		"narrow_admin":                     {"/admin", "/admin/activities/" + id + "/live", "/admin/users", "/admin/audit", "/admin/orders?no=" + no},
 	}

@@ -86,16 +86,21 @@ type Sessions struct {
 	mu    sync.Mutex            // guards since
 	since time.Time             // the last database refresh
 
-	// verified remembers cookies whose signature was checked; expiry and the user's session version are
-	// still checked on every request.
+	// verified remembers cookies whose signature was checked; expiry, the user's session version and
+	// whether the session ended are still checked on every request.
 	verified *verified[Session]
+
+	ended    endedSet  // sessions ended one at a time (a logout), until they would have expired
+	seen     seenNotes // sessions seen lately, for last_seen_at (written by Run)
+	agents   *Agents   // names the browser and system of a new session
+	forgotAt time.Time // when ended ids were last forgotten (guarded by mu)
 }
 
 // NewSessions returns a session manager whose cookies live for ttl.
 func NewSessions(secret string, ttl time.Duration, db *gorm.DB, rdb redis.UniversalClient, now func() time.Time, log *slog.Logger) *Sessions {
 	return &Sessions{
 		mac: newMacPool(derive(secret, "session")), ttl: ttl, now: now, db: db, rdb: rdb, log: log,
-		verified: newVerified[Session](),
+		verified: newVerified[Session](), agents: NewAgents(),
 	}
 }
 
@@ -232,15 +237,18 @@ func (s *Sessions) verify(value string) (Session, bool) {
 
 // current answers a genuine session if it is unexpired and not ended, in its user's current role.
 func (s *Sessions) current(sess *Session) (*Session, bool) {
-	if !s.now().Before(sess.Expires) {
+	if !s.now().Before(sess.Expires) || s.ended.has(sess.ID) {
 		return nil, false
 	}
 	sh := s.shard(sess.UserID)
 	sh.mu.RLock()
 	st, changed := sh.m[sess.UserID]
 	sh.mu.RUnlock()
-	if changed {
-		if sess.Version != st.version {
+	// A cookie of a later version than this instance knows was issued after a change this instance has
+	// not heard of yet (another session of the user ended them all, and this one was given the new
+	// version): it is signed, so it is good, in the role it carries.
+	if changed && sess.Version <= st.version {
+		if sess.Version < st.version {
 			return nil, false
 		}
 		if sess.Role != st.role {
@@ -252,14 +260,27 @@ func (s *Sessions) current(sess *Session) (*Session, bool) {
 	return sess, true
 }
 
-// EndAll ends every session of the user (logout): it bumps the session version, here at once and on
-// every other instance through Redis.
+// EndAll ends every session of the user (a password reset): it bumps the session version, here at once
+// and on every other instance through Redis, and marks the user's sessions ended.
 func (s *Sessions) EndAll(ctx context.Context, userID int64) error {
-	u, err := models.BumpSessionVersion(ctx, s.db, userID, s.now())
+	now := s.now()
+	u, err := models.BumpSessionVersion(ctx, s.db, userID, now)
 	if err != nil {
 		return err
 	}
-	return s.announce(ctx, u)
+	if err := s.announce(ctx, u); err != nil {
+		return err
+	}
+	s.markEnded(ctx, userID, now)
+	return nil
+}
+
+// markEnded writes down that every session of the user ended (the version did it): a failure only
+// leaves the list showing sessions that no instance takes any more.
+func (s *Sessions) markEnded(ctx context.Context, userID int64, now time.Time) {
+	if err := models.EndSessionsOf(ctx, s.db, userID, "", now); err != nil {
+		s.log.WarnContext(ctx, "sessions not marked ended", "user_id", userID, "err", err)
+	}
 }
 
 // SetRole changes a user's role (who's action, audited); the user's sessions carry the new role from
@@ -275,11 +296,18 @@ func (s *Sessions) SetRole(ctx context.Context, who models.Actor, userID int64, 
 // SetBlocked blocks (every session of the user ends, here and on every instance at once) or unblocks an
 // account, as who's audited action with a reason.
 func (s *Sessions) SetBlocked(ctx context.Context, who models.Actor, userID int64, blocked bool, reason string) (*models.User, error) {
-	u, err := models.SetBlocked(ctx, s.db, who, userID, blocked, reason, s.now())
+	now := s.now()
+	u, err := models.SetBlocked(ctx, s.db, who, userID, blocked, reason, now)
 	if err != nil {
 		return nil, err
 	}
-	return u, s.announce(ctx, u)
+	if err := s.announce(ctx, u); err != nil {
+		return nil, err
+	}
+	if blocked {
+		s.markEnded(ctx, userID, now) // the version ended them already; the list says so too
+	}
+	return u, nil
 }
 
 func (s *Sessions) announce(ctx context.Context, u *models.User) error {
@@ -325,9 +353,25 @@ func (s *Sessions) refresh(ctx context.Context, since time.Time) error {
 	for _, u := range users {
 		s.apply(u.ID, u.SessionVersion, u.Role, *u.AuthChangedAt)
 	}
+	ended, err := models.SessionsEndedSince(ctx, s.db, since, started)
+	if err != nil {
+		return err
+	}
+	for _, e := range ended {
+		if id, ok := sessionID(e.ID); ok {
+			s.ended.add(id, e.ExpiresAt)
+		}
+	}
 	s.mu.Lock()
 	s.since = started
+	forget := started.Sub(s.forgotAt) >= forgetEvery
+	if forget {
+		s.forgotAt = started
+	}
 	s.mu.Unlock()
+	if forget {
+		s.ended.forget(started)
+	}
 	// Cookies older than a session's lifetime are expired anyway: their users need no entry.
 	for i := range s.users {
 		sh := &s.users[i]
@@ -345,6 +389,12 @@ func (s *Sessions) refresh(ctx context.Context, since time.Time) error {
 // Run keeps the map current until ctx ends: changes published by other instances at once, and a read of
 // the database every two seconds for any message lost while Redis was away.
 func (s *Sessions) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.writeSeen(ctx)
+	}()
+	defer func() { <-done }()
 	return follow.Channel(ctx, s.rdb, authChannel, refreshPeriod, s.applyMessage, func(ctx context.Context) {
 		s.mu.Lock()
 		since := s.since.Add(-refreshMargin)
@@ -356,6 +406,10 @@ func (s *Sessions) Run(ctx context.Context) error {
 }
 
 func (s *Sessions) applyMessage(payload string) {
+	if rest, ok := strings.CutPrefix(payload, endedPrefix); ok {
+		s.applyEnded(rest)
+		return
+	}
 	parts := strings.Split(payload, ":")
 	if len(parts) != 4 {
 		return

@@ -81,6 +81,7 @@ func (h *Accounts) LoadSession(c *fiber.Ctx) error {
 	if v := requestCookie(c, SessionCookie); v != "" {
 		if s, ok := h.Sessions.Ref(v); ok {
 			c.Locals(sessionLocal, s) // a pointer: no copy on the heap
+			h.Sessions.Seen(s)        // in memory: "last seen" is written apart, in batches
 		}
 	}
 	return c.Next()
@@ -154,19 +155,25 @@ func (h *Accounts) setCookie(c *fiber.Ctx, name, value string, expires time.Time
 	})
 }
 
-// startSession issues a new session for u and sets its cookie.
+// startSession starts a new session for u (recorded with this browser's name and address: every login,
+// registration and QR login comes here) and sets its cookie.
 func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	if u.BlockedAt != nil {
 		return errBlocked
 	}
-	s, value, err := h.Sessions.Issue(u)
+	s, value, err := h.Sessions.Start(c.UserContext(), u, auth.Client{UserAgent: c.Get(fiber.HeaderUserAgent), IP: c.IP()})
 	if err != nil {
 		return err
 	}
+	h.setSession(c, s, value)
+	return nil
+}
+
+// setSession sets the cookies of session s (its value) and keeps it for the rest of the request.
+func (h *Accounts) setSession(c *fiber.Ctx, s auth.Session, value string) {
 	h.setCookie(c, SessionCookie, value, s.Expires)
 	c.Cookie(&fiber.Cookie{Name: SignedInCookie, Value: "1", Path: "/", Expires: s.Expires, SameSite: fiber.CookieSameSiteLaxMode, Secure: h.SecureCookies})
 	c.Locals(sessionLocal, &s)
-	return nil
 }
 
 type credentials struct {
@@ -310,16 +317,22 @@ func (h *Accounts) failed(ctx context.Context, ipKey string) error {
 	return errBadLogin
 }
 
-// Logout ends the user's sessions everywhere and clears the cookie.
+// Logout ends the caller's own session, on every instance, and clears the cookie; the user's other
+// sessions (a phone, another computer) go on.
 func (h *Accounts) Logout(c *fiber.Ctx) error {
 	if s, ok := SessionOf(c); ok {
-		if err := h.Sessions.EndAll(c.UserContext(), s.UserID); err != nil && !errs.Is(err, errs.NotFound) {
+		if err := h.Sessions.End(c.UserContext(), s); err != nil {
 			return err
 		}
 	}
+	h.clearSession(c)
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// clearSession clears the session's cookies.
+func (h *Accounts) clearSession(c *fiber.Ctx) {
 	h.setCookie(c, SessionCookie, "", time.Unix(0, 0))
 	c.Cookie(&fiber.Cookie{Name: SignedInCookie, Value: "", Path: "/", Expires: time.Unix(0, 0), SameSite: fiber.CookieSameSiteLaxMode, Secure: h.SecureCookies})
-	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // meJSON is who the logged-in user is, with the CSRF token its page sends: all a page asks on load.

@@ -421,5 +421,6 @@ var sinceVersion1 = map[string]bool{
 // tablesSinceVersion1 are the models' tables that later migrations made: a database of version 1 has none
 // of them. Each migration that makes a table names it here.
 var tablesSinceVersion1 = map[string]bool{
-	"appeals": true, // 00003
+	"appeals":  true, // 00003
+	"sessions": true, // 00004
 }
