@@ -15,6 +15,9 @@ type Addresses struct {
 	DB     *gorm.DB
 	Orders *orders.Service
 	Limits *ratelimit.Shared // the shopper's address probes (one entrant per address)
+	// PhoneRegion is the country (ISO 3166) of a phone number written without a country code: PHONE_REGION,
+	// as the one-entrant-per-address rule reads it ("" is CN).
+	PhoneRegion string
 }
 
 // AddressJSON is the contract's `address`: an entry of the address book.
@@ -46,7 +49,7 @@ func (h *Addresses) Add(c *fiber.Ctx) error {
 	if err := parseJSON(c, &d); err != nil {
 		return err
 	}
-	a, err := models.AddAddress(c.UserContext(), h.DB, s.UserID, d)
+	a, err := models.AddAddress(c.UserContext(), h.DB, s.UserID, h.PhoneRegion, d)
 	if err != nil {
 		return err
 	}
@@ -64,7 +67,7 @@ func (h *Addresses) Update(c *fiber.Ctx) error {
 	if err := parseJSON(c, &d); err != nil {
 		return err
 	}
-	a, err := models.UpdateAddress(c.UserContext(), h.DB, s.UserID, id, d)
+	a, err := models.UpdateAddress(c.UserContext(), h.DB, s.UserID, id, h.PhoneRegion, d)
 	if err != nil {
 		return err
 	}
