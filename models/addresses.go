@@ -53,6 +53,10 @@ var (
 	postcode   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 -]{1,10}[A-Za-z0-9]$`)
 )
 
+// maxPhoneBytes bounds what a phone field may hold before it is read: 24 characters, each of up to 4 bytes
+// (full-width digits are 3), and spaces around them.
+const maxPhoneBytes = 128
+
 // DefaultPhoneRegion is the country of a phone number written without a country code when the caller
 // names none (PHONE_REGION's default).
 const DefaultPhoneRegion = "CN"
@@ -65,11 +69,14 @@ func phoneE164(phone, region string) (string, *errs.Why) {
 	if region == "" {
 		region = DefaultPhoneRegion
 	}
-	s := strings.TrimSpace(norm.NFKC.String(phone))
 	bad := func(key string, args ...any) (string, *errs.Why) {
 		w := errs.W("phone", key, args...)
 		return "", &w
 	}
+	if len(phone) > maxPhoneBytes {
+		return bad("phone_number") // before the normalising: a number is a few dozen bytes
+	}
+	s := strings.TrimSpace(norm.NFKC.String(phone))
 	if !phoneChars.MatchString(s) {
 		return bad("phone_number")
 	}

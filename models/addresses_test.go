@@ -1,6 +1,7 @@
 package models
 
 import (
+	"strings"
 	"testing"
 
 	"seckill/internal/addrkey"
@@ -53,6 +54,7 @@ func TestPhoneNumbersByTheirCountrysRules(t *testing.T) {
 		{"", "+999 1234 5678", "", "phone_country"},
 		{"", "call me", "", "phone_number"},
 		{"", "138 0013 8000 ext", "", "phone_number"},
+		{"", strings.Repeat("1", 100000), "", "phone_number"},
 	} {
 		d := Delivery{Recipient: "Zhang Wei", Phone: c.phone, Region: "Zhejiang", City: "Hangzhou", Street: "90 Wensan Road"}
 		bad := d.clean(c.region)
