@@ -75,7 +75,7 @@ func jsString(s string) string {
 }
 
 // TestAddressBookInABrowser: a shopper adds an address whose phone is 12345 and is told why beside the
-// field; with 138 0013 8000 it is saved as +8613800138000; Edit opens the address filled in and saves a
+// field; with 138-0013-8000 it is saved as +8613800138000 and shown as +86 138 0013 8000; Edit opens the address filled in and saves a
 // change; Delete asks first, "Keep it" keeps it, and Delete removes it. In English, then in Chinese.
 func TestAddressBookInABrowser(t *testing.T) {
 	testenv.Long(t)
@@ -105,13 +105,13 @@ func TestAddressBookInABrowser(t *testing.T) {
 			t.Errorf("%s: 12345 is explained as %q, want %q", c.lang, phoneErr, c.short)
 		}
 		run(t, ctx, c.lang+": a mobile number",
-			chromedp.SetValue("#addr-phone", "138 0013 8000", chromedp.ByID),
+			chromedp.SetValue("#addr-phone", "138-0013-8000", chromedp.ByID),
 			chromedp.Click(`form[data-address-form]:not([data-edit]) button[type=submit]`, chromedp.ByQuery),
 			chromedp.WaitVisible(".address-book address.delivery", chromedp.ByQuery),
 			chromedp.Text(".address-book address.delivery", &shown, chromedp.ByQuery),
 		)
-		if !strings.Contains(shown, "+8613800138000") {
-			t.Errorf("%s: the saved address shows %q, want the phone +8613800138000", c.lang, shown)
+		if !strings.Contains(shown, "+86 138 0013 8000") {
+			t.Errorf("%s: the saved address shows %q, want the phone +86 138 0013 8000", c.lang, shown)
 		}
 
 		var formShown bool

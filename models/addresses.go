@@ -38,6 +38,19 @@ type Delivery struct {
 	Postcode  string `gorm:"size:64;not null" json:"postcode"`
 }
 
+// PhoneShown is the phone as a person reads it, in its country's international grouping ("+86 138 0013
+// 8000"); a number stored before the rules (not E.164) as it was written.
+func (d Delivery) PhoneShown() string {
+	if !strings.HasPrefix(d.Phone, "+") {
+		return d.Phone
+	}
+	n, err := phonenumbers.Parse(d.Phone, "")
+	if err != nil || !phonenumbers.IsValidNumber(n) {
+		return d.Phone
+	}
+	return phonenumbers.Format(n, phonenumbers.INTERNATIONAL)
+}
+
 // maxAddresses is how many addresses one shopper's book holds.
 const maxAddresses = 20
 

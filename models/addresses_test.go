@@ -78,3 +78,12 @@ func TestPhoneNumbersAgreeWithTheAddressRule(t *testing.T) {
 		}
 	}
 }
+
+// A stored phone is shown grouped as its country writes it; one from before the rules as it was written.
+func TestPhoneShown(t *testing.T) {
+	for phone, want := range map[string]string{"+8613800138000": "+86 138 0013 8000", "+16502530000": "+1 650-253-0000", "138-0013-8000": "138-0013-8000"} {
+		if got := (Delivery{Phone: phone}).PhoneShown(); got != want {
+			t.Errorf("%q is shown as %q, want %q", phone, got, want)
+		}
+	}
+}
