@@ -429,7 +429,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	s.site = site{
 		health:   &handlers.Health{DB: d.DB, Redis: d.Redis},
 		static:   &handlers.Static{Files: files},
-		pages:    &handlers.Pages{DB: d.DB, Catalog: shop, Left: left, Now: d.Now, Views: views},
+		pages:    &handlers.Pages{DB: d.DB, Catalog: shop, Left: left, Now: d.Now, Views: views, PhoneRegion: cfg.PhoneRegion},
 		accounts: accounts,
 		qr:       &handlers.QRLoginAPI{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now, Places: places},
 		catalog:  &handlers.CatalogAPI{Catalog: shop, Left: left, Now: d.Now},
@@ -448,7 +448,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 			Sifter: s.Sifter, Devices: devices, Cards: cards,
 		},
 		orders:   &handlers.Orders{DB: d.DB, Orders: s.Orders, Log: d.Log},
-		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders, Limits: accounts.Limits, Claims: s.Claims, Cards: cards},
+		book:     &handlers.Addresses{DB: d.DB, Orders: s.Orders, Limits: accounts.Limits, Claims: s.Claims, Cards: cards, PhoneRegion: cfg.PhoneRegion},
 		ship:     &handlers.Fulfilment{DB: d.DB, Orders: s.Orders, Now: d.Now},
 		refunds:  &handlers.AdminOrders{DB: d.DB, Orders: s.Orders, Refunds: s.Refunds, Now: d.Now},
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),

@@ -58,7 +58,7 @@ func TestJoiningWithAnAddressInABrowser(t *testing.T) {
 				t.Errorf("the page says %q and %q; want the rule and the ask for an address", rules, none)
 			}
 			// The same place as the first entrant's, spelled otherwise, then a place of the shopper's own.
-			if _, err := models.AddAddress(ctx, s.DB, u.ID, models.Delivery{Recipient: "Wang", Phone: "13900139000", Region: "ZHEJIANG",
+			if _, err := models.AddAddress(ctx, s.DB, u.ID, "", models.Delivery{Recipient: "Wang", Phone: "13900139000", Region: "ZHEJIANG",
 				City: "hangzhou", Street: "no 18 wensan road flat 3 201", Postcode: "310012"}); err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestJoiningWithAnAddressInABrowser(t *testing.T) {
 			if !strings.Contains(say, words[2]) {
 				t.Errorf("joining with the first entrant's place, the page says %q; want %q", say, words[2])
 			}
-			own, err := models.AddAddress(ctx, s.DB, u.ID, models.Delivery{Recipient: "Wang", Phone: "13900139000", Region: "Jiangsu",
+			own, err := models.AddAddress(ctx, s.DB, u.ID, "", models.Delivery{Recipient: "Wang", Phone: "13900139000", Region: "Jiangsu",
 				City: "Nanjing", Street: "1 Zhongshan Road", Postcode: "210000"})
 			if err != nil {
 				t.Fatal(err)

@@ -183,8 +183,8 @@ type credentials struct {
 
 // Register makes a shopper account and logs it in. The cheap checks come first and the costly last: the
 // per-address limit, the fields, the proof of work and the captcha (used up only by a request whose
-// fields are good; the captcha only by one whose proof is), whether the name is taken, and only then the
-// hash, in a bounded turn.
+// proof is good), whether the name is taken, and only then the hash, in a bounded turn. Every bad field
+// is answered at once, a wrong captcha among them.
 func (h *Accounts) Register(c *fiber.Ctx) error {
 	var in struct {
 		credentials
@@ -213,17 +213,30 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 	}
 	why = append(why, pw...)
 	var e *errs.Error
-	if errors.As(requireCaptcha(in.CaptchaID, in.CaptchaAnswer), &e) {
+	captchaGiven := !errors.As(requireCaptcha(in.CaptchaID, in.CaptchaAnswer), &e)
+	if !captchaGiven {
 		why = append(why, e.Whys...)
+	}
+	// The proof of work before the captcha's round trip; a bad one with bad fields answers the fields
+	// (the page solves a new proof either way, and its captcha was not used).
+	if err := h.Work.Verify(ctx, in.Altcha, pow.Ask{Purpose: pow.Register}); err != nil {
+		if len(why) > 0 && errs.Is(err, errs.BadPow) {
+			return errs.Bad(why...)
+		}
+		return err
+	}
+	// A wrong captcha is one more bad field, said with the others: the person fixes everything at once.
+	// The captcha is used up whatever the fields say (single use), so the page shows a new one.
+	if captchaGiven {
+		switch err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); {
+		case errs.Is(err, errs.BadCaptcha) && len(why) > 0:
+			why = append(why, errs.W("captcha_answer", "captcha_wrong"))
+		case err != nil:
+			return err
+		}
 	}
 	if len(why) > 0 {
 		return errs.Bad(why...)
-	}
-	if err := h.Work.Verify(ctx, in.Altcha, pow.Ask{Purpose: pow.Register}); err != nil {
-		return err
-	}
-	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
-		return err
 	}
 	switch _, err := models.UserByUsername(ctx, h.DB, in.Username); {
 	case err == nil:

@@ -19,6 +19,9 @@ type Addresses struct {
 	Limits *ratelimit.Shared  // the shopper's address probes (one entrant per address)
 	Claims *stock.Claims      // the claim keys of an address (one entrant per address)
 	Cards  *auth.AddressCards // signs each address's card, which a join hands back instead of a read
+	// PhoneRegion is the country (ISO 3166) of a phone number written without a country code: PHONE_REGION,
+	// as the one-entrant-per-address rule reads it ("" is CN).
+	PhoneRegion string
 }
 
 // AddressJSON is the contract's `address`: an entry of the address book.
@@ -63,7 +66,7 @@ func (h *Addresses) Add(c *fiber.Ctx) error {
 	if err := parseJSON(c, &d); err != nil {
 		return err
 	}
-	a, err := models.AddAddress(c.UserContext(), h.DB, s.UserID, d)
+	a, err := models.AddAddress(c.UserContext(), h.DB, s.UserID, h.PhoneRegion, d)
 	if err != nil {
 		return err
 	}
@@ -81,7 +84,7 @@ func (h *Addresses) Update(c *fiber.Ctx) error {
 	if err := parseJSON(c, &d); err != nil {
 		return err
 	}
-	a, err := models.UpdateAddress(c.UserContext(), h.DB, s.UserID, id, d)
+	a, err := models.UpdateAddress(c.UserContext(), h.DB, s.UserID, id, h.PhoneRegion, d)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,12 @@ type orderJSON struct {
 	// Address is the copy of the delivery address chosen for the order, null until then.
 	Address *models.Delivery `json:"address"`
 	PaidAt  *time.Time       `json:"paid_at"`
+	// A cancel: when, and why (buyer: its buyer cancelled it; unpaid: its time to pay passed; "" for one
+	// cancelled before reasons were kept, or not cancelled).
+	CancelledAt  *time.Time `json:"cancelled_at"`
+	CancelReason string     `json:"cancel_reason"`
+	// Picture is the item's image at the lists' size, "" when it has none.
+	Picture string `json:"picture"`
 	// Shipping: set once the merchant has sent the order.
 	ShippedAt  *time.Time `json:"shipped_at"`
 	Carrier    string     `json:"carrier"`
@@ -60,7 +66,7 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]orderJSON, 
 	for _, o := range orders {
 		ids = append(ids, o.ItemID)
 	}
-	names, err := models.ItemNames(c.UserContext(), db, ids)
+	items, err := models.OrderItems(c.UserContext(), db, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +80,9 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]orderJSON, 
 	}
 	out := make([]orderJSON, len(orders))
 	for i, o := range orders {
-		out[i] = orderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: names[o.ItemID],
+		it := items[o.ItemID]
+		out[i] = orderJSON{OrderNo: o.OrderNo, ItemID: o.ItemID, ActivityID: o.ActivityID, Name: it.Name, Picture: it.Picture("480"),
+			CancelledAt: utc(o.CancelledAt), CancelReason: o.CancelReason,
 			PriceCents: o.PriceCents, Status: o.Status, CreatedAt: o.CreatedAt.UTC(), PayDeadline: o.PayDeadline.UTC(), Address: o.Address,
 			PaidAt: utc(o.PaidAt), ShippedAt: utc(o.ShippedAt), Carrier: o.Carrier, TrackingNo: o.TrackingNo,
 			RefundedAt: utc(o.RefundedAt), RefundReason: o.RefundReason, RefundStatus: refunds[o.ID]}
@@ -82,10 +90,31 @@ func orderViews(c *fiber.Ctx, db *gorm.DB, orders []models.Order) ([]orderJSON, 
 	return out, nil
 }
 
-// List answers the caller's orders, newest first.
+// orderFilters are the statuses ?status= may name on the shopper's orders (none: every order).
+var orderFilters = []string{models.OrderPendingPayment, models.OrderPaid, models.OrderShipped, models.OrderCancelled, models.OrderRefunded}
+
+// orderFilter reads ?status=: "" or "all" for every order, else one of orderFilters.
+func orderFilter(c *fiber.Ctx) (string, error) {
+	st := c.Query("status")
+	if st == "" || st == "all" {
+		return "", nil
+	}
+	for _, f := range orderFilters {
+		if st == f {
+			return f, nil
+		}
+	}
+	return "", errs.Bad(errs.W("status", "my_orders_filter"))
+}
+
+// List answers the caller's orders (?status= one status), newest first.
 func (h *Orders) List(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
-	list, err := models.OrdersOfUser(c.UserContext(), h.DB, s.UserID)
+	status, err := orderFilter(c)
+	if err != nil {
+		return err
+	}
+	list, err := models.OrdersOfUserIn(c.UserContext(), h.DB, s.UserID, status)
 	if err != nil {
 		return err
 	}
@@ -152,7 +181,7 @@ func (h *Orders) Cancel(c *fiber.Ctx) error {
 // cancelled cancels o at its buyer's wish, as its deadline would (orders.Service.Cancel), and answers
 // what the buyer is told when it was not: the order stays as it was.
 func (h *Orders) cancelled(ctx context.Context, o *models.Order) error {
-	outcome, err := h.Orders.Cancel(ctx, o)
+	outcome, err := h.Orders.Cancel(ctx, o, models.CancelByBuyer)
 	switch outcome {
 	case orders.Cancelled:
 		return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/sync/singleflight"
 	"gorm.io/gorm"
 
@@ -53,6 +54,9 @@ type Pages struct {
 	Now     func() time.Time
 	Views   fiber.Views
 	TTL     time.Duration // how long a rendered shared page is served (default 1s)
+	// PhoneRegion is the country (ISO 3166) of a phone number written without a country code (PHONE_REGION),
+	// which the address form says.
+	PhoneRegion string
 
 	once   sync.Once
 	cache  *memo.Timed[string, renderedPage]
@@ -156,13 +160,27 @@ func (h *Pages) SetLang(c *fiber.Ctx) error {
 	return redirectLocal(c, c.Query("back"))
 }
 
-// Orders renders the logged-in shopper's orders.
+// ordersTab is one of the orders page's filters: its ?status= value ("" for all) and its words.
+type ordersTab struct{ Status, Words string }
+
+// ordersTabs are the orders page's filters, in order.
+var ordersTabs = []ordersTab{
+	{"", "orders.all"}, {models.OrderPendingPayment, "orders.toPay"}, {models.OrderPaid, "orders.paid"},
+	{models.OrderShipped, "orders.shipped"}, {models.OrderCancelled, "orders.cancelled"}, {models.OrderRefunded, "orders.refunded"},
+}
+
+// Orders renders the logged-in shopper's orders, newest first, with their dates and pictures; ?status=
+// shows those of one status (a value the page does not know shows them all).
 func (h *Pages) Orders(c *fiber.Ctx) error {
 	s, ok := SessionOf(c)
 	if !ok {
-		return redirectLocal(c, "/login?next="+url.QueryEscape("/orders"))
+		return redirectLocal(c, "/login?next="+url.QueryEscape(LocalPath(c.OriginalURL())))
 	}
-	orders, err := models.OrdersOfUser(c.UserContext(), h.DB, s.UserID)
+	status, err := orderFilter(c)
+	if err != nil {
+		status = ""
+	}
+	orders, err := models.OrdersOfUserIn(c.UserContext(), h.DB, s.UserID, status)
 	if err != nil {
 		return err
 	}
@@ -171,7 +189,7 @@ func (h *Pages) Orders(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.Render("orders", PageData(c, h.Now(), "orders.title", "Orders", views), Layout)
+	return c.Render("orders", PageData(c, h.Now(), "orders.title", "Orders", views, "Tabs", ordersTabs, "Status", status), Layout)
 }
 
 // Order renders one of the shopper's orders.
@@ -199,7 +217,8 @@ func (h *Pages) Order(c *fiber.Ctx) error {
 		}
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	data := PageData(c, h.Now(), "orders.title", "Order", views[0], "Addresses", book, "AddressFields", addressFields)
+	data := PageData(c, h.Now(), "orders.title", "Order", views[0], "Addresses", book, "AddressFields", addressFields,
+		"PhoneHelp", h.phoneHelp(c))
 	data["Title"] = views[0].Name
 	return c.Render("order", data, Layout)
 }
@@ -213,7 +232,7 @@ type addressField struct {
 
 // addressFields are the address form's inputs, in order (the rules are models.Delivery.Clean's).
 var addressFields = []addressField{
-	{"recipient", "name", 50, true}, {"phone", "tel", 21, true}, {"region", "address-level1", 50, true},
+	{"recipient", "name", 50, true}, {"phone", "tel", 24, true}, {"region", "address-level1", 50, true},
 	{"city", "address-level2", 50, true}, {"street", "street-address", 200, true}, {"postcode", "postal-code", 12, false},
 }
 
@@ -227,16 +246,52 @@ func (h *Pages) Addresses(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	views := make([]addressView, len(book))
+	for i, a := range book {
+		d := a.Delivery
+		views[i] = addressView{Address: a, Values: map[string]string{"recipient": d.Recipient, "phone": d.Phone, "region": d.Region,
+			"city": d.City, "street": d.Street, "postcode": d.Postcode}}
+	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.Render("addresses", PageData(c, h.Now(), "addr.title", "Addresses", book, "AddressFields", addressFields), Layout)
+	return c.Render("addresses", PageData(c, h.Now(), "addr.title", "Addresses", views, "AddressFields", addressFields,
+		"PhoneHelp", h.phoneHelp(c)), Layout)
+}
+
+// phoneHelp is the address form's hint under the phone: how a number without a country code is read.
+func (h *Pages) phoneHelp(c *fiber.Ctx) string {
+	region := h.PhoneRegion
+	if region == "" {
+		region = models.DefaultPhoneRegion
+	}
+	code := "+" + strconv.Itoa(phonenumbers.GetCountryCodeForRegion(region))
+	return strings.ReplaceAll(i18n.For(Lang(c)).T("addr.phoneHelp"), "{0}", code)
+}
+
+// addressView is an address of the book with its fields by name, to fill its edit form.
+type addressView struct {
+	models.Address
+	Values map[string]string
 }
 
 // Login renders the login page: a password form and a QR code for a phone.
 // A phone that opened a login code before logging in logs in first (the page says what it is approving,
-// and shows no login code of its own), and goes back to the confirmation.
+// and shows no login code of its own), and goes back to the confirmation. A phone has no use for a code
+// to scan with a phone: its User-Agent says so, or (accounts.js) its narrow screen.
 func (h *Pages) Login(c *fiber.Ctx) error {
 	next := nextPath(c)
-	return c.Render("login", PageData(c, h.Now(), "login.title", "Next", next, "PhoneApproval", strings.HasPrefix(next, "/m/qr/")), Layout)
+	c.Vary(fiber.HeaderUserAgent)
+	return c.Render("login", PageData(c, h.Now(), "login.title", "Next", next, "PhoneApproval", strings.HasPrefix(next, "/m/qr/"),
+		"OnAPhone", onAPhone(c.Get(fiber.HeaderUserAgent))), Layout)
+}
+
+// onAPhone reports whether a User-Agent is a phone's browser: "Mobi" is in every major mobile browser's
+// (MDN's advice), and in no desktop's or tablet's (an iPad says "Mobile" only when asked for the mobile
+// site: it has a screen to show a code on).
+func onAPhone(ua string) bool {
+	if len(ua) > 512 {
+		ua = ua[:512]
+	}
+	return strings.Contains(ua, "Mobi") && !strings.Contains(ua, "iPad")
 }
 
 // Register renders the sign-up page; like the login page, it goes back to ?next= (an item page, a login

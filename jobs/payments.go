@@ -200,7 +200,7 @@ func (u *UnpaidTimeout) round(ctx context.Context, counts map[string]int64) erro
 	}
 	for i := range due {
 		// One order that fails is skipped, not allowed to hold up those behind it.
-		outcome, err := u.Orders.Cancel(ctx, &due[i])
+		outcome, err := u.Orders.Cancel(ctx, &due[i], models.CancelUnpaid)
 		switch outcome {
 		case orders.Cancelled, orders.CancelledRestockLater:
 			counts["cancelled"]++

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nyaruka/phonenumbers"
+	"golang.org/x/text/unicode/norm"
 	"gorm.io/gorm"
 
 	"seckill/errs"
@@ -35,6 +38,19 @@ type Delivery struct {
 	Postcode  string `gorm:"size:64;not null" json:"postcode"`
 }
 
+// PhoneShown is the phone as a person reads it, in its country's international grouping ("+86 138 0013
+// 8000"); a number stored before the rules (not E.164) as it was written.
+func (d Delivery) PhoneShown() string {
+	if !strings.HasPrefix(d.Phone, "+") {
+		return d.Phone
+	}
+	n, err := phonenumbers.Parse(d.Phone, "")
+	if err != nil || !phonenumbers.IsValidNumber(n) {
+		return d.Phone
+	}
+	return phonenumbers.Format(n, phonenumbers.INTERNATIONAL)
+}
+
 // maxAddresses is how many addresses one shopper's book holds.
 const maxAddresses = 20
 
@@ -46,12 +62,89 @@ const (
 )
 
 var (
-	phoneChars = regexp.MustCompile(`^\+?[0-9 ()-]{5,20}$`)
+	phoneChars = regexp.MustCompile(`^\+?[0-9 ()./-]{3,24}$`)
 	postcode   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 -]{1,10}[A-Za-z0-9]$`)
 )
 
-// clean trims the fields and answers what is wrong with each, in the form's order (none when it is good).
-func (d *Delivery) clean() []errs.Why {
+// maxPhoneBytes bounds what a phone field may hold before it is read: 24 characters, each of up to 4 bytes
+// (full-width digits are 3), and spaces around them.
+const maxPhoneBytes = 128
+
+// DefaultPhoneRegion is the country of a phone number written without a country code when the caller
+// names none (PHONE_REGION's default).
+const DefaultPhoneRegion = "CN"
+
+// phoneE164 answers a phone number in its one spelling, E.164 ("+8613800138000"), when it is a number
+// by the rules of the country it names (region's, an ISO 3166 code, when it names none): the same library
+// and the same reading as the one-entrant-per-address rule's (internal/addrkey), so that the book's
+// numbers and the rule's agree. Else it answers why not, beside the field.
+func phoneE164(phone, region string) (string, *errs.Why) {
+	if region == "" {
+		region = DefaultPhoneRegion
+	}
+	bad := func(key string, args ...any) (string, *errs.Why) {
+		w := errs.W("phone", key, args...)
+		return "", &w
+	}
+	if len(phone) > maxPhoneBytes {
+		return bad("phone_number") // before the normalising: a number is a few dozen bytes
+	}
+	s := strings.TrimSpace(norm.NFKC.String(phone))
+	if !phoneChars.MatchString(s) {
+		return bad("phone_number")
+	}
+	n, err := phonenumbers.Parse(s, region)
+	if err != nil {
+		if errors.Is(err, phonenumbers.ErrInvalidCountryCode) {
+			return bad("phone_country")
+		}
+		return bad("phone_number")
+	}
+	cc := "+" + strconv.Itoa(int(n.GetCountryCode()))
+	switch phonenumbers.IsPossibleNumberWithReason(n) {
+	case phonenumbers.INVALID_COUNTRY_CODE:
+		return bad("phone_country")
+	case phonenumbers.TOO_SHORT:
+		return bad("phone_short", cc)
+	case phonenumbers.TOO_LONG:
+		return bad("phone_long", cc)
+	}
+	if !phonenumbers.IsValidNumber(n) {
+		// The library's lengths allow a local number of a few digits; a person is told "too short" when
+		// the number is shorter than every example of its country's mobiles and lines (11 and 10 digits
+		// in China), "too long" when longer than all of them.
+		short, long := exampleLengths(phonenumbers.GetRegionCodeForCountryCode(int(n.GetCountryCode())))
+		switch l := len(phonenumbers.GetNationalSignificantNumber(n)); {
+		case short > 0 && l < short:
+			return bad("phone_short", cc)
+		case long > 0 && l > long:
+			return bad("phone_long", cc)
+		}
+		return bad("phone_invalid", cc)
+	}
+	return phonenumbers.Format(n, phonenumbers.E164), nil
+}
+
+// exampleLengths answers the shortest and the longest of a country's example mobile and fixed-line
+// numbers, in digits of the national number (0, 0 when it has none).
+func exampleLengths(region string) (short, long int) {
+	for _, typ := range []phonenumbers.PhoneNumberType{phonenumbers.MOBILE, phonenumbers.FIXED_LINE} {
+		ex := phonenumbers.GetExampleNumberForType(region, typ)
+		if ex == nil {
+			continue
+		}
+		l := len(phonenumbers.GetNationalSignificantNumber(ex))
+		if short == 0 || l < short {
+			short = l
+		}
+		long = max(long, l)
+	}
+	return short, long
+}
+
+// clean trims the fields and answers what is wrong with each, in the form's order (none when it is good);
+// the phone becomes its E.164 spelling, a number without a country code read as region's.
+func (d *Delivery) clean(region string) []errs.Why {
 	var bad []errs.Why
 	add := func(w *errs.Why) {
 		if w != nil {
@@ -59,15 +152,11 @@ func (d *Delivery) clean() []errs.Why {
 		}
 	}
 	add(lineText("recipient", &d.Recipient, maxRecipient))
-	d.Phone = strings.TrimSpace(d.Phone)
-	digits := 0
-	for _, r := range d.Phone {
-		if r >= '0' && r <= '9' {
-			digits++
-		}
-	}
-	if !phoneChars.MatchString(d.Phone) || digits < 5 {
-		bad = append(bad, errs.W("phone", "phone"))
+	if p, w := phoneE164(d.Phone, region); w != nil {
+		d.Phone = strings.TrimSpace(d.Phone)
+		add(w)
+	} else {
+		d.Phone = p
 	}
 	add(lineText("region", &d.Region, maxPlace))
 	add(lineText("city", &d.City, maxPlace))
@@ -129,9 +218,10 @@ func AddressOfUser(ctx context.Context, db *gorm.DB, userID, id int64) (*Address
 	return &a, nil
 }
 
-// AddAddress adds d to the user's address book, at most MaxAddresses of them (409 conflict beyond).
-func AddAddress(ctx context.Context, db *gorm.DB, userID int64, d Delivery) (*Address, error) {
-	if bad := d.clean(); len(bad) > 0 {
+// AddAddress adds d to the user's address book, at most MaxAddresses of them (409 conflict beyond); a
+// phone number without a country code is read as phoneRegion's (an ISO 3166 code, "" for CN).
+func AddAddress(ctx context.Context, db *gorm.DB, userID int64, phoneRegion string, d Delivery) (*Address, error) {
+	if bad := d.clean(phoneRegion); len(bad) > 0 {
 		return nil, errs.Bad(bad...)
 	}
 	a := Address{UserID: userID, Delivery: d}
@@ -156,9 +246,10 @@ func AddAddress(ctx context.Context, db *gorm.DB, userID int64, d Delivery) (*Ad
 	return &a, nil
 }
 
-// UpdateAddress changes one of the user's addresses. Orders keep the copy they took.
-func UpdateAddress(ctx context.Context, db *gorm.DB, userID, id int64, d Delivery) (*Address, error) {
-	if bad := d.clean(); len(bad) > 0 {
+// UpdateAddress changes one of the user's addresses (its phone read as AddAddress reads it). Orders keep
+// the copy they took.
+func UpdateAddress(ctx context.Context, db *gorm.DB, userID, id int64, phoneRegion string, d Delivery) (*Address, error) {
+	if bad := d.clean(phoneRegion); len(bad) > 0 {
 		return nil, errs.Bad(bad...)
 	}
 	a, err := AddressOfUser(ctx, db, userID, id)

@@ -416,6 +416,7 @@ func (m *migrator) usernameRule(ctx context.Context) error {
 // the AutoMigrate of before, unrecorded) has none of them. Each migration that adds a column names it here.
 var sinceVersion1 = map[string]bool{
 	"activities.rule_one_per_address": true, "activities.rule_accounts_before_approval": true, "activities.eligible_through": true, // 00002
+	"orders.cancel_reason": true, // 00006
 }
 
 // tablesSinceVersion1 are the models' tables that later migrations made: a database of version 1 has none

@@ -147,6 +147,9 @@ type Order struct {
 	RefundReason string    `gorm:"type:text;not null;default:''"`
 	CreatedAt    time.Time `gorm:"not null"`
 	UpdatedAt    time.Time `gorm:"not null"`
+	// CancelReason says why it was cancelled (CancelByBuyer, CancelUnpaid); "" for an order that is not,
+	// or was cancelled before reasons were kept (migration 00006, hence last).
+	CancelReason string `gorm:"size:16;not null;default:''"`
 }
 
 // StockLog records every move of an item's stock in the database. One row per (order, kind): a message

@@ -34,6 +34,12 @@ type Placement struct {
 	OrderNo string // the order the user holds for the item
 }
 
+// Why an order was cancelled (Order.CancelReason): the words "orders.why.<reason>" say it to its buyer.
+const (
+	CancelByBuyer = "buyer"  // its buyer cancelled it
+	CancelUnpaid  = "unpaid" // its time to pay passed (the unpaid timeout)
+)
+
 // ErrItemGone means the item is not in the database: its orders can never be placed.
 var ErrItemGone = errors.New("item not in the database")
 
@@ -149,11 +155,43 @@ func Buyers(ctx context.Context, db *gorm.DB, itemID int64) ([]Purchase, error) 
 
 // OrdersOfUser lists a user's orders, newest first.
 func OrdersOfUser(ctx context.Context, db *gorm.DB, userID int64) ([]Order, error) {
+	return OrdersOfUserIn(ctx, db, userID, "")
+}
+
+// OrdersOfUserIn lists a user's orders in one status (every one for ""), newest first.
+func OrdersOfUserIn(ctx context.Context, db *gorm.DB, userID int64, status string) ([]Order, error) {
 	var orders []Order
-	if err := db.WithContext(ctx).Where("user_id = ?", userID).Order("created_at DESC, id DESC").Find(&orders).Error; err != nil {
+	q := db.WithContext(ctx).Where("user_id = ?", userID)
+	if status != "" {
+		q = q.Where("status = ?", status)
+	}
+	if err := q.Order("created_at DESC, id DESC").Find(&orders).Error; err != nil {
 		return nil, fmt.Errorf("orders of user %d: %w", userID, err)
 	}
 	return orders, nil
+}
+
+// OrderItems answers what an orders list shows of each of the items ids: name and picture (the
+// id, name, image_url and image_key of each item).
+func OrderItems(ctx context.Context, db *gorm.DB, ids []int64) (map[int64]Item, error) {
+	out := map[int64]Item{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := inChunks(unique(ids), func(chunk []int64) error {
+		var items []Item
+		if err := db.WithContext(ctx).Select("id", "name", "image_url", "image_key").Where("id IN ?", chunk).Find(&items).Error; err != nil {
+			return err
+		}
+		for _, it := range items {
+			out[it.ID] = it
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("items of orders: %w", err)
+	}
+	return out, nil
 }
 
 // OrderOfUser finds one of a user's orders; another user's, or none, answers errs.NotFound.

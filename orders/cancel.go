@@ -41,9 +41,11 @@ const forgotten = 10 * time.Minute
 // nothing is cancelled because of the provider's failure alone. Then the order is cancelled and its unit
 // goes back on sale (or, if Redis fails, at the timeout's next round).
 //
+// why is the reason the order keeps, for its buyer to read: models.CancelByBuyer or models.CancelUnpaid.
+//
 // The error is not nil for ProviderDown and CancelledRestockLater (why), and when the database failed
 // (the outcome is then 0).
-func (s *Service) Cancel(ctx context.Context, o *models.Order) (CancelOutcome, error) {
+func (s *Service) Cancel(ctx context.Context, o *models.Order, why string) (CancelOutcome, error) {
 	if o.Status != models.OrderPendingPayment {
 		return NotPending, nil
 	}
@@ -73,7 +75,7 @@ func (s *Service) Cancel(ctx context.Context, o *models.Order) (CancelOutcome, e
 	if paid {
 		return PaidMeanwhile, nil
 	}
-	releaseID, err := s.CancelInBooks(ctx, o)
+	releaseID, err := s.cancelInBooks(ctx, o, why)
 	if err != nil {
 		return 0, err
 	}
@@ -91,12 +93,16 @@ func (s *Service) Cancel(ctx context.Context, o *models.Order) (CancelOutcome, e
 // pending_payment), its unit given back (stock_sold − 1, a release row pending in the stock log), its
 // payments closed in the books. It answers the release row's id, or 0 when the order no longer waited
 // for payment. Cancel calls it once the provider has closed the payments; the unit is not back in Redis
-// yet (Restock).
+// yet (Restock). The order keeps why it was cancelled: CancelInBooks is the unpaid timeout's.
 func (s *Service) CancelInBooks(ctx context.Context, o *models.Order) (int64, error) {
+	return s.cancelInBooks(ctx, o, models.CancelUnpaid)
+}
+
+func (s *Service) cancelInBooks(ctx context.Context, o *models.Order, why string) (int64, error) {
 	now := s.Now()
 	var releaseID int64
 	err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		n, err := apply(tx, moveCancel, []int64{o.ID}, now, map[string]any{"cancelled_at": now})
+		n, err := apply(tx, moveCancel, []int64{o.ID}, now, map[string]any{"cancelled_at": now, "cancel_reason": why})
 		if err != nil || n == 0 {
 			return err
 		}

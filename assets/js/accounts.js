@@ -42,10 +42,11 @@
       }).then(function () { location.href = nextURL(); })
         .catch(function (e) {
           showError(form, e); btn.disabled = false;
-          // A proof is used by every answer but a bad field's (checked before it); a bad proof leaves the
-          // captcha as it was, to send again once the new proof is solved.
-          if (regPow && form === regForm && e.code !== "bad_request") regPow.start();
-          if (captchaImg && e.code !== "bad_request" && e.code !== "bad_pow") newCaptcha(); // the captcha was used, or may have been
+          // A proof is used by every answer; so is the captcha (checked with the fields, its wrong answer
+          // said among theirs) but by a bad proof's, which leaves it to send again with the new proof.
+          // What was typed in the other fields stays.
+          if (regPow && form === regForm) regPow.start();
+          if (captchaImg && e.code !== "bad_pow") newCaptcha();
         });
     });
   });
@@ -79,5 +80,14 @@
     }).catch(function () { /* a lost poll: the next one tries again */ });
   }
   again.addEventListener("click", start);
-  start();
+  // A phone's screen has no use for a code to scan with a phone: the panel hides (and asks for no code)
+  // while the screen is as narrow as a phone's; the password form stays.
+  var phone = window.matchMedia ? window.matchMedia("(max-width: 500px)") : null, started = false;
+  function fit() {
+    panel.hidden = !!(phone && phone.matches);
+    if (panel.hidden) { clearInterval(timer); started = false; return; }
+    if (!started) { started = true; start(); }
+  }
+  if (phone && phone.addEventListener) phone.addEventListener("change", fit);
+  fit();
 })();
