@@ -185,6 +185,7 @@ func (q *Queue) Run(ctx context.Context) error {
 // idle is the worker with no relay configured: mails stay queued, and the log says so every ten
 // minutes while any wait.
 func (q *Queue) idle(ctx context.Context) error {
+	q.Log.WarnContext(ctx, "no SMTP relay is configured (SMTP_URL or SMTP_HOST): mails are queued and wait until one is")
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
 	for {
