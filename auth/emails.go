@@ -7,11 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"seckill/internal/follow"
+	"seckill/internal/memo"
 	"seckill/models"
 )
 
@@ -28,20 +28,19 @@ type EmailState struct {
 // a user's first /api/me on an instance reads it (one statement), and later ones are answered from
 // here until it changes. A change is published on a Redis channel the instances follow (Run), each
 // forgetting the user; the whole map is also forgotten every refresh, for a message lost while Redis
-// was away. Bounded: the least recently asked are forgotten first.
+// was away. Bounded: a map read under a read lock (internal/memo), all forgotten when it is full.
 type Emails struct {
 	db      *gorm.DB
 	rdb     redis.UniversalClient
 	log     *slog.Logger
-	cache   *lru.Cache[int64, EmailState]
+	cache   *memo.Map[int64, EmailState]
 	gen     atomic.Uint64 // bumped by every forgetting: a read that began before one is not kept
 	refresh time.Duration
 }
 
 // NewEmails keeps up to size accounts' addresses.
 func NewEmails(db *gorm.DB, rdb redis.UniversalClient, size int, log *slog.Logger) *Emails {
-	c, _ := lru.New[int64, EmailState](max(size, 1))
-	return &Emails{db: db, rdb: rdb, log: log, cache: c, refresh: 10 * time.Minute}
+	return &Emails{db: db, rdb: rdb, log: log, cache: &memo.Map[int64, EmailState]{Max: max(size, 1)}, refresh: 10 * time.Minute}
 }
 
 // Of answers user id's address, from memory when this instance has it.
@@ -91,6 +90,6 @@ func (e *Emails) Run(ctx context.Context) error {
 		}
 	}, func(context.Context) {
 		e.gen.Add(1)
-		e.cache.Purge()
+		e.cache.Clear()
 	})
 }
