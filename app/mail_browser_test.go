@@ -92,3 +92,75 @@ func TestForgotPasswordThroughTheOutboxInBrowser(t *testing.T) {
 		})
 	}
 }
+
+// A shopper adds an address on /account/email, in English and in Chinese: a wrong one is refused beside
+// the field at once, a good one is mailed a link, the link's page verifies it on its button (not by
+// being opened), and the account page then says it is verified.
+func TestAddAndVerifyAnEmailInBrowser(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{workerSessions, workerEmails, workerMail}, tune: func(c *Config) { c.Demo = true }})
+	for _, tc := range []struct{ lang, bad, sent, done, verified string }{
+		{"en", "must be an e-mail address", "A link is on its way to", "Your e-mail address is verified.", "Verified"},
+		{"zh", "须为邮箱地址", "验证链接已发往", "您的邮箱已验证。", "已验证"},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			name := "verify_" + tc.lang
+			addr := name + "@example.com"
+			newBrowser(t, s.URL).register(name, passwordOf(name))
+			b := chrome(t)
+			if tc.lang == "zh" {
+				run(t, b, "Chinese", chromedp.Navigate(s.URL+"/lang/zh"))
+			}
+			loginInBrowser(t, b, s.URL, name, passwordOf(name))
+			var why, sent string
+			run(t, b, "add an address",
+				chromedp.Navigate(s.URL+"/account/email"),
+				chromedp.WaitVisible("#email", chromedp.ByID),
+				chromedp.SendKeys("#email", "not an address", chromedp.ByID),
+				chromedp.Click("form[data-email-form] button[type=submit]", chromedp.ByQuery),
+				chromedp.Poll(`document.querySelector('[data-error-for="email"]').textContent !== ""`, nil, chromedp.WithPollingTimeout(5*time.Second)),
+				chromedp.Text(`[data-error-for="email"]`, &why, chromedp.ByQuery),
+				chromedp.Evaluate(`document.getElementById("email").value = ""`, nil),
+				chromedp.SendKeys("#email", addr, chromedp.ByID),
+				chromedp.Click("form[data-email-form] button[type=submit]", chromedp.ByQuery),
+				chromedp.WaitVisible("form[data-email-form] .form-done", chromedp.ByQuery),
+				chromedp.Text("form[data-email-form] .form-done", &sent, chromedp.ByQuery),
+			)
+			if !strings.Contains(why, tc.bad) || !strings.Contains(sent, tc.sent) || !strings.Contains(sent, addr) {
+				t.Errorf("the page said %q, then %q; want %q, then %q with the address", why, sent, tc.bad, tc.sent)
+			}
+			testenv.EventuallySaw(t, 10*time.Second, "the mail in the outbox", func() (bool, string) {
+				var n int64
+				s.DB.Model(&models.Mail{}).Where("to_addr = ? AND state = ?", addr, models.MailSent).Count(&n)
+				return n == 1, ""
+			})
+			var done, badge string
+			run(t, b, "verify from the outbox",
+				chromedp.Navigate(s.URL+"/outbox"),
+				chromedp.Click(`//article[.//span[@class="outbox-to"][.="`+addr+`"]]//a[contains(@href, "/verify-email?token=")]`),
+				chromedp.WaitVisible("form[data-verify-form] button[type=submit]", chromedp.ByQuery),
+			)
+			if st, _ := s.Srv.Emails.Of(t.Context(), mustUserID(t, s, name)); st.Verified {
+				t.Fatal("opening the link verified the address: a scanner would use it")
+			}
+			run(t, b, "press Verify",
+				chromedp.Click("form[data-verify-form] button[type=submit]", chromedp.ByQuery),
+				chromedp.WaitVisible("form[data-verify-form] .form-done", chromedp.ByQuery),
+				chromedp.Text("form[data-verify-form] .form-done", &done, chromedp.ByQuery),
+				chromedp.Navigate(s.URL+"/account/email"),
+				chromedp.Text(".email-current .badge", &badge, chromedp.ByQuery),
+			)
+			if done != tc.done || badge != tc.verified {
+				t.Errorf("the page said %q, the account %q; want %q and %q", done, badge, tc.done, tc.verified)
+			}
+		})
+	}
+}
+
+func mustUserID(t *testing.T, s *liveServer, name string) int64 {
+	t.Helper()
+	u, err := models.UserByUsername(t.Context(), s.DB, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
+}
