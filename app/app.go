@@ -429,7 +429,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		return err
 	}
 	work := pow.New(cfg.SessionSecret, cfg.PowMaxNumber, d.Redis, d.Now)
-	s.Mail = &mail.Queue{DB: d.DB, Sender: cfg.mailSender(), Domain: mail.DomainOf(cfg.Mail.From), Now: d.Now, Log: d.Log}
+	s.Mail = &mail.Queue{DB: d.DB, Sender: cfg.mailSender(), Domain: mail.DomainOf(cfg.Mail.From), Rate: cfg.Mail.Rate, Now: d.Now, Log: d.Log}
 	s.Mail.Prepare()
 	s.Emails = auth.NewEmails(d.DB, d.Redis, emailsKept, d.Log)
 	devices := auth.NewDevices(cfg.SessionSecret)

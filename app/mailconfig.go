@@ -12,12 +12,13 @@ import (
 
 // MailConfig is the SMTP relay the mail worker sends through, and the sender's address.
 type MailConfig struct {
-	Host     string // SMTP_HOST (or SMTP_URL's host); empty: no relay
-	Port     int    // SMTP_PORT: 587 for STARTTLS, 465 for TLS
-	Username string // SMTP_USERNAME: AUTH (PLAIN or LOGIN, over TLS only) when set
-	Password string // SMTP_PASSWORD, or the contents of SMTP_PASSWORD_FILE
-	TLS      string // SMTP_TLS: starttls (default), tls (smtps://), or none (a relay on this machine only)
-	From     string // MAIL_FROM: the From of every mail, such as "Seckill <noreply@shop.example>"
+	Host     string  // SMTP_HOST (or SMTP_URL's host); empty: no relay
+	Port     int     // SMTP_PORT: 587 for STARTTLS, 465 for TLS
+	Username string  // SMTP_USERNAME: AUTH (PLAIN or LOGIN, over TLS only) when set
+	Password string  // SMTP_PASSWORD, or the contents of SMTP_PASSWORD_FILE
+	TLS      string  // SMTP_TLS: starttls (default), tls (smtps://), or none (a relay on this machine only)
+	From     string  // MAIL_FROM: the From of every mail, such as "Seckill <noreply@shop.example>"
+	Rate     float64 // MAIL_RATE: the most mails a second each worker hands the relay; 0 for no limit
 }
 
 // Relay reports whether a relay is configured.
@@ -62,6 +63,7 @@ func (p *parser) mailConfig(baseURL string) MailConfig {
 		}
 		m.Password = strings.TrimRight(string(b), "\r\n")
 	}
+	m.Rate = p.float("MAIL_RATE", 0, 0, 100_000)
 	m.TLS = p.oneOf("SMTP_TLS", m.TLS, mail.TLSStartTLS, mail.TLSImplicit, mail.TLSNone)
 	host := "localhost"
 	if u, err := url.Parse(baseURL); err == nil && u.Hostname() != "" {

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
 	"seckill/models"
@@ -44,17 +45,26 @@ type Queue struct {
 	Batch       int           // mails claimed and sent in one connection (20)
 	MaxAttempts int           // attempts before a mail is marked failed (12: about 17 hours of backoff)
 	Backoff     func(attempt int) time.Duration
+	// Rate is the most mails a second this worker hands the relay (MAIL_RATE; 0: as fast as it takes
+	// them): a relay's sending quota, kept by each worker (two workers send twice as many).
+	Rate float64
 
-	wake chan struct{}
+	wake    chan struct{}
+	limiter *rate.Limiter
 }
 
 func (q *Queue) lease() time.Duration    { return cmp(q.Lease, 2*time.Minute) }
 func (q *Queue) interval() time.Duration { return cmp(q.Interval, time.Second) }
 func (q *Queue) batch() int {
+	n := 20
 	if q.Batch > 0 {
-		return q.Batch
+		n = q.Batch
 	}
-	return 20
+	if q.Rate > 0 {
+		// A batch waits at most a quarter of the lease for its turn.
+		n = min(n, max(1, int(q.Rate*q.lease().Seconds()/4)))
+	}
+	return n
 }
 func (q *Queue) maxAttempts() int {
 	if q.MaxAttempts > 0 {
@@ -148,7 +158,12 @@ func (q *Queue) Wake() {
 }
 
 // Prepare makes the worker's wake-up channel; call it before the queue is shared (NewServer does).
-func (q *Queue) Prepare() { q.wake = make(chan struct{}, 1) }
+func (q *Queue) Prepare() {
+	q.wake = make(chan struct{}, 1)
+	if q.Rate > 0 {
+		q.limiter = rate.NewLimiter(rate.Limit(q.Rate), q.batch())
+	}
+}
 
 // Run sends due mails until ctx ends: every interval, and at once when woken, it claims a batch under a
 // lease and sends it; mails whose worker died before marking them are claimed again once their lease
@@ -207,6 +222,13 @@ func (q *Queue) Round(ctx context.Context) (int, error) {
 	mails, err := models.ClaimMails(ctx, q.DB, q.Now(), q.lease(), q.batch())
 	if err != nil || len(mails) == 0 {
 		return 0, err
+	}
+	if q.limiter != nil {
+		// The relay's rate: the batch waits its turn (batch() keeps the wait well within the lease; a
+		// stop meanwhile leaves the mails to their lease).
+		if err := q.limiter.WaitN(ctx, len(mails)); err != nil {
+			return 0, err
+		}
 	}
 	// The relay gets less than the lease: a mail still being sent when its lease ends would be sent by
 	// another worker too.

@@ -272,3 +272,30 @@ func TestTheOutboxTakesEveryMail(t *testing.T) {
 		t.Fatalf("the outbox holds %+v, %v", rows, err)
 	}
 }
+
+// A relay's rate is kept: 12 mails at 20 a second, 4 at once, take at least 0.4 s.
+func TestTheQueueKeepsTheRelaysRate(t *testing.T) {
+	db, clk := testenv.SQLite(t), newClock()
+	q := newQueue(db, mail.Outbox{}, clk)
+	q.Rate, q.Batch = 20, 4
+	q.Prepare()
+	ctx := context.Background()
+	var msgs []mail.Message
+	for i := range 12 {
+		msgs = append(msgs, verifyMsg(fmt.Sprintf("r%d@example.com", i), "en"))
+	}
+	if err := q.Enqueue(ctx, nil, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for sent := 0; sent < 12; {
+		n, err := q.Round(ctx)
+		if err != nil || n == 0 {
+			t.Fatalf("Round = %d, %v after %d", n, err, sent)
+		}
+		sent += n
+	}
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("12 mails at 20 a second went in %v", took)
+	}
+}
