@@ -178,6 +178,9 @@ func (q *Queue) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(q.interval())
 	defer t.Stop()
+	tidy := time.NewTicker(time.Hour)
+	defer tidy.Stop()
+	q.Tidy(ctx)
 	for {
 		for {
 			n, err := q.Round(ctx)
@@ -193,6 +196,26 @@ func (q *Queue) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		case <-q.wake:
+		case <-tidy.C:
+			q.Tidy(ctx)
+		}
+	}
+}
+
+// Keep is how long a sent or failed mail stays in the table (the outbox, an operator's look at
+// last_error), and an expired token.
+const Keep = 30 * 24 * time.Hour
+
+// Tidy deletes the mails done and the tokens expired more than Keep ago, a thousand at a time.
+func (q *Queue) Tidy(ctx context.Context) {
+	for ctx.Err() == nil {
+		n, err := models.ForgetMails(ctx, q.DB, q.Now().Add(-Keep), 1000)
+		if err != nil {
+			q.Log.WarnContext(ctx, "old mails and tokens not deleted", "err", err)
+			return
+		}
+		if n == 0 {
+			return
 		}
 	}
 }

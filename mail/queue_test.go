@@ -299,3 +299,35 @@ func TestTheQueueKeepsTheRelaysRate(t *testing.T) {
 		t.Errorf("12 mails at 20 a second went in %v", took)
 	}
 }
+
+// Mails done and tokens expired more than Keep ago are deleted; a queued mail never is.
+func TestTidyForgetsOldMailsAndTokens(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite} {
+		t.Run(name, func(t *testing.T) { tidies(t, open(t)) })
+	}
+}
+
+func tidies(t *testing.T, db *gorm.DB) {
+	clk := newClock()
+	q := newQueue(db, mail.Outbox{}, clk)
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, nil, verifyMsg("old@example.com", "en")); err != nil {
+		t.Fatal(err)
+	}
+	q.Round(ctx)
+	if err := models.CreateToken(ctx, db, &models.Token{UserID: 1, Purpose: models.TokenPasswordReset, Hash: strings.Repeat("a", 64),
+		ExpiresAt: clk.Now(), CreatedAt: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(mail.Keep + time.Hour)
+	if err := newQueue(db, nil, clk).Enqueue(ctx, nil, verifyMsg("waiting@example.com", "en")); err != nil {
+		t.Fatal(err)
+	}
+	q.Tidy(ctx)
+	rows := queued(t, db)
+	var tokens int64
+	db.Model(&models.Token{}).Count(&tokens)
+	if len(rows) != 1 || rows[0].ToAddr != "waiting@example.com" || tokens != 0 {
+		t.Errorf("after Tidy: %d mails (%v), %d tokens; want only the queued mail", len(rows), rows, tokens)
+	}
+}
