@@ -138,11 +138,11 @@ func QueuedMails(ctx context.Context, db *gorm.DB) (int64, time.Time, error) {
 	return row.N, *row.Oldest, nil
 }
 
-// ForgetMails deletes the mails sent or given up before before, and the tokens that expired before it,
+// ForgetMails deletes the mails queued before before and sent or given up since (by created_at, indexed), and the tokens that expired before it,
 // at most limit of each (the worker calls it again while there are more); it answers how many went.
 func ForgetMails(ctx context.Context, db *gorm.DB, before time.Time, limit int) (int64, error) {
-	res := db.WithContext(ctx).Exec(`DELETE FROM mails WHERE id IN (SELECT id FROM mails WHERE state <> ? AND updated_at < ? ORDER BY id LIMIT ?)`,
-		MailQueued, before, limit)
+	res := db.WithContext(ctx).Exec(`DELETE FROM mails WHERE id IN (SELECT id FROM mails WHERE created_at < ? AND state <> ? ORDER BY id LIMIT ?)`,
+		before, MailQueued, limit)
 	if res.Error != nil {
 		return 0, fmt.Errorf("forget mails: %w", res.Error)
 	}
