@@ -35,6 +35,7 @@ import (
 	"seckill/internal/gate"
 	"seckill/internal/geo"
 	"seckill/jobs"
+	"seckill/mail"
 	"seckill/models"
 	"seckill/orders"
 	"seckill/payment"
@@ -79,6 +80,10 @@ type Server struct {
 	Refusals *stock.Refusals
 	// Sifter keeps the joins' traces and finds the clusters of one person's many accounts (the shadow line).
 	Sifter *stock.Sifter
+	// Mail is the e-mail queue (sent by the worker role's mail worker); Emails the accounts' addresses
+	// each instance keeps in memory for /api/me.
+	Mail   *mail.Queue
+	Emails *auth.Emails
 
 	// The background jobs, each known by one name (jobs.OrderConsumerJob, ...) in Start, its rounds and
 	// its lock.
@@ -124,6 +129,8 @@ type site struct {
 	shadow   *handlers.Shadow     // the admins' view of the flagged clusters, and their decisions
 	appeals  *handlers.Appeals    // a shopper in a line asks a person to look; the admins answer
 	clusters *handlers.ClustersPage
+	email    *handlers.Email // an account's e-mail address, its pages, and the demo's outbox
+	reset    *handlers.Reset // password reset by mail
 }
 
 // The workers Start runs beside the jobs, by name.
@@ -136,6 +143,8 @@ const (
 	workerStops        = "stops"
 	workerImages       = "images" // the stored images' names
 	workerEdgeLog      = "nginx_edge_log"
+	workerMail         = "mail"   // the mail queue's sender
+	workerEmails       = "emails" // the accounts' addresses in memory, following changes
 )
 
 // workers is every worker Start knows, by name: the followers and caches beside the jobs. Which role
@@ -156,6 +165,8 @@ func (s *Server) workers() map[string]func(context.Context) error {
 		jobs.RefundsJob:       s.Refunds.Run,
 		jobs.ReconcileJob:     s.Reconcile.Run,
 		jobs.QueueJob:         s.Queue.Run,
+		workerMail:            s.Mail.Run,
+		workerEmails:          s.Emails.Run,
 	}
 	if s.edge != nil {
 		workers[workerEdgeLog] = s.edge.Run
@@ -399,6 +410,9 @@ func (s *Server) openPlaces(cfg Config) (handlers.Places, error) {
 	return cities, nil
 }
 
+// emailsKept bounds the accounts' addresses each instance keeps for /api/me (about 100 bytes each).
+const emailsKept = 100_000
+
 // buildSite makes every handler of the route table from the server's parts.
 func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Views, node *snowflake.Node) error {
 	passwords, err := auth.NewPasswords(cfg.BcryptCost, s.Hashing)
@@ -416,10 +430,13 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		return err
 	}
 	work := pow.New(cfg.SessionSecret, cfg.PowMaxNumber, d.Redis, d.Now)
+	s.Mail = &mail.Queue{DB: d.DB, Sender: cfg.mailSender(), Domain: mail.DomainOf(cfg.Mail.From), Rate: cfg.Mail.Rate, Now: d.Now, Log: d.Log}
+	s.Mail.Prepare()
+	s.Emails = auth.NewEmails(d.DB, d.Redis, emailsKept, d.Log)
 	devices := auth.NewDevices(cfg.SessionSecret)
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
-		Passwords: passwords, Captchas: s.Captchas, Work: work,
+		Passwords: passwords, Captchas: s.Captchas, Work: work, Emails: s.Emails,
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
@@ -462,6 +479,11 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		appeals:  &handlers.Appeals{DB: d.DB, Catalog: shop, Line: s.Line, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now},
 		clusters: &handlers.ClustersPage{DB: d.DB, Now: d.Now},
 	}
+	s.site.email = &handlers.Email{DB: d.DB, Mail: s.Mail, Emails: s.Emails, Limits: accounts.Limits, BaseURL: cfg.BaseURL,
+		RateLimitIP: cfg.RateLimitIP, Outbox: cfg.Demo, Now: d.Now}
+	s.site.reset = &handlers.Reset{DB: d.DB, Mail: s.Mail, Sessions: s.Sessions, Passwords: passwords, Limits: accounts.Limits,
+		BaseURL: cfg.BaseURL, RateLimitIP: cfg.RateLimitIP, Log: d.Log, Now: d.Now}
+	s.site.reset.Prepare()
 	if cfg.PaySandbox {
 		s.site.sandbox = newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now)
 	}
@@ -580,6 +602,11 @@ func routes(f *fiber.App, h *site) {
 	f.Get("/admin/orders", h.refunds.Page)
 	f.Get("/login", pages.Login)
 	f.Get("/register", pages.Register)
+	f.Get("/account/email", h.email.AccountEmail)
+	f.Get("/verify-email", h.email.VerifyPage)
+	f.Get("/forgot", h.reset.ForgotPage)
+	f.Get("/reset", h.reset.ResetPage)
+	f.Get("/outbox", h.email.OutboxPage) // demo mode only: 404 elsewhere
 	f.Get("/m/qr/:id", pages.QRPhone)
 	f.Get("/activities/:id/report", h.report.Page)
 
@@ -607,6 +634,10 @@ func routes(f *fiber.App, h *site) {
 	api.Post("/auth/register", accounts.Register)
 	api.Post("/auth/login", accounts.Login)
 	api.Post("/auth/logout", accounts.Logout)
+	api.Post("/me/email", user, h.email.SetEmail)
+	api.Post("/auth/verify-email", h.email.VerifyEmail)
+	api.Post("/auth/password-reset", h.reset.Ask)
+	api.Post("/auth/password-reset/confirm", h.reset.Confirm)
 
 	api.Post("/qr/login", qr.Create)
 	api.Get("/qr/login/:id", qr.State)

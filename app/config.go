@@ -73,7 +73,8 @@ type Config struct {
 	PowMaxNumber    int64         // POW_MAXNUMBER: the proof of work's difficulty at rest (ALTCHA's maxnumber); rises with pressure
 	ShadowLine      bool          // SHADOW_LINE: on (the default) puts the draw's flagged entrants in the shadow line; off only measures
 	Shadow          sift.Thresholds
-	ServeRole       string // SERVE_ROLE: web or worker, or empty for all (the default): what seckill serve runs (roles.go)
+	ServeRole       string     // SERVE_ROLE: web or worker, or empty for all (the default): what seckill serve runs (roles.go)
+	Mail            MailConfig // SMTP_URL or SMTP_HOST, SMTP_PORT, SMTP_USERNAME, SMTP_PASSWORD(_FILE), SMTP_TLS, MAIL_FROM (mailconfig.go)
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -268,6 +269,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.BaseURL = strings.TrimRight(p.str("BASE_URL", fmt.Sprintf("http://localhost:%d", c.Port)), "/")
 	p.httpURL("BASE_URL", c.BaseURL)
+	c.Mail = p.mailConfig(c.BaseURL)
 
 	switch {
 	case c.DatabaseURL == "" && c.RedisURL == "":

@@ -47,6 +47,8 @@ var statusOf = map[string]int{
 	errs.AddressLimit:       fiber.StatusConflict,
 	errs.NotInLine:          fiber.StatusConflict,
 	errs.AppealOpen:         fiber.StatusConflict,
+	errs.BadToken:           fiber.StatusBadRequest,
+	errs.EmailTaken:         fiber.StatusConflict,
 	errs.ActivityState:      fiber.StatusConflict,
 	errs.OrderState:         fiber.StatusConflict,
 	errs.AddressRequired:    fiber.StatusConflict,

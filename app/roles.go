@@ -55,6 +55,8 @@ var roleTable = map[string][]string{
 		// The reconciler keeps what it found in memory, and the admins' page that shows it is served
 		// by the web tier; it only reads (Redis's books and a count of the orders), every 10 s.
 		jobs.ReconcileJob,
+		// /api/me answers the account's e-mail from this memory; a change anywhere reaches it here.
+		workerEmails,
 	},
 	RoleWorker: {
 		// The order consumer writes the queued orders into PostgreSQL. It needs none of the
@@ -70,6 +72,8 @@ var roleTable = map[string][]string{
 		jobs.PaymentPollJob,
 		jobs.UnpaidTimeoutJob,
 		jobs.RefundsJob,
+		// The mail queue's sender: off the request path, one or more workers claiming under leases.
+		workerMail,
 	},
 }
 

@@ -253,6 +253,7 @@ func runServe(ctx context.Context, env Env) error {
 			accounts = append(accounts, a.Username+" / "+a.Password)
 		}
 		log.Warn("demo accounts (username / password)", "accounts", strings.Join(accounts, ", "), "first_start", seeded)
+		log.Info("demo mode sends no e-mail: every mail (a verification or password reset link) is shown at the outbox", "url", cfg.BaseURL+"/outbox")
 	} else {
 		if d.DB, err = openPostgres(ctx, cfg.DatabaseURL); err != nil {
 			return err

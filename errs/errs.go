@@ -58,6 +58,10 @@ const (
 	NotInLine  = "not_in_line" // appealing about an item's line one is not in
 	AppealOpen = "appeal_open" // an appeal about the item waits for its answer already
 
+	// E-mail and account recovery.
+	BadToken   = "bad_token"   // a mailed link's token that is unknown, used or expired
+	EmailTaken = "email_taken" // another account has the e-mail address (verified)
+
 	// Payment.
 	OrderState         = "order_state"
 	AddressRequired    = "address_required" // paying an order that has no delivery address yet
@@ -70,7 +74,8 @@ var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Con
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked, LastAdmin,
 	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit,
 	BadPow,
-	NotInLine, AppealOpen}
+	NotInLine, AppealOpen,
+	BadToken, EmailTaken}
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {

@@ -46,7 +46,8 @@ type Accounts struct {
 	Limits        *ratelimit.Shared
 	Passwords     *auth.Passwords
 	Captchas      *captcha.Captchas
-	Work          *pow.Work // the proof of work a registration carries
+	Work          *pow.Work    // the proof of work a registration carries
+	Emails        *auth.Emails // the accounts' addresses in memory, for /api/me (email.go)
 	SecureCookies bool
 	RateLimitIP   bool
 	SessionTTL    time.Duration
@@ -165,6 +166,7 @@ func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	if err != nil {
 		return err
 	}
+	h.Emails.Remember(u) // the account was just read: its first /api/me here needs no query
 	h.setSession(c, s, value)
 	return nil
 }
@@ -351,6 +353,7 @@ func (h *Accounts) clearSession(c *fiber.Ctx) {
 // meJSON is who the logged-in user is, with the CSRF token its page sends: all a page asks on load.
 type meJSON struct {
 	UserJSON
+	emailJSON
 	CSRFToken string `json:"csrf_token"`
 }
 
@@ -370,8 +373,13 @@ func (h *Accounts) Me(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The address from this instance's memory: read once per account, then kept until it changes.
+	st, err := h.Emails.Of(c.UserContext(), s.UserID)
+	if err != nil {
+		return err
+	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(meJSON{UserJSON: UserJSON{ID: s.UserID, Username: s.Username, Role: s.Role}, CSRFToken: tok})
+	return c.JSON(meJSON{UserJSON: UserJSON{ID: s.UserID, Username: s.Username, Role: s.Role}, emailJSON: emailOf(st), CSRFToken: tok})
 }
 
 // upgrade gives a session of the cookie format before names its name, from the database, and sets its

@@ -416,12 +416,14 @@ func (m *migrator) usernameRule(ctx context.Context) error {
 // the AutoMigrate of before, unrecorded) has none of them. Each migration that adds a column names it here.
 var sinceVersion1 = map[string]bool{
 	"activities.rule_one_per_address": true, "activities.rule_accounts_before_approval": true, "activities.eligible_through": true, // 00002
+	"users.email": true, "users.email_verified_at": true, // 00005
 	"orders.cancel_reason": true, // 00006
 }
 
 // tablesSinceVersion1 are the models' tables that later migrations made: a database of version 1 has none
 // of them. Each migration that makes a table names it here.
 var tablesSinceVersion1 = map[string]bool{
-	"appeals":  true, // 00003
-	"sessions": true, // 00004
+	"appeals":  true,                 // 00003
+	"sessions": true,                 // 00004
+	"mails":    true, "tokens": true, // 00005
 }

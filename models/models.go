@@ -73,6 +73,10 @@ type User struct {
 	BlockReason string    `gorm:"type:text;not null;default:''"`
 	CreatedAt   time.Time `gorm:"not null"`
 	UpdatedAt   time.Time `gorm:"not null"`
+	// Email is the account's address, lowercased (unique: one account an address), nil for none;
+	// EmailVerifiedAt is when a link mailed to it was followed (nil: not yet). Migration 00005.
+	Email           *string `gorm:"size:254;uniqueIndex:idx_users_email"`
+	EmailVerifiedAt *time.Time
 }
 
 // Activity is a flash sale a merchant runs: a window of time and the items on sale in it.
@@ -191,5 +195,5 @@ type Payment struct {
 // All lists every model, in the order the migrations create them.
 func All() []any {
 	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}, &Refund{}, &Image{},
-		&Appeal{}, &Session{}}
+		&Appeal{}, &Session{}, &Mail{}, &Token{}}
 }
