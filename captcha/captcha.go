@@ -199,6 +199,29 @@ func (c *Captchas) Check(ctx context.Context, id, answer string) (bool, error) {
 	return want != "" && strings.EqualFold(strings.TrimSpace(answer), want), nil
 }
 
+// Judge reports whether answer is right, using the captcha up only when it is wrong: a form refused for
+// another field keeps its rightly answered captcha for the person's next send, while guesses still get
+// one try each.
+func (c *Captchas) Judge(ctx context.Context, id, answer string) (bool, error) {
+	if id == "" || len(id) > 64 {
+		return false, nil
+	}
+	want, err := c.rdb.Get(ctx, Key(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("judge captcha: %w", err)
+	}
+	if want != "" && strings.EqualFold(strings.TrimSpace(answer), want) {
+		return true, nil
+	}
+	if err := c.rdb.Del(ctx, Key(id)).Err(); err != nil {
+		return false, fmt.Errorf("judge captcha: %w", err)
+	}
+	return false, nil
+}
+
 // Audio answers the captcha's digits spoken (a WAV), in lang ("en" or "zh"), for a person who cannot see
 // the picture: drawn in a turn of the gate, from the answer kept for id, once (about 3 ms of a core and
 // 93 KB): playing it again is answered from memory. An unknown or used captcha answers errs.NotFound,

@@ -219,26 +219,27 @@ func (h *Accounts) Register(c *fiber.Ctx) error {
 	if !captchaGiven {
 		why = append(why, e.Whys...)
 	}
-	// The proof of work before the captcha's round trip; a bad one with bad fields answers the fields
-	// (the page solves a new proof either way, and its captcha was not used).
-	if err := h.Work.Verify(ctx, in.Altcha, pow.Ask{Purpose: pow.Register}); err != nil {
-		if len(why) > 0 && errs.Is(err, errs.BadPow) {
-			return errs.Bad(why...)
+	// With bad fields the form is answered at once, a wrong captcha among them, and nothing is used up but
+	// a wrong captcha: neither the proof of work nor a rightly answered captcha, so the person fixes the
+	// fields and sends again.
+	if len(why) > 0 {
+		if captchaGiven {
+			right, err := h.Captchas.Judge(ctx, in.CaptchaID, in.CaptchaAnswer)
+			if err != nil {
+				return err
+			}
+			if !right {
+				why = append(why, errs.W("captcha_answer", "captcha_wrong"))
+			}
 		}
+		return errs.Bad(why...)
+	}
+	// Good fields: the proof of work before the captcha's round trip, each used up.
+	if err := h.Work.Verify(ctx, in.Altcha, pow.Ask{Purpose: pow.Register}); err != nil {
 		return err
 	}
-	// A wrong captcha is one more bad field, said with the others: the person fixes everything at once.
-	// The captcha is used up whatever the fields say (single use), so the page shows a new one.
-	if captchaGiven {
-		switch err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); {
-		case errs.Is(err, errs.BadCaptcha) && len(why) > 0:
-			why = append(why, errs.W("captcha_answer", "captcha_wrong"))
-		case err != nil:
-			return err
-		}
-	}
-	if len(why) > 0 {
-		return errs.Bad(why...)
+	if err := checkCaptcha(ctx, h.Captchas, in.CaptchaID, in.CaptchaAnswer); err != nil {
+		return err
 	}
 	switch _, err := models.UserByUsername(ctx, h.DB, in.Username); {
 	case err == nil:

@@ -135,7 +135,7 @@ func (h *Email) SetEmail(c *fiber.Ctx) error {
 	}
 	now, lang := h.Now(), Lang(c)
 	verified := false
-	err = h.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = models.Atomically(ctx, h.DB, func(tx *gorm.DB) error {
 		before, err := models.SetEmail(ctx, tx, s.UserID, addr, now)
 		if err != nil {
 			return err
@@ -187,7 +187,7 @@ func (h *Email) VerifyEmail(c *fiber.Ctx) error {
 	}
 	now := h.Now()
 	var t *models.Token
-	err := h.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := models.Atomically(ctx, h.DB, func(tx *gorm.DB) error {
 		var err error
 		if t, err = models.UseToken(ctx, tx, models.TokenVerifyEmail, tokenHash(in.Token), now); err != nil {
 			return err

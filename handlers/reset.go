@@ -107,7 +107,7 @@ func (h *Reset) mailLink(ctx context.Context, addr, lang string) error {
 		return err
 	}
 	now := h.Now()
-	return h.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return models.Atomically(ctx, h.DB, func(tx *gorm.DB) error {
 		// Only the newest link works.
 		if err := models.EndTokens(ctx, tx, u.ID, models.TokenPasswordReset, now); err != nil {
 			return err
@@ -161,7 +161,7 @@ func (h *Reset) Confirm(c *fiber.Ctx) error {
 		return err
 	}
 	now := h.Now()
-	err = h.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = models.Atomically(ctx, h.DB, func(tx *gorm.DB) error {
 		if _, err := models.UseToken(ctx, tx, models.TokenPasswordReset, hash, now); err != nil {
 			return err // used by a request that came first
 		}

@@ -4,8 +4,10 @@
 package models
 
 import (
+	"context"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -196,4 +198,11 @@ type Payment struct {
 func All() []any {
 	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}, &Refund{}, &Image{},
 		&Appeal{}, &Session{}, &Mail{}, &Token{}}
+}
+
+// Atomically runs fn in one transaction of db: a caller outside models (a handler writing an e-mail's
+// token and its mail) composes models' own functions, given tx, so that they happen together or not at
+// all. fn writes no SQL of its own.
+func Atomically(ctx context.Context, db *gorm.DB, fn func(tx *gorm.DB) error) error {
+	return db.WithContext(ctx).Transaction(fn)
 }
