@@ -424,4 +424,5 @@ var sinceVersion1 = map[string]bool{
 var tablesSinceVersion1 = map[string]bool{
 	"appeals": true,                 // 00003
 	"mails":   true, "tokens": true, // 00005
+	"reminders": true, // 00007
 }

@@ -192,5 +192,5 @@ type Payment struct {
 // All lists every model, in the order the migrations create them.
 func All() []any {
 	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}, &Refund{}, &Image{},
-		&Appeal{}, &Mail{}, &Token{}}
+		&Appeal{}, &Mail{}, &Token{}, &Reminder{}}
 }
