@@ -135,6 +135,9 @@ func TestRemindMeByMail(t *testing.T) {
 	if m == nil || m[1] != s.URL {
 		t.Fatalf("no unsubscribe link of the shop in ada's mail:\n%s", text)
 	}
+	if h := adaOpen.Header("List-Unsubscribe"); h != "<"+m[0]+">" || adaOpen.Header("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
+		t.Errorf("List-Unsubscribe %q (Post %q); want <%s> with one-click", h, adaOpen.Header("List-Unsubscribe-Post"), m[0])
+	}
 	scanner := newBrowser(t, s.URL)
 	page := scanner.call("GET", m[2], nil)
 	if page.Status != 200 || !strings.Contains(string(page.Body), `method="post"`) || !strings.Contains(string(page.Body), "Test sale") {

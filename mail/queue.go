@@ -111,6 +111,7 @@ func (q *Queue) Enqueue(ctx context.Context, tx *gorm.DB, msgs ...Message) error
 		}
 		row := models.Mail{MessageID: id, Kind: m.Kind, ToAddr: m.To, Lang: r.Lang, Subject: r.Subject,
 			TextBody: r.Text, HTMLBody: r.HTML, State: models.MailQueued, NextAt: now, CreatedAt: now, UpdatedAt: now}
+		row.ListUnsubscribe = m.Data["Unsubscribe"]
 		if m.NotBefore.After(now) {
 			row.NextAt = m.NotBefore
 		}

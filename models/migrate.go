@@ -417,6 +417,7 @@ func (m *migrator) usernameRule(ctx context.Context) error {
 var sinceVersion1 = map[string]bool{
 	"activities.rule_one_per_address": true, "activities.rule_accounts_before_approval": true, "activities.eligible_through": true, // 00002
 	"users.email": true, "users.email_verified_at": true, // 00005
+	"mails.list_unsubscribe": true, // 00007
 }
 
 // tablesSinceVersion1 are the models' tables that later migrations made: a database of version 1 has none

@@ -13,5 +13,8 @@ CREATE TABLE reminders (
 );
 CREATE UNIQUE INDEX idx_reminders_user_activity ON reminders (user_id, activity_id);
 CREATE INDEX idx_reminders_activity_id ON reminders (activity_id);
+-- A reminder's unsubscribe link, sent as its List-Unsubscribe header.
+ALTER TABLE mails ADD COLUMN list_unsubscribe varchar(500) NOT NULL DEFAULT '';
 -- +goose Down
+ALTER TABLE mails DROP COLUMN list_unsubscribe;
 DROP TABLE reminders;
