@@ -61,7 +61,15 @@ func queuedMails(t *testing.T, db *gorm.DB) []queuedMail {
 // due 1/rate after the one before), never more than rate × interval a round, and all are queued before
 // the moment.
 func TestRemindersAreSpreadWithinTheRateAndQueuedBeforeTheMoment(t *testing.T) {
-	db := testenv.Postgres(t)
+	for _, d := range []struct {
+		name string
+		open func(testing.TB) *gorm.DB
+	}{{"postgres", testenv.Postgres}, {"sqlite", testenv.SQLite}} { // SQLite: demo mode
+		t.Run(d.name, func(t *testing.T) { remindersAreSpread(t, d.open(t)) })
+	}
+}
+
+func remindersAreSpread(t *testing.T, db *gorm.DB) {
 	starts := time.Now().Add(2 * time.Hour).Truncate(time.Second)
 	a, users := remindedSale(t, db, starts, 120)
 	r := reminderJob(db, 10) // 120 at 10 a second: 12 s, and a minute's margin
