@@ -75,6 +75,11 @@ func (r *Reminders) Round(ctx context.Context, now time.Time, counts map[string]
 	if counts == nil {
 		counts = map[string]int64{}
 	}
+	cancelled, err := models.CancelEndedReminders(ctx, r.DB)
+	if err != nil {
+		return err
+	}
+	counts["cancelled"] += cancelled
 	sales, err := models.RemindedSales(ctx, r.DB, now)
 	if err != nil {
 		return err

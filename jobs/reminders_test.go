@@ -206,4 +206,25 @@ func TestNoReminderForAStoppedSaleOrADeletedReminder(t *testing.T) {
 	if got := queuedMails(t, db); len(got) != 1 {
 		t.Fatalf("after the start %d mails are queued; want still 1", len(got))
 	}
+	// A mail queued ahead and not yet sent goes with its reminder, and with its sale ended early.
+	late, lateUsers := remindedSale(t, db, starts.Add(time.Minute), 2)
+	if err := reminderJob(db, 100).Round(ctx, starts.Add(-5*time.Minute), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := queuedMails(t, db); len(got) != 5 { // and the paused sale's two, resumed before its start
+		t.Fatalf("%d mails queued; want 5", len(got))
+	}
+	if err := models.DeleteReminder(ctx, db, lateUsers[0].ID, late.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := queuedMails(t, db); len(got) != 4 {
+		t.Fatalf("after a reminder's delete %d mails are queued; want 4 (its mail gone)", len(got))
+	}
+	db.Exec(`UPDATE activities SET ended_early = true WHERE id IN ?`, []int64{running.ID, late.ID})
+	if err := reminderJob(db, 100).Round(ctx, starts.Add(-5*time.Minute), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := queuedMails(t, db); len(got) != 2 {
+		t.Fatalf("after two sales ended early %d mails are still queued; want the resumed sale's 2", len(got))
+	}
 }

@@ -38,12 +38,33 @@ func AddReminder(ctx context.Context, db *gorm.DB, userID, activityID int64, lan
 	return res.RowsAffected == 1, nil
 }
 
-// DeleteReminder forgets user's reminder of activity, whatever it had sent; none is no error.
+// DeleteReminder forgets user's reminder of activity, whatever it had sent, and its mails queued and not
+// yet sent (a round queues a few seconds' worth ahead); none is no error.
 func DeleteReminder(ctx context.Context, db *gorm.DB, userID, activityID int64) error {
-	if err := db.WithContext(ctx).Exec(`DELETE FROM reminders WHERE user_id = ? AND activity_id = ?`, userID, activityID).Error; err != nil {
-		return fmt.Errorf("delete reminder: %w", err)
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`DELETE FROM reminders WHERE user_id = ? AND activity_id = ?`, userID, activityID).Error; err != nil {
+			return fmt.Errorf("delete reminder: %w", err)
+		}
+		// A reminder's mail carries its unsubscribe link, /unsubscribe?token={user}.{activity}.{mac}.
+		err := tx.Exec(`DELETE FROM mails WHERE user_id = ? AND state = ? AND list_unsubscribe LIKE ?`,
+			userID, MailQueued, fmt.Sprintf("%%token=%d.%d.%%", userID, activityID)).Error
+		if err != nil {
+			return fmt.Errorf("delete a reminder's queued mails: %w", err)
+		}
+		return nil
+	})
+}
+
+// CancelEndedReminders deletes the reminder mails queued and not yet sent of sales ended early (or no
+// longer approved): a stop reaches the mails a round queued ahead. It answers how many it deleted.
+func CancelEndedReminders(ctx context.Context, db *gorm.DB) (int64, error) {
+	res := db.WithContext(ctx).Exec(`DELETE FROM mails WHERE state = ? AND list_unsubscribe <> '' AND EXISTS (
+		SELECT 1 FROM activities a WHERE (a.ended_early OR a.state <> ?) AND mails.list_unsubscribe LIKE '%token=%.' || a.id || '.%')`,
+		MailQueued, ActivityApproved)
+	if res.Error != nil {
+		return 0, fmt.Errorf("cancel the reminders of ended sales: %w", res.Error)
 	}
-	return nil
+	return res.RowsAffected, nil
 }
 
 // ReminderOfSale is a reminder with its sale, as its shopper sees it.
