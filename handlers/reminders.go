@@ -99,16 +99,14 @@ func (h *Reminders) Add(c *fiber.Ctx) error {
 }
 
 func (h *Reminders) one(c *fiber.Ctx, userID, activityID int64) (reminderJSON, error) {
-	list, err := models.RemindersOf(c.UserContext(), h.DB, userID, time.Time{})
+	r, found, err := models.ReminderOf(c.UserContext(), h.DB, userID, activityID)
 	if err != nil {
 		return reminderJSON{}, err
 	}
-	for _, r := range list {
-		if r.ActivityID == activityID {
-			return reminderOf(r), nil
-		}
+	if !found {
+		return reminderJSON{}, errors.New("the reminder just made is not found")
 	}
-	return reminderJSON{}, errors.New("the reminder just made is not found")
+	return reminderOf(r), nil
 }
 
 // Delete drops the caller's reminder of a sale (nothing more is mailed about it): 204, whether or not
@@ -151,16 +149,8 @@ func (h *Reminders) unsubscribeOf(c *fiber.Ctx) (userID int64, r models.Reminder
 	if !ok {
 		return 0, r, false, nil
 	}
-	list, err := models.RemindersOf(c.UserContext(), h.DB, userID, time.Time{})
-	if err != nil {
-		return 0, r, false, err
-	}
-	for _, one := range list {
-		if one.ActivityID == activityID {
-			return userID, one, true, nil
-		}
-	}
-	return userID, r, false, nil
+	r, found, err = models.ReminderOf(c.UserContext(), h.DB, userID, activityID)
+	return userID, r, found, err
 }
 
 // UnsubscribePage renders /unsubscribe?token=… from a reminder's mail: which sale, and a button that

@@ -94,6 +94,21 @@ func RemindersOf(ctx context.Context, db *gorm.DB, userID int64, now time.Time) 
 	return out, nil
 }
 
+// ReminderOf is user's reminder of activity with its sale; found is false when there is none.
+func ReminderOf(ctx context.Context, db *gorm.DB, userID, activityID int64) (r ReminderOfSale, found bool, err error) {
+	var out []ReminderOfSale
+	err = db.WithContext(ctx).Raw(`SELECT r.*, a.name, a.state, a.sale_mode, a.starts_at, a.ends_at, a.queue_opens_at, a.ended_early
+		FROM reminders r JOIN activities a ON a.id = r.activity_id
+		WHERE r.user_id = ? AND r.activity_id = ?`, userID, activityID).Scan(&out).Error
+	if err != nil || len(out) == 0 {
+		if err != nil {
+			err = fmt.Errorf("reminder of user %d: %w", userID, err)
+		}
+		return r, false, err
+	}
+	return out[0], true, nil
+}
+
 // RemindedSale is a sale that still has reminders to mail, and how many of each moment are left to mail
 // (to verified addresses) and were mailed.
 type RemindedSale struct {

@@ -38,11 +38,17 @@ func TestRemindersAreAskedOnceListedAndDeleted(t *testing.T) {
 				!list[0].StartsAt.Equal(a.StartsAt) || !list[0].CreatedAt.Equal(now) || list[0].StartSentAt != nil {
 				t.Fatalf("the list = %+v, %v; want the sale to come alone, in Chinese, nothing sent", list, err)
 			}
+			if r, found, err := models.ReminderOf(ctx, db, u.ID, a.ID); err != nil || !found || r.Lang != "zh" || r.Name != "Test sale" {
+				t.Fatalf("ReminderOf = %+v, %v, %v", r, found, err)
+			}
 			if err := models.DeleteReminder(ctx, db, u.ID, a.ID); err != nil {
 				t.Fatal(err)
 			}
 			if list, err := models.RemindersOf(ctx, db, u.ID, now); err != nil || len(list) != 0 {
 				t.Fatalf("after the delete: %+v, %v", list, err)
+			}
+			if _, found, err := models.ReminderOf(ctx, db, u.ID, a.ID); err != nil || found {
+				t.Fatalf("ReminderOf after the delete: found %v, %v", found, err)
 			}
 		})
 	}
