@@ -94,6 +94,7 @@ type Server struct {
 	Refunds       *jobs.Refunds
 	Reconcile     *jobs.Reconcile
 	Queue         *jobs.Rooms
+	Reminders     *jobs.Reminders
 
 	edge     *edgeLog // nginx's edge log, counted (NGINX_EDGE_LOG); nil without one
 	site     site     // the handlers the route table maps
@@ -129,8 +130,9 @@ type site struct {
 	shadow   *handlers.Shadow     // the admins' view of the flagged clusters, and their decisions
 	appeals  *handlers.Appeals    // a shopper in a line asks a person to look; the admins answer
 	clusters *handlers.ClustersPage
-	email    *handlers.Email // an account's e-mail address, its pages, and the demo's outbox
-	reset    *handlers.Reset // password reset by mail
+	email    *handlers.Email     // an account's e-mail address, its pages, and the demo's outbox
+	reset    *handlers.Reset     // password reset by mail
+	remind   *handlers.Reminders // "remind me" of an upcoming sale, and the reminders' unsubscribe page
 }
 
 // The workers Start runs beside the jobs, by name.
@@ -166,6 +168,7 @@ func (s *Server) workers() map[string]func(context.Context) error {
 		jobs.ReconcileJob:     s.Reconcile.Run,
 		jobs.QueueJob:         s.Queue.Run,
 		workerMail:            s.Mail.Run,
+		jobs.RemindersJob:     s.Reminders.Run,
 		workerEmails:          s.Emails.Run,
 	}
 	if s.edge != nil {
@@ -484,6 +487,11 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	s.site.reset = &handlers.Reset{DB: d.DB, Mail: s.Mail, Sessions: s.Sessions, Passwords: passwords, Limits: accounts.Limits,
 		BaseURL: cfg.BaseURL, RateLimitIP: cfg.RateLimitIP, Log: d.Log, Now: d.Now}
 	s.site.reset.Prepare()
+	links := mail.NewUnsubscribes(cfg.SessionSecret)
+	s.Reminders = &jobs.Reminders{DB: d.DB, Mail: s.Mail, Links: links, Runs: s.Runs, BaseURL: cfg.BaseURL, Before: cfg.RemindBefore,
+		Rate: cfg.Mail.Rate, Now: d.Now, Log: d.Log}
+	s.site.remind = &handlers.Reminders{DB: d.DB, Emails: s.Emails, Links: links, Limits: accounts.Limits, Now: d.Now}
+	s.Orders.Receipt = (&mail.Receipts{Queue: s.Mail, BaseURL: cfg.BaseURL}).Paid
 	if cfg.PaySandbox {
 		s.site.sandbox = newSandbox(cfg, d.Redis, accounts.Limits, cfg.BaseURL+"/sandbox", cfg.BaseURL+handlers.NotifyPath, d.Now)
 	}
@@ -649,6 +657,11 @@ func routes(f *fiber.App, h *site) {
 	api.Get("/activities/:id", catalog.Activity)
 	api.Get("/activities/:id/report", h.report.Activity)
 	api.Get("/activities/:id/calendar.ics", h.calendar.Activity)
+	api.Post("/activities/:id/reminder", user, h.remind.Add)
+	api.Delete("/activities/:id/reminder", user, h.remind.Delete)
+	api.Get("/me/reminders", user, h.remind.Mine)
+	f.Get("/unsubscribe", h.remind.UnsubscribePage)
+	f.Post("/unsubscribe", h.remind.Unsubscribe) // the token is the authority: the page's button and a mail client's one-click
 
 	api.Get("/captcha", buy.Captcha)
 	api.Get("/altcha", h.altcha.Challenge)

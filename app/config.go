@@ -73,8 +73,9 @@ type Config struct {
 	PowMaxNumber    int64         // POW_MAXNUMBER: the proof of work's difficulty at rest (ALTCHA's maxnumber); rises with pressure
 	ShadowLine      bool          // SHADOW_LINE: on (the default) puts the draw's flagged entrants in the shadow line; off only measures
 	Shadow          sift.Thresholds
-	ServeRole       string     // SERVE_ROLE: web or worker, or empty for all (the default): what seckill serve runs (roles.go)
-	Mail            MailConfig // SMTP_URL or SMTP_HOST, SMTP_PORT, SMTP_USERNAME, SMTP_PASSWORD(_FILE), SMTP_TLS, MAIL_FROM (mailconfig.go)
+	ServeRole       string        // SERVE_ROLE: web or worker, or empty for all (the default): what seckill serve runs (roles.go)
+	RemindBefore    time.Duration // REMIND_BEFORE: how long before a sale's start its reminder arrives
+	Mail            MailConfig    // SMTP_URL or SMTP_HOST, SMTP_PORT, SMTP_USERNAME, SMTP_PASSWORD(_FILE), SMTP_TLS, MAIL_FROM (mailconfig.go)
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
@@ -243,6 +244,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		QueueRate:       p.int("QUEUE_RATE", 500, 1, 1_000_000),
 		QueueTurn:       p.duration("QUEUE_TURN", time.Minute),
 		QueueTurnSeen:   p.atLeast("QUEUE_TURN_SEEN_WITHIN", 90*time.Second, time.Minute),
+		RemindBefore:    p.duration("REMIND_BEFORE", 10*time.Minute),
 		PhoneRegion:     p.region("PHONE_REGION", "CN"),
 		MaxConns:        p.int("MAX_CONNS", 0, 0, 10_000_000),
 		MaxConnsPerAddr: p.int("MAX_CONNS_PER_ADDR", 512, 0, 10_000_000),

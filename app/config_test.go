@@ -27,7 +27,8 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 		GroupCommit: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 64 << 10, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, SaleKeep: 24 * time.Hour, Demo: true,
-		Mail: MailConfig{Port: 587, TLS: "starttls", From: "Seckill <noreply@localhost>"}}
+		Mail: MailConfig{Port: 587, TLS: "starttls", From: "Seckill <noreply@localhost>", Rate: 100}}
+	want.RemindBefore = 10 * time.Minute
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}

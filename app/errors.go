@@ -49,6 +49,7 @@ var statusOf = map[string]int{
 	errs.AppealOpen:         fiber.StatusConflict,
 	errs.BadToken:           fiber.StatusBadRequest,
 	errs.EmailTaken:         fiber.StatusConflict,
+	errs.EmailRequired:      fiber.StatusConflict,
 	errs.ActivityState:      fiber.StatusConflict,
 	errs.OrderState:         fiber.StatusConflict,
 	errs.AddressRequired:    fiber.StatusConflict,

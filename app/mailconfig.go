@@ -18,7 +18,7 @@ type MailConfig struct {
 	Password string  // SMTP_PASSWORD, or the contents of SMTP_PASSWORD_FILE
 	TLS      string  // SMTP_TLS: starttls (default), tls (smtps://), or none (a relay on this machine only)
 	From     string  // MAIL_FROM: the From of every mail, such as "Seckill <noreply@shop.example>"
-	Rate     float64 // MAIL_RATE: the most mails a second each worker hands the relay; 0 for no limit
+	Rate     float64 // MAIL_RATE: the most mails a second each worker hands the relay, and the rate reminders are spread at
 }
 
 // Relay reports whether a relay is configured.
@@ -63,7 +63,7 @@ func (p *parser) mailConfig(baseURL string) MailConfig {
 		}
 		m.Password = strings.TrimRight(string(b), "\r\n")
 	}
-	m.Rate = p.float("MAIL_RATE", 0, 0, 100_000)
+	m.Rate = p.float("MAIL_RATE", 100, 0.1, 100_000)
 	m.TLS = p.oneOf("SMTP_TLS", m.TLS, mail.TLSStartTLS, mail.TLSImplicit, mail.TLSNone)
 	host := "localhost"
 	if u, err := url.Parse(baseURL); err == nil && u.Hostname() != "" {

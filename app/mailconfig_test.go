@@ -20,11 +20,11 @@ func TestMailConfig(t *testing.T) {
 		err  string
 	}{
 		{"smtp url", map[string]string{"SMTP_URL": "smtp://shop:s3cret@mail.example.com:2525", "MAIL_FROM": "Shop <no@shop.example>"},
-			MailConfig{Host: "mail.example.com", Port: 2525, Username: "shop", Password: "s3cret", TLS: "starttls", From: "Shop <no@shop.example>"}, ""},
+			MailConfig{Host: "mail.example.com", Port: 2525, Username: "shop", Password: "s3cret", TLS: "starttls", From: "Shop <no@shop.example>", Rate: 100}, ""},
 		{"smtps url", map[string]string{"SMTP_URL": "smtps://shop:x@mail.example.com"},
-			MailConfig{Host: "mail.example.com", Port: 465, Username: "shop", Password: "x", TLS: "tls", From: "Seckill <noreply@localhost>"}, ""},
+			MailConfig{Host: "mail.example.com", Port: 465, Username: "shop", Password: "x", TLS: "tls", From: "Seckill <noreply@localhost>", Rate: 100}, ""},
 		{"parts and a password file", map[string]string{"SMTP_HOST": "relay.internal", "SMTP_USERNAME": "u", "SMTP_PASSWORD_FILE": secret},
-			MailConfig{Host: "relay.internal", Port: 587, Username: "u", Password: "from-a-file", TLS: "starttls", From: "Seckill <noreply@localhost>"}, ""},
+			MailConfig{Host: "relay.internal", Port: 587, Username: "u", Password: "from-a-file", TLS: "starttls", From: "Seckill <noreply@localhost>", Rate: 100}, ""},
 		{"a bad url", map[string]string{"SMTP_URL": "http://mail.example.com"}, MailConfig{}, "SMTP_URL"},
 		{"a bad from", map[string]string{"MAIL_FROM": "nobody"}, MailConfig{}, "MAIL_FROM"},
 		{"a password in the clear", map[string]string{"SMTP_HOST": "r", "SMTP_USERNAME": "u", "SMTP_TLS": "none"}, MailConfig{}, "SMTP_TLS"},

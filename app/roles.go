@@ -74,6 +74,8 @@ var roleTable = map[string][]string{
 		jobs.RefundsJob,
 		// The mail queue's sender: off the request path, one or more workers claiming under leases.
 		workerMail,
+		// The reminders of sales: queued into the mail queue at the relay's rate, one worker at a time.
+		jobs.RemindersJob,
 	},
 }
 

@@ -61,6 +61,8 @@ const (
 	// E-mail and account recovery.
 	BadToken   = "bad_token"   // a mailed link's token that is unknown, used or expired
 	EmailTaken = "email_taken" // another account has the e-mail address (verified)
+	// EmailRequired: what was asked is mailed (a reminder), and the account has no verified address.
+	EmailRequired = "email_required"
 
 	// Payment.
 	OrderState         = "order_state"
@@ -75,7 +77,8 @@ var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Con
 	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit,
 	BadPow,
 	NotInLine, AppealOpen,
-	BadToken, EmailTaken}
+	BadToken, EmailTaken,
+	EmailRequired}
 
 // Error is an error with a contract code and a message safe to show to a client.
 type Error struct {

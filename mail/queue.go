@@ -96,6 +96,9 @@ type Message struct {
 	Lang   string
 	UserID int64
 	Data   map[string]string
+	// NotBefore is the earliest the worker sends it (zero: at once); a reminder's mails are spread by it
+	// within the relay's rate.
+	NotBefore time.Time
 }
 
 // Enqueue renders msgs and queues them in tx (the transaction of what causes them, so that both happen
@@ -118,6 +121,10 @@ func (q *Queue) Enqueue(ctx context.Context, tx *gorm.DB, msgs ...Message) error
 		}
 		row := models.Mail{MessageID: id, Kind: m.Kind, ToAddr: m.To, Lang: r.Lang, Subject: r.Subject,
 			TextBody: r.Text, HTMLBody: r.HTML, State: models.MailQueued, NextAt: now, CreatedAt: now, UpdatedAt: now}
+		row.ListUnsubscribe = m.Data["Unsubscribe"]
+		if m.NotBefore.After(now) {
+			row.NextAt = m.NotBefore
+		}
 		if m.UserID != 0 {
 			uid := m.UserID
 			row.UserID = &uid

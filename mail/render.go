@@ -66,6 +66,9 @@ var htmlBody = htmltemplate.Must(htmltemplate.New("html").Parse(`<!doctype html>
 
 // Render makes m's subject and bodies in its language (English when it has none the shop speaks).
 func Render(m Message) (Rendered, error) {
+	if r, ok := renderers[m.Kind]; ok {
+		return r(m)
+	}
 	k, ok := kinds[m.Kind]
 	if !ok {
 		return Rendered{}, fmt.Errorf("mail: no kind %q", m.Kind)

@@ -113,6 +113,10 @@ func (s *SMTP) message(m *models.Mail) (*gomail.Msg, error) {
 	msg.SetDateWithValue(m.CreatedAt)
 	msg.SetGenHeader(gomail.HeaderContentLang, m.Lang)
 	msg.SetGenHeader("Auto-Submitted", "auto-generated")
+	if m.ListUnsubscribe != "" { // a mail client's one-click unsubscribe POSTs to the link (RFC 8058)
+		msg.SetGenHeader("List-Unsubscribe", "<"+m.ListUnsubscribe+">")
+		msg.SetGenHeader("List-Unsubscribe-Post", "List-Unsubscribe=One-Click")
+	}
 	msg.SetBodyString(gomail.TypeTextPlain, m.TextBody)
 	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTMLBody)
 	return msg, nil

@@ -31,6 +31,10 @@ type Mail struct {
 	SentAt       *time.Time
 	CreatedAt    time.Time `gorm:"not null;index"`
 	UpdatedAt    time.Time `gorm:"not null"`
+
+	// ListUnsubscribe is the link that stops such mails (a reminder's), sent as the List-Unsubscribe
+	// header with one-click (RFC 8058); "" for none. Migration 00007.
+	ListUnsubscribe string `gorm:"size:500;not null;default:''"`
 }
 
 // A mail's states.

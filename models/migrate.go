@@ -417,7 +417,8 @@ func (m *migrator) usernameRule(ctx context.Context) error {
 var sinceVersion1 = map[string]bool{
 	"activities.rule_one_per_address": true, "activities.rule_accounts_before_approval": true, "activities.eligible_through": true, // 00002
 	"users.email": true, "users.email_verified_at": true, // 00005
-	"orders.cancel_reason": true, // 00006
+	"orders.cancel_reason":   true, // 00006
+	"mails.list_unsubscribe": true, // 00007
 }
 
 // tablesSinceVersion1 are the models' tables that later migrations made: a database of version 1 has none
@@ -426,4 +427,5 @@ var tablesSinceVersion1 = map[string]bool{
 	"appeals":  true,                 // 00003
 	"sessions": true,                 // 00004
 	"mails":    true, "tokens": true, // 00005
+	"reminders": true, // 00007
 }

@@ -27,8 +27,10 @@ type Service struct {
 	Flags     *stock.Flags
 	Claims    *stock.Claims // a first-come sale of one entrant per address checks it when an address is chosen
 	NotifyURL string        // where the provider calls back about a payment
-	Now       func() time.Time
-	Log       *slog.Logger
+	// Receipt queues a paid order's receipt in the transaction that marks it paid (nil: none).
+	Receipt func(ctx context.Context, tx *gorm.DB, orderID int64) error
+	Now     func() time.Time
+	Log     *slog.Logger
 }
 
 // payGrace is how close to its deadline an order can no longer start a payment: a payment is made well

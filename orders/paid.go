@@ -42,7 +42,7 @@ func (s *Service) Paid(ctx context.Context, p *models.Payment) (PaidOutcome, err
 		switch {
 		case n == 1:
 			out = PaidNow
-			return nil
+			return s.receipt(ctx, tx, p.OrderID)
 		case !first:
 			out = PaidBefore
 			return nil
@@ -71,4 +71,16 @@ func (s *Service) Paid(ctx context.Context, p *models.Payment) (PaidOutcome, err
 // it, or it was closed). Its order does not change: it waits for another payment until its deadline.
 func (s *Service) Closed(ctx context.Context, p *models.Payment) error {
 	return models.SetPaymentStatus(ctx, s.DB, p.ID, models.PaymentClosed, s.Now())
+}
+
+// receipt queues the order's receipt beside its paid state, under a savepoint: a receipt that cannot be
+// queued is logged and the order is paid all the same.
+func (s *Service) receipt(ctx context.Context, tx *gorm.DB, orderID int64) error {
+	if s.Receipt == nil {
+		return nil
+	}
+	if err := tx.Transaction(func(tx *gorm.DB) error { return s.Receipt(ctx, tx, orderID) }); err != nil {
+		s.Log.WarnContext(ctx, "the receipt of a paid order could not be queued", "order_id", orderID, "err", err)
+	}
+	return nil
 }

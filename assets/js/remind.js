@@ -1,0 +1,57 @@
+// "Remind me" of an upcoming sale (views/partials_remind.html): the button shows whether the shopper is
+// reminded, asks for or drops the reminder, and offers to log in, or to add a verified e-mail address
+// (409 email_required), when that is what is missing. The shopper's reminders are asked once a page, and
+// only on a page with a sale that starts in more than 15 minutes: none while its crowd gathers or buys.
+(function () {
+  "use strict";
+  var boxes = Array.prototype.slice.call(document.querySelectorAll("[data-remind]")).filter(function (box) {
+    return Date.parse(box.dataset.starts) > Date.now();
+  });
+  if (!boxes.length) return;
+  var signedIn = /(^|; )sk_in=1/.test(document.cookie);
+  function show(box, on) {
+    var btn = box.querySelector("[data-remind-button]");
+    btn.textContent = on ? box.dataset.wordOn : box.dataset.wordButton;
+    btn.setAttribute("aria-pressed", on ? "true" : "false");
+    btn.disabled = on;
+    box.querySelector("[data-remind-off]").hidden = !on;
+    box.querySelector(".remind-email").hidden = true;
+  }
+  function fail(box, e) {
+    var err = box.querySelector(".form-error");
+    err.textContent = "";
+    if (e.code === "email_required") {
+      box.querySelector(".remind-email").hidden = false;
+    } else if (e.status === 401) {
+      var login = box.querySelector("[data-remind-login]");
+      login.href = "/login?next=" + encodeURIComponent(location.pathname);
+      box.querySelector(".remind-login").hidden = false;
+    } else {
+      err.textContent = e.message || box.dataset.wordFailed;
+    }
+  }
+  boxes.forEach(function (box) {
+    var path = "/api/activities/" + box.dataset.remind + "/reminder";
+    box.querySelector("[data-remind-button]").addEventListener("click", function (ev) {
+      var btn = ev.currentTarget;
+      btn.disabled = true;
+      window.api("POST", path).then(function () { show(box, true); })
+        .catch(function (e) { btn.disabled = false; fail(box, e); });
+    });
+    var off = box.querySelector("[data-remind-off]");
+    off.addEventListener("click", function () {
+      off.disabled = true;
+      window.api("DELETE", path).then(function () { off.disabled = false; show(box, false); })
+        .catch(function (e) { off.disabled = false; fail(box, e); });
+    });
+  });
+  // The crowd of a sale arrives in its last minutes: a page of a sale that starts that soon asks nothing
+  // on load (a click still works), so that the crowd's page views cost the database nothing.
+  var soon = boxes.every(function (box) { return Date.parse(box.dataset.starts) - Date.now() < 15 * 60 * 1000; });
+  if (!signedIn || soon) return;
+  window.api("GET", "/api/me/reminders").then(function (list) {
+    var on = {};
+    (list || []).forEach(function (r) { on[r.activity_id] = true; });
+    boxes.forEach(function (box) { show(box, !!on[box.dataset.remind]); });
+  }).catch(function () { /* the button still works: it says so on a click */ });
+})();

@@ -1,0 +1,172 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+
+	"seckill/mail"
+	"seckill/models"
+)
+
+// RemindersJob mails the shoppers who asked to be reminded of a sale.
+const RemindersJob = "reminders"
+
+// Reminders mails, for each approved sale, each reminder once when its line opens (a queue sale) and once
+// Before its start. The mails are queued in the transaction that marks them sent and spread within the
+// relay's Rate: a sale's N reminders of a moment M start being queued at M - N/Rate - Margin, Rate a
+// second, so that the last is on its way by M - Margin (100,000 at 100 a second begin 16 min 40 s + 1 min
+// early). A sale paused, ended early or started is not mailed about; a reminder deleted is not mailed.
+type Reminders struct {
+	DB       *gorm.DB
+	Mail     *mail.Queue
+	Links    *mail.Unsubscribes
+	Runs     *Runs
+	BaseURL  string
+	Before   time.Duration // REMIND_BEFORE: how long before a sale's start its reminder arrives (10 min)
+	Rate     float64       // MAIL_RATE: the relay's rate, mails a second (100)
+	Margin   time.Duration // how long before its moment a sale's last reminder is queued (1 min)
+	Interval time.Duration // how often a round runs (5 s)
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+func (r *Reminders) before() time.Duration   { return positive(r.Before, 10*time.Minute) }
+func (r *Reminders) margin() time.Duration   { return positive(r.Margin, time.Minute) }
+func (r *Reminders) interval() time.Duration { return positive(r.Interval, 5*time.Second) }
+func (r *Reminders) rate() float64 {
+	if r.Rate > 0 {
+		return r.Rate
+	}
+	return 100
+}
+
+func positive(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// reminderBatch is how many reminders one transaction claims, queues and marks.
+const reminderBatch = 200
+
+// Run mails reminders every interval until ctx ends.
+func (r *Reminders) Run(ctx context.Context) error {
+	return Every(ctx, r.interval(), r.Once, func(err error) { r.Log.Warn("reminders round failed", "err", err) })
+}
+
+// Once runs one round now, under the job's lock: one instance paces the relay's rate at a time.
+func (r *Reminders) Once(ctx context.Context) error {
+	return r.Runs.Once(ctx, RemindersJob, true, max(r.interval()*6, 30*time.Second), func(ctx context.Context, counts map[string]int64) error {
+		return r.Round(ctx, r.Now(), counts)
+	})
+}
+
+// Round queues the reminders due at now: at most Rate × Interval mails across every sale, each due a
+// 1/Rate after the one before, so that the relay gets them at its rate. It is safe to run on several
+// workers at once (each reminder is claimed with SKIP LOCKED and marked in the transaction that queues
+// its mail) and again after a restart (a marked reminder is never queued again). counts may be nil.
+func (r *Reminders) Round(ctx context.Context, now time.Time, counts map[string]int64) error {
+	if counts == nil {
+		counts = map[string]int64{}
+	}
+	cancelled, err := models.CancelEndedReminders(ctx, r.DB)
+	if err != nil {
+		return err
+	}
+	counts["cancelled"] += cancelled
+	sales, err := models.RemindedSales(ctx, r.DB, now)
+	if err != nil {
+		return err
+	}
+	budget := int(math.Ceil(r.rate() * r.interval().Seconds()))
+	queued := 0
+	for i := range sales {
+		s := &sales[i]
+		startMoment := s.StartsAt.Add(-r.before())
+		type moment struct {
+			which      string
+			at         time.Time
+			left, sent int64
+		}
+		var ms []moment
+		// The line's mail goes until the start's is due: a shopper who asks later gets the start's alone.
+		if s.SaleMode == models.SaleQueue && s.QueueOpensAt != nil && now.Before(startMoment) {
+			ms = append(ms, moment{models.RemindLineOpen, *s.QueueOpensAt, s.OpenLeft, s.OpenSent})
+		}
+		ms = append(ms, moment{models.RemindStart, startMoment, s.StartLeft, s.StartSent})
+		for _, m := range ms {
+			n := r.due(now, m.at, m.left, m.sent)
+			n = min(n, budget-queued)
+			if n <= 0 {
+				continue
+			}
+			done, err := r.send(ctx, s, m.which, n, now, queued)
+			queued += done
+			counts[m.which] += int64(done)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// due is how many of a moment's reminders should be queued by now: none before its beginning
+// (at - (left+sent)/Rate - Margin), then Rate a second since it, less those sent.
+func (r *Reminders) due(now, at time.Time, left, sent int64) int {
+	if left <= 0 {
+		return 0
+	}
+	total := float64(left + sent)
+	begin := at.Add(-time.Duration(total/r.rate()*float64(time.Second)) - r.margin())
+	if now.Before(begin) {
+		return 0
+	}
+	should := int64(now.Sub(begin).Seconds()*r.rate()) + 1
+	return int(min(left, max(should-sent, 0)))
+}
+
+// send queues up to n of sale s's reminders of moment which, in batches, the k-th due at now + (from+k)/Rate.
+func (r *Reminders) send(ctx context.Context, s *models.RemindedSale, which string, n int, now time.Time, from int) (int, error) {
+	item, err := models.FirstItemOf(ctx, r.DB, s.ID)
+	if err != nil {
+		return 0, err
+	}
+	link := r.BaseURL + "/"
+	if item != 0 {
+		link = r.BaseURL + "/items/" + strconv.FormatInt(item, 10)
+	}
+	kind, at := mail.KindRemindStart, s.StartsAt
+	if which == models.RemindLineOpen {
+		kind, at = mail.KindRemindLineOpen, *s.QueueOpensAt
+	}
+	step := time.Duration(float64(time.Second) / r.rate())
+	done := 0
+	for done < n {
+		claimed, err := models.SendReminders(ctx, r.DB, s.ID, which, min(reminderBatch, n-done), now, func(tx *gorm.DB, due []models.DueReminder) error {
+			msgs := make([]mail.Message, len(due))
+			for k, d := range due {
+				msgs[k] = mail.Message{Kind: kind, To: d.Email, Lang: d.Lang, UserID: d.UserID,
+					NotBefore: now.Add(time.Duration(from+done+k) * step),
+					Data: map[string]string{"Username": d.Username, "Sale": s.Name, "Time": mail.When(d.Lang, at),
+						"Start": mail.When(d.Lang, s.StartsAt), "Link": link,
+						"Unsubscribe": r.BaseURL + "/unsubscribe?token=" + r.Links.Token(d.UserID, s.ID)}}
+			}
+			return r.Mail.Enqueue(ctx, tx, msgs...)
+		})
+		if err != nil {
+			return done, err
+		}
+		if claimed == 0 {
+			break // the rest are another worker's, or gone
+		}
+		done += claimed
+	}
+	return done, nil
+}
