@@ -177,13 +177,8 @@ func (h *Email) VerifyEmail(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	if h.RateLimitIP {
-		if err := h.Limits.Allow(ctx, "token:ip:"+addressKey(c), tokenPerIP); err != nil {
-			return err
-		}
-	}
-	if !validToken(in.Token) {
-		return errBadToken
+	if err := tokenTried(c, h.Limits, h.RateLimitIP, in.Token); err != nil {
+		return err
 	}
 	now := h.Now()
 	var t *models.Token
@@ -259,4 +254,18 @@ func (h *Email) OutboxPage(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Render("outbox", PageData(c, h.Now(), "outbox.title", "Mails", out), Layout)
+}
+
+// tokenTried counts a try of a mailed link's token against the caller's address (unless RATE_LIMIT_IP is
+// off) and answers errBadToken for one that is not a token's shape, before anything is looked up.
+func tokenTried(c *fiber.Ctx, limits *ratelimit.Shared, perIP bool, token string) error {
+	if perIP {
+		if err := limits.Allow(c.UserContext(), "token:ip:"+addressKey(c), tokenPerIP); err != nil {
+			return err
+		}
+	}
+	if !validToken(token) {
+		return errBadToken
+	}
+	return nil
 }

@@ -132,13 +132,8 @@ func (h *Reset) Confirm(c *fiber.Ctx) error {
 		return err
 	}
 	ctx := c.UserContext()
-	if h.RateLimitIP {
-		if err := h.Limits.Allow(ctx, "token:ip:"+addressKey(c), tokenPerIP); err != nil {
-			return err
-		}
-	}
-	if !validToken(in.Token) {
-		return errBadToken
+	if err := tokenTried(c, h.Limits, h.RateLimitIP, in.Token); err != nil {
+		return err
 	}
 	hash := tokenHash(in.Token)
 	t, err := models.PeekToken(ctx, h.DB, models.TokenPasswordReset, hash, h.Now())

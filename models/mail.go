@@ -117,15 +117,6 @@ func RecentMails(ctx context.Context, db *gorm.DB, n int) ([]Mail, error) {
 	return out, nil
 }
 
-// MailByID finds one mail; a missing one answers gorm.ErrRecordNotFound wrapped.
-func MailByID(ctx context.Context, db *gorm.DB, id int64) (*Mail, error) {
-	var m Mail
-	if err := db.WithContext(ctx).Take(&m, "id = ?", id).Error; err != nil {
-		return nil, fmt.Errorf("mail %d: %w", id, err)
-	}
-	return &m, nil
-}
-
 // QueuedMails counts the mails waiting to be sent, and the oldest one's creation (zero for none).
 func QueuedMails(ctx context.Context, db *gorm.DB) (int64, time.Time, error) {
 	var row struct {

@@ -153,11 +153,6 @@ func Buyers(ctx context.Context, db *gorm.DB, itemID int64) ([]Purchase, error) 
 	return out, nil
 }
 
-// OrdersOfUser lists a user's orders, newest first.
-func OrdersOfUser(ctx context.Context, db *gorm.DB, userID int64) ([]Order, error) {
-	return OrdersOfUserIn(ctx, db, userID, "")
-}
-
 // OrdersOfUserIn lists a user's orders in one status (every one for ""), newest first.
 func OrdersOfUserIn(ctx context.Context, db *gorm.DB, userID int64, status string) ([]Order, error) {
 	var orders []Order
