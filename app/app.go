@@ -439,7 +439,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	devices := auth.NewDevices(cfg.SessionSecret)
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
-		Passwords: passwords, Captchas: s.Captchas, Work: work, Emails: s.Emails,
+		Passwords: passwords, Captchas: s.Captchas, Work: work, Emails: s.Emails, Mail: s.Mail,
 		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)

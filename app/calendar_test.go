@@ -24,6 +24,9 @@ func TestASaleInACalendar(t *testing.T) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/calendar") || r.Header.Get("Cache-Control") != "public, max-age=60" {
 		t.Errorf("Content-Type %q, Cache-Control %q", ct, r.Header.Get("Cache-Control"))
 	}
+	if lines := strings.Split(strings.TrimSuffix(string(r.Body), "\r\n"), "\r\n"); len(lines) < 10 || strings.Contains(strings.Join(lines, ""), "\n") {
+		t.Errorf("the lines do not all end in CRLF (RFC 5545):\n%q", r.Body)
+	}
 	cal, err := ics.ParseCalendar(strings.NewReader(string(r.Body)))
 	if err != nil {
 		t.Fatalf("not a calendar: %v\n%s", err, r.Body)

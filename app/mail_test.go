@@ -249,3 +249,17 @@ func TestOutboxOnlyInDemoMode(t *testing.T) {
 		t.Errorf("/outbox outside demo mode: %d", r.Status)
 	}
 }
+
+// A password changed on the account page is told to the verified address, as one reset by mail is.
+func TestAPasswordChangeIsToldToTheVerifiedAddress(t *testing.T) {
+	s := startMailServer(t)
+	b := newBrowser(t, s.URL)
+	b.register("lin_change", passwordOf("lin"))
+	expect(t, "an address", b.call("POST", "/api/me/email", map[string]string{"email": "lin@example.com"}), 202, "")
+	expect(t, "verified", b.call("POST", "/api/auth/verify-email", map[string]string{"token": tokenIn(t, s.mailTo(t, "lin@example.com", 1))}), 200, "")
+	expect(t, "the change", b.call("POST", "/api/me/password", map[string]string{"current_password": passwordOf("lin"),
+		"new_password": "a much newer passphrase"}), 204, "")
+	if got := s.mailTo(t, "lin@example.com", 2); got.Header("Subject") != "Your password was changed" {
+		t.Errorf("the second mail is %q, want the notice of the change", got.Header("Subject"))
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"seckill/auth"
 	"seckill/captcha"
 	"seckill/errs"
+	sendmail "seckill/mail"
 	"seckill/models"
 	"seckill/pow"
 	"seckill/ratelimit"
@@ -46,8 +47,9 @@ type Accounts struct {
 	Limits        *ratelimit.Shared
 	Passwords     *auth.Passwords
 	Captchas      *captcha.Captchas
-	Work          *pow.Work    // the proof of work a registration carries
-	Emails        *auth.Emails // the accounts' addresses in memory, for /api/me (email.go)
+	Work          *pow.Work       // the proof of work a registration carries
+	Emails        *auth.Emails    // the accounts' addresses in memory, for /api/me (email.go)
+	Mail          *sendmail.Queue // tells a verified address of a password changed
 	SecureCookies bool
 	RateLimitIP   bool
 	SessionTTL    time.Duration

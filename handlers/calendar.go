@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"seckill/catalog"
+	"seckill/errs"
 	"seckill/i18n"
 	"seckill/models"
 )
@@ -35,6 +36,9 @@ func (h *Calendar) Activity(c *fiber.Ctx) error {
 	a, err := h.Catalog.Activity(c.UserContext(), id)
 	if err != nil {
 		return err
+	}
+	if a.EndedEarly { // an admin ended it: nothing is coming
+		return errs.Static(errs.NotFound, "no such activity")
 	}
 	lang, shared := Lang(c), false
 	if q := c.Query("lang"); q == "en" || q == "zh" {
@@ -79,7 +83,7 @@ func (h *Calendar) Activity(c *fiber.Ctx) error {
 	} else {
 		c.Set(fiber.HeaderCacheControl, "private, max-age=60")
 	}
-	return c.SendString(cal.Serialize())
+	return c.SendString(cal.Serialize(ics.WithNewLineWindows)) // RFC 5545: lines end in CRLF
 }
 
 // clip answers s cut to at most n runes.
