@@ -95,11 +95,20 @@ func (r *Reminders) Round(ctx context.Context, now time.Time, counts map[string]
 			left, sent int64
 		}
 		var ms []moment
-		// The line's mail goes until the start's is due: a shopper who asks later gets the start's alone.
-		if s.SaleMode == models.SaleQueue && s.QueueOpensAt != nil && now.Before(startMoment) {
+		queue := s.SaleMode == models.SaleQueue && s.QueueOpensAt != nil
+		switch {
+		case queue && !s.QueueOpensAt.Before(startMoment.Add(-r.before())):
+			// The line opens within REMIND_BEFORE of the start's moment (by default it opens ten minutes
+			// before the start, the very moment of the start's mail): one mail, the line's, which says the
+			// start too; two at once would be one too many, and would share the relay's rate.
 			ms = append(ms, moment{models.RemindLineOpen, *s.QueueOpensAt, s.OpenLeft, s.OpenSent})
+		case queue && now.Before(startMoment):
+			// The line's mail goes until the start's is due: a shopper who asks later gets the start's alone.
+			ms = append(ms, moment{models.RemindLineOpen, *s.QueueOpensAt, s.OpenLeft, s.OpenSent},
+				moment{models.RemindStart, startMoment, s.StartLeft, s.StartSent})
+		default:
+			ms = append(ms, moment{models.RemindStart, startMoment, s.StartLeft, s.StartSent})
 		}
-		ms = append(ms, moment{models.RemindStart, startMoment, s.StartLeft, s.StartSent})
 		for _, m := range ms {
 			n := r.due(now, m.at, m.left, m.sent)
 			n = min(n, budget-queued)

@@ -228,3 +228,39 @@ func TestNoReminderForAStoppedSaleOrADeletedReminder(t *testing.T) {
 		t.Fatalf("after two sales ended early %d mails are still queued; want the resumed sale's 2", len(got))
 	}
 }
+
+// A queue sale whose line opens at the start's reminder moment (ten minutes before, the defaults of both)
+// gets one mail a shopper, the line's, which says the start too; one whose line opens an hour earlier gets
+// both, each at its moment.
+func TestAQueueSaleOpeningAtTheStartsMomentMailsOnce(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		opensBefore time.Duration
+		want        map[string]int
+	}{
+		{10 * time.Minute, map[string]int{"remind_line_open": 3}},
+		{time.Hour, map[string]int{"remind_line_open": 3, "remind_start": 3}},
+	} {
+		db.Exec(`DELETE FROM mails`)
+		starts := time.Now().Add(3 * time.Hour).Truncate(time.Second)
+		a, _ := remindedSale(t, db, starts, 3)
+		opens := starts.Add(-tc.opensBefore)
+		if err := db.Model(&a).Updates(map[string]any{"sale_mode": models.SaleQueue, "queue_opens_at": opens}).Error; err != nil {
+			t.Fatal(err)
+		}
+		// A round at each moment and after the start's: all that is due is queued.
+		for _, at := range []time.Time{opens.Add(time.Second), starts.Add(-10*time.Minute + time.Second), starts.Add(-time.Minute)} {
+			if err := reminderJob(db, 100).Round(ctx, at, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[string]int{}
+		for _, m := range queuedMails(t, db) {
+			got[m.Kind]++
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("the line opening %v before the start: mails %v, want %v", tc.opensBefore, got, tc.want)
+		}
+	}
+}
