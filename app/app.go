@@ -482,7 +482,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		appeals:  &handlers.Appeals{DB: d.DB, Catalog: shop, Line: s.Line, Limits: accounts.Limits, RateLimitIP: cfg.RateLimitIP, Now: d.Now},
 		clusters: &handlers.ClustersPage{DB: d.DB, Now: d.Now},
 	}
-	s.site.email = &handlers.Email{DB: d.DB, Mail: s.Mail, Emails: s.Emails, Limits: accounts.Limits, BaseURL: cfg.BaseURL,
+	s.site.email = &handlers.Email{DB: d.DB, Mail: s.Mail, Emails: s.Emails, Limits: accounts.Limits, Passwords: accounts.Passwords, BaseURL: cfg.BaseURL,
 		RateLimitIP: cfg.RateLimitIP, Outbox: cfg.Demo, Now: d.Now}
 	s.site.reset = &handlers.Reset{DB: d.DB, Mail: s.Mail, Sessions: s.Sessions, Passwords: passwords, Limits: accounts.Limits,
 		BaseURL: cfg.BaseURL, RateLimitIP: cfg.RateLimitIP, Log: d.Log, Now: d.Now}

@@ -123,7 +123,7 @@ func TestEmailIsVerifiedByTheMailedLinkOnce(t *testing.T) {
 	}
 
 	// A link older than a day works no more.
-	expect(t, "a new address", mei.call("POST", "/api/me/email", map[string]string{"email": "mei@example.org"}), 202, "")
+	expect(t, "a new address", mei.call("POST", "/api/me/email", map[string]string{"email": "mei@example.org", "current_password": passwordOf("mei")}), 202, "")
 	late := tokenIn(t, s.mailTo(t, "mei@example.org", 1))
 	s.Clock.Advance(25 * time.Hour)
 	expect(t, "a token after 25 h", other.call("POST", "/api/auth/verify-email", map[string]string{"token": late}), 400, "bad_token")
@@ -154,7 +154,17 @@ func TestChangingTheEmailTellsTheOldAddressAndTakenAddresses(t *testing.T) {
 	}
 	expect(t, "the squatter's link", squatter.call("POST", "/api/auth/verify-email", map[string]string{"token": tokenIn(t, s.mailTo(t, "bob@example.com", 1))}), 400, "bad_token")
 
-	expect(t, "ada changes her address", ada.call("POST", "/api/me/email", map[string]string{"email": "ada@new.example"}), 202, "")
+	// Replacing a verified address asks the password, and keeps the verified one until the new one's link
+	// is used: a borrowed session cannot mail itself the account's recovery.
+	expect(t, "ada changes her address without her password", ada.call("POST", "/api/me/email", map[string]string{"email": "ada@new.example"}), 400, "bad_request")
+	expect(t, "with a wrong one", ada.call("POST", "/api/me/email", map[string]string{"email": "ada@new.example", "current_password": "not hers at all"}), 401, "bad_credentials")
+	r := ada.call("POST", "/api/me/email", map[string]string{"email": "ada@new.example", "current_password": passwordOf("ada")})
+	if j := r.json(t); r.Status != 202 || j["email"] != "ada@example.com" || j["email_verified"] != true || j["email_pending"] != "ada@new.example" {
+		t.Errorf("ada changes her address: %d %s; want 202, the verified address kept and the new one pending", r.Status, r.Body)
+	}
+	if j := ada.call("GET", "/api/me", nil).json(t); j["email"] != "ada@example.com" || j["email_verified"] != true {
+		t.Errorf("/api/me while the change waits = %v; want the verified address", j)
+	}
 	notice := s.mailTo(t, "ada@example.com", 2)
 	if notice.Header("Subject") != "Your account's e-mail address was changed" || !strings.Contains(notice.Part("text/plain"), "ada@new.example") {
 		t.Errorf("the old address was told %q: %q", notice.Header("Subject"), notice.Part("text/plain"))
@@ -162,7 +172,10 @@ func TestChangingTheEmailTellsTheOldAddressAndTakenAddresses(t *testing.T) {
 	if strings.Contains(notice.Part("text/plain"), "token=") {
 		t.Error("the notice to the old address carries a link to verify the new one")
 	}
-	s.mailTo(t, "ada@new.example", 1)
+	expect(t, "the new address's link", ada.call("POST", "/api/auth/verify-email", map[string]string{"token": tokenIn(t, s.mailTo(t, "ada@new.example", 1))}), 200, "")
+	if j := ada.call("GET", "/api/me", nil).json(t); j["email"] != "ada@new.example" || j["email_verified"] != true {
+		t.Errorf("/api/me after the new link = %v; want the new address, verified", j)
+	}
 }
 
 // Password reset: the same answer for a known and an unknown address (status, body, limit), a link that

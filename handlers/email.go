@@ -40,6 +40,7 @@ type Email struct {
 	Mail        *sendmail.Queue
 	Emails      *auth.Emails
 	Limits      *ratelimit.Shared
+	Passwords   *auth.Passwords // checks the current password before a verified address is replaced
 	Views       fiber.Views
 	BaseURL     string
 	RateLimitIP bool
@@ -53,6 +54,9 @@ var errBadToken = errs.Static(errs.BadToken, "this link is unknown, used or expi
 type emailJSON struct {
 	Email         *string `json:"email"` // null for none
 	EmailVerified bool    `json:"email_verified"`
+	// Pending is the address a verified one is being changed to, until its link is used (POST /api/me/email
+	// only): the verified address stays the account's meanwhile.
+	Pending string `json:"email_pending,omitempty"`
 }
 
 func emailOf(st auth.EmailState) emailJSON {
@@ -113,7 +117,8 @@ func emailKey(addr string) string {
 func (h *Email) SetEmail(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	var in struct {
-		Email string `json:"email"`
+		Email           string `json:"email"`
+		CurrentPassword string `json:"current_password"`
 	}
 	if err := parseJSON(c, &in); err != nil {
 		return err
@@ -129,6 +134,26 @@ func (h *Email) SetEmail(c *fiber.Ctx) error {
 	if err := h.Limits.Allow(ctx, "email:address:"+emailKey(addr), emailPerAddress); err != nil {
 		return err
 	}
+	// A verified address is what recovers the account: replacing it asks the current password (a borrowed
+	// session cannot take the account by mailing itself a reset), and the verified address stays until the
+	// new one's link is used.
+	u, err := models.UserByID(ctx, h.DB, s.UserID)
+	if err != nil {
+		return err
+	}
+	replacing := u.Email != nil && u.EmailVerifiedAt != nil && *u.Email != addr
+	if replacing {
+		if in.CurrentPassword == "" {
+			return errs.Bad(errs.W("current_password", "required"))
+		}
+		right, err := h.Passwords.Check(ctx, u.PasswordHash, in.CurrentPassword, func() error { return nil })
+		if err != nil {
+			return err
+		}
+		if !right {
+			return errWrongPassword
+		}
+	}
 	token, hash, err := newToken()
 	if err != nil {
 		return err
@@ -136,7 +161,13 @@ func (h *Email) SetEmail(c *fiber.Ctx) error {
 	now, lang := h.Now(), Lang(c)
 	verified := false
 	err = models.Atomically(ctx, h.DB, func(tx *gorm.DB) error {
-		before, err := models.SetEmail(ctx, tx, s.UserID, addr, now)
+		var before *models.User
+		var err error
+		if replacing {
+			before, err = u, models.EmailFree(ctx, tx, s.UserID, addr)
+		} else {
+			before, err = models.SetEmail(ctx, tx, s.UserID, addr, now)
+		}
 		if err != nil {
 			return err
 		}
@@ -164,6 +195,9 @@ func (h *Email) SetEmail(c *fiber.Ctx) error {
 		return err
 	}
 	h.Emails.Changed(ctx, s.UserID)
+	if replacing {
+		return c.Status(fiber.StatusAccepted).JSON(emailJSON{Email: u.Email, EmailVerified: true, Pending: addr})
+	}
 	return c.Status(fiber.StatusAccepted).JSON(emailJSON{Email: &addr, EmailVerified: verified})
 }
 

@@ -123,8 +123,43 @@ func VerifyEmail(ctx context.Context, db *gorm.DB, id int64, email string, now t
 	if res.Error != nil {
 		return fmt.Errorf("verify e-mail: %w", res.Error)
 	}
+	if res.RowsAffected > 0 {
+		return nil
+	}
+	// A verified address being replaced stays the account's until the new one's link is used: now. An
+	// account whose unverified address was taken by its owner meanwhile has no such change: its link is bad.
+	u, err := UserByID(ctx, db, id)
+	if err != nil {
+		return err
+	}
+	if u.Email == nil || u.EmailVerifiedAt == nil {
+		return errBadToken
+	}
+	if _, err := SetEmail(ctx, db, id, email, now); err != nil {
+		if errs.Is(err, errs.EmailTaken) {
+			return errBadToken // another account verified it meanwhile
+		}
+		return err
+	}
+	res = db.WithContext(ctx).Exec(`UPDATE users SET email_verified_at = ?, updated_at = ? WHERE id = ? AND email = ?`, now, now, id, email)
+	if res.Error != nil {
+		return fmt.Errorf("verify e-mail: %w", res.Error)
+	}
 	if res.RowsAffected == 0 {
 		return errBadToken
+	}
+	return nil
+}
+
+// EmailFree answers errs.EmailTaken when another account holds email verified; nil when it is free (or
+// held unverified, which verifying takes from its holder).
+func EmailFree(ctx context.Context, db *gorm.DB, id int64, email string) error {
+	var n int64
+	if err := db.WithContext(ctx).Model(&User{}).Where("email = ? AND id <> ? AND email_verified_at IS NOT NULL", email, id).Count(&n).Error; err != nil {
+		return fmt.Errorf("e-mail holder: %w", err)
+	}
+	if n > 0 {
+		return errs.New(errs.EmailTaken, "another account has this e-mail address")
 	}
 	return nil
 }

@@ -27,9 +27,11 @@
     });
   }
   wire("form[data-email-form]", function (form) {
-    return window.api("POST", "/api/me/email", { email: form.email.value.trim() });
+    var body = { email: form.email.value.trim() };
+    if (form.current_password) body.current_password = form.current_password.value; // replacing a verified address
+    return window.api("POST", "/api/me/email", body);
   }, function (form, r) {
-    done(form, form.dataset.sent.replace("{email}", (r && r.email) || form.email.value.trim()));
+    done(form, form.dataset.sent.replace("{email}", (r && (r.email_pending || r.email)) || form.email.value.trim()));
     form.querySelector("button[type=submit]").disabled = false;
   });
   wire("form[data-forgot-form]", function (form) {
