@@ -23,6 +23,9 @@ type Calendar struct {
 	BaseURL string // the shop's address, for the events' links and ids
 }
 
+// errNoSale answers a sale that is not coming (ended early by an admin) as one that does not exist.
+var errNoSale = errs.Static(errs.NotFound, "no such activity")
+
 // calendarAlarm is how long before an event the calendar reminds.
 const calendarAlarm = 10 * time.Minute
 
@@ -38,7 +41,7 @@ func (h *Calendar) Activity(c *fiber.Ctx) error {
 		return err
 	}
 	if a.EndedEarly { // an admin ended it: nothing is coming
-		return errs.Static(errs.NotFound, "no such activity")
+		return errNoSale
 	}
 	lang, shared := Lang(c), false
 	if q := c.Query("lang"); q == "en" || q == "zh" {
