@@ -17,6 +17,12 @@ func TestMerchantStopsOnlyItsOwnSale(t *testing.T) {
 	admin := withRole(t, s, "own_stop_admin", models.RoleAdmin)
 	mine := "/api/merchant/activities/" + itoa(sale.ID)
 
+	noToken := newBrowser(t, s.URL)
+	noToken.c.Jar = shop.c.Jar
+	noToken.noAutoCSRF = true
+	expect(t, "a pause without the CSRF token", noToken.call("POST", mine+"/pause", map[string]any{"reason": "x"}), 403, "csrf")
+	expect(t, "a withdraw without the CSRF token", noToken.call("POST", mine+"/withdraw", nil), 403, "csrf")
+	expect(t, "a reason over 2,000 bytes", shop.call("POST", mine+"/pause", map[string]any{"reason": strings.Repeat("x", 2001)}), 400, "bad_request")
 	expect(t, "another merchant pausing", other.call("POST", mine+"/pause", map[string]any{"reason": "x"}), 404, "not_found")
 	expect(t, "another merchant ending", other.call("POST", mine+"/end", map[string]any{"reason": "x"}), 404, "not_found")
 	expect(t, "a pause without a reason", shop.call("POST", mine+"/pause", map[string]any{"reason": " "}), 400, "bad_request")
