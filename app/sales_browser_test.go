@@ -333,3 +333,35 @@ func TestReviewsCheckBeforeAskingInABrowser(t *testing.T) {
 		})
 	}
 }
+
+// TestEndedSaleOffersNoStopInABrowser (issue 34, row 12): the live dashboard of a sale that ended
+// (early, or on time) offers neither Pause nor End, to an admin or to its merchant, and says why.
+func TestEndedSaleOffersNoStopInABrowser(t *testing.T) {
+	testenv.Long(t)
+	s := startLive(t, liveOpts{})
+	for _, lang := range []string{"en", "zh"} {
+		t.Run(lang, func(t *testing.T) {
+			w := salesWords[lang]
+			shopName, bossName := "ended_shop_"+lang, "ended_boss_"+lang
+			_, sale, _ := merchantSale(t, s, shopName, 5)
+			withRole(t, s, bossName, models.RoleAdmin)
+			past := s.Clock.Now().Add(-time.Minute)
+			s.DB.Model(&models.Activity{}).Where("id = ?", sale.ID).Updates(map[string]any{"ends_at": past, "starts_at": past.Add(-time.Hour)})
+			for who, base := range map[string]string{bossName: "/admin", shopName: "/merchant"} {
+				ctx := inLanguage(t, s, who, lang)
+				var over string
+				var buttons int
+				run(t, ctx, "the ended sale's live page",
+					chromedp.Navigate(s.URL+base+"/activities/"+itoa(sale.ID)+"/live"),
+					chromedp.WaitVisible(`#live`, chromedp.ByID),
+					chromedp.Evaluate(`document.querySelectorAll("button[data-action]").length`, &buttons),
+					chromedp.WaitVisible(`p.stop-over`, chromedp.ByQuery),
+					chromedp.Text(`p.stop-over`, &over, chromedp.ByQuery),
+				)
+				if buttons != 0 || !strings.Contains(over, w["over"]) {
+					t.Errorf("%s's live page of an ended sale: %d stop buttons, says %q", base, buttons, over)
+				}
+			}
+		})
+	}
+}

@@ -49,9 +49,9 @@ func stoppedBy(a *models.Activity) string {
 	case a.PausedAt == nil && !a.EndedEarly:
 		return ""
 	case a.StoppedByMerchant():
-		return "merchant"
+		return models.StopByMerchant
 	}
-	return "admin"
+	return models.StopByAdmin
 }
 
 // Activities answers the merchant's own activities, in every state.

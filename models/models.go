@@ -108,10 +108,11 @@ type Activity struct {
 	RuleOnePerAddress          bool `gorm:"not null;default:false"`
 	RuleAccountsBeforeApproval bool `gorm:"not null;default:false"`
 	EligibleThrough            *int64
-	// StoppedBy: who made the last pause or early end (its merchant resumes only its own pause);
+	// StoppedBy: the role that made the last pause or early end, StopByMerchant or StopByAdmin ("" before
+	// migration 00009: an admin's); its merchant resumes only its own pause.
 	// DecisionUnseen: the reviewer approved or rejected it and its merchant has not opened its console
 	// since (the badge). Migration 00009 (columns come last, in the order the migrations add them).
-	StoppedBy      *int64
+	StoppedBy      string `gorm:"size:16;not null;default:''"`
 	DecisionUnseen bool   `gorm:"not null;default:false"`
 	Items          []Item `gorm:"constraint:OnDelete:CASCADE"`
 }

@@ -268,6 +268,10 @@ func stopSale(ctx context.Context, db *gorm.DB, who Actor, merchantID, id int64,
 	if err != nil {
 		return nil, err
 	}
+	by := StopByAdmin
+	if merchantID != 0 {
+		by = StopByMerchant
+	}
 	return changeActivity(ctx, db, who, merchantID, id, action, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
 		if !now.Before(a.EndsAt) {
 			return nil, nil, errs.New(errs.ActivityState, "this sale has ended")
@@ -279,8 +283,7 @@ func stopSale(ctx context.Context, db *gorm.DB, who Actor, merchantID, id int64,
 			if a.PausedAt != nil {
 				return nil, nil, errs.New(errs.ActivityState, "this sale is paused already")
 			}
-			by := who.ID
-			a.PausedAt, a.StoppedBy = &now, &by
+			a.PausedAt, a.StoppedBy = &now, by
 			change["paused_at"], change["stopped_by"] = now, by
 		case ActResume:
 			if a.PausedAt == nil {
@@ -294,15 +297,14 @@ func stopSale(ctx context.Context, db *gorm.DB, who Actor, merchantID, id int64,
 					return nil, nil, err
 				}
 			}
-			a.PausedAt, a.StoppedBy = nil, nil
-			change["paused_at"], change["stopped_by"] = nil, nil
+			a.PausedAt, a.StoppedBy = nil, ""
+			change["paused_at"], change["stopped_by"] = nil, ""
 		case ActEnd:
 			ends := now
 			if ends.Before(a.StartsAt) {
 				ends = a.StartsAt // a sale ended before its start never opens (and never ends before it starts)
 			}
-			by := who.ID
-			a.EndsAt, a.PausedAt, a.StoppedBy, a.EndedEarly = ends, nil, &by, true
+			a.EndsAt, a.PausedAt, a.StoppedBy, a.EndedEarly = ends, nil, by, true
 			change["ends_at"], change["paused_at"], change["stopped_by"], change["ended_early"] = ends, nil, by, true
 		}
 		a.StopReason, a.UpdatedAt = reason, now
@@ -315,9 +317,13 @@ func stopSale(ctx context.Context, db *gorm.DB, who Actor, merchantID, id int64,
 func (a Activity) PausedByMerchant() bool { return a.PausedAt != nil && a.StoppedByMerchant() }
 
 // StoppedByMerchant reports whether the sale's last pause or early end was its merchant's own.
-func (a Activity) StoppedByMerchant() bool {
-	return a.StoppedBy != nil && *a.StoppedBy == a.MerchantID
-}
+func (a Activity) StoppedByMerchant() bool { return a.StoppedBy == StopByMerchant }
+
+// Who made a sale's last pause or early end (Activity.StoppedBy).
+const (
+	StopByMerchant = "merchant"
+	StopByAdmin    = "admin"
+)
 
 // (Value receivers: the pages' templates call them on the activities they range over.)
 

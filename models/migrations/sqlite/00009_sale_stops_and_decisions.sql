@@ -1,8 +1,8 @@
--- Who made a sale's last pause or early end (its merchant or an admin: a merchant resumes only its own
--- pause), and whether its merchant has yet to see the reviewer's last decision (the console's badge).
--- Sales from before count as stopped by an admin and their decisions as seen.
+-- Which role made a sale's last pause or early end ('merchant' or 'admin': a merchant resumes only its
+-- own pause), and whether its merchant has yet to see the reviewer's last decision (the console's badge).
+-- Sales from before ('') were stopped by an admin, and their decisions count as seen.
 -- +goose Up
-ALTER TABLE activities ADD COLUMN stopped_by integer;
+ALTER TABLE activities ADD COLUMN stopped_by text NOT NULL DEFAULT '';
 ALTER TABLE activities ADD COLUMN decision_unseen numeric NOT NULL DEFAULT false;
 -- +goose Down
 ALTER TABLE activities DROP COLUMN decision_unseen;
