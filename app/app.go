@@ -700,6 +700,7 @@ func routes(f *fiber.App, h *site) {
 	m.Delete("/activities/:id/items/:item/image", h.images.Remove)
 	m.Post("/activities/:id/submit", merchant.Submit)
 	m.Post("/activities/:id/withdraw", merchant.Withdraw)
+	m.Get("/decisions", merchant.Decisions)
 	m.Post("/activities/:id/pause", merchant.Pause)
 	m.Post("/activities/:id/resume", merchant.Resume)
 	m.Post("/activities/:id/end", merchant.End)

@@ -358,9 +358,6 @@ type meJSON struct {
 	UserJSON
 	emailJSON
 	CSRFToken string `json:"csrf_token"`
-	// UnseenDecisions: a merchant's sales approved or rejected since it last opened its console (the
-	// console link's badge); left out for the other roles.
-	UnseenDecisions int64 `json:"unseen_decisions,omitempty"`
 }
 
 // Me answers the logged-in user and a CSRF token (set as its cookie, as GET /api/csrf does) from memory:
@@ -384,15 +381,8 @@ func (h *Accounts) Me(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var unseen int64
-	if s.Role == models.RoleMerchant { // one indexed count, for the few merchants only
-		if unseen, err = models.UnseenDecisions(c.UserContext(), h.DB, s.UserID); err != nil {
-			return err
-		}
-	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(meJSON{UserJSON: UserJSON{ID: s.UserID, Username: s.Username, Role: s.Role}, emailJSON: emailOf(st), CSRFToken: tok,
-		UnseenDecisions: unseen})
+	return c.JSON(meJSON{UserJSON: UserJSON{ID: s.UserID, Username: s.Username, Role: s.Role}, emailJSON: emailOf(st), CSRFToken: tok})
 }
 
 // upgrade gives a session of the cookie format before names its name, from the database, and sets its

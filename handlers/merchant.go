@@ -215,6 +215,19 @@ func (h *Merchant) Submit(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"state": a.State})
 }
 
+// Decisions answers how many of the merchant's sales were approved or rejected since it last opened its
+// console's list: the badge on the console's link (asked by the pages of a merchant only, so that
+// /api/me stays free of queries).
+func (h *Merchant) Decisions(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	n, err := models.UnseenDecisions(c.UserContext(), h.DB, s.UserID)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"unseen": n})
+}
+
 // Withdraw takes a sale in review back to the merchant's drafts.
 func (h *Merchant) Withdraw(c *fiber.Ctx) error {
 	id, err := pathID(c, "id", "activity")
