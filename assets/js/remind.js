@@ -36,12 +36,14 @@
     box.querySelector("[data-remind-button]").addEventListener("click", function (ev) {
       var btn = ev.currentTarget;
       btn.disabled = true;
+      box.dataset.touched = "1";
       window.api("POST", path).then(function () { show(box, true); })
         .catch(function (e) { btn.disabled = false; fail(box, e); });
     });
     var off = box.querySelector("[data-remind-off]");
     off.addEventListener("click", function () {
       off.disabled = true;
+      box.dataset.touched = "1";
       window.api("DELETE", path).then(function () { off.disabled = false; show(box, false); })
         .catch(function (e) { off.disabled = false; fail(box, e); });
     });
@@ -50,6 +52,7 @@
   window.api("GET", "/api/me/reminders").then(function (list) {
     var on = {};
     (list || []).forEach(function (r) { on[r.activity_id] = true; });
-    boxes.forEach(function (box) { show(box, !!on[box.dataset.remind]); });
+    // A box clicked while the list was on its way shows what the click answered, which is newer.
+    boxes.forEach(function (box) { if (!box.dataset.touched) show(box, !!on[box.dataset.remind]); });
   }).catch(function () { /* the button still works: it says so on a click */ });
 })();
