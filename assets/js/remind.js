@@ -1,7 +1,8 @@
 // "Remind me" of an upcoming sale (views/partials_remind.html): the button shows whether the shopper is
 // reminded, asks for or drops the reminder, and offers to log in, or to add a verified e-mail address
-// (409 email_required), when that is what is missing. The shopper's reminders are asked once a page, and
-// only on a page with a sale that starts in more than 15 minutes: none while its crowd gathers or buys.
+// (409 email_required), when that is what is missing. The shopper's reminders are asked once a page, by a
+// signed-in shopper on a page with a sale still to start (its crowd's last minutes included: a shopper who
+// asked is told so, not offered it again); one indexed read of the shopper's own rows.
 (function () {
   "use strict";
   var boxes = Array.prototype.slice.call(document.querySelectorAll("[data-remind]")).filter(function (box) {
@@ -35,23 +36,23 @@
     box.querySelector("[data-remind-button]").addEventListener("click", function (ev) {
       var btn = ev.currentTarget;
       btn.disabled = true;
+      box.dataset.touched = "1";
       window.api("POST", path).then(function () { show(box, true); })
         .catch(function (e) { btn.disabled = false; fail(box, e); });
     });
     var off = box.querySelector("[data-remind-off]");
     off.addEventListener("click", function () {
       off.disabled = true;
+      box.dataset.touched = "1";
       window.api("DELETE", path).then(function () { off.disabled = false; show(box, false); })
         .catch(function (e) { off.disabled = false; fail(box, e); });
     });
   });
-  // The crowd of a sale arrives in its last minutes: a page of a sale that starts that soon asks nothing
-  // on load (a click still works), so that the crowd's page views cost the database nothing.
-  var soon = boxes.every(function (box) { return Date.parse(box.dataset.starts) - Date.now() < 15 * 60 * 1000; });
-  if (!signedIn || soon) return;
+  if (!signedIn) return;
   window.api("GET", "/api/me/reminders").then(function (list) {
     var on = {};
     (list || []).forEach(function (r) { on[r.activity_id] = true; });
-    boxes.forEach(function (box) { show(box, !!on[box.dataset.remind]); });
+    // A box clicked while the list was on its way shows what the click answered, which is newer.
+    boxes.forEach(function (box) { if (!box.dataset.touched) show(box, !!on[box.dataset.remind]); });
   }).catch(function () { /* the button still works: it says so on a click */ });
 })();
