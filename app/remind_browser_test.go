@@ -115,7 +115,8 @@ func TestRemindMeInABrowser(t *testing.T) {
 				t.Errorf("%d reminders are left after stopping", n)
 			}
 
-			// A sale ten minutes from its start: the page still reads the shopper's reminders, and says so.
+			// A sale ten minutes from its start: the page reads no list in its crowd's last quarter hour, and still
+			// says what this browser asked (remind.js keeps it).
 			soonPage := s.URL + "/test/remind/" + itoa(soon.ID)
 			run(t, b, "remind me of a sale starting soon",
 				chromedp.Navigate(soonPage),
