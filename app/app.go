@@ -317,8 +317,10 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	ledger.GroupCommit(cfg.GroupCommit)
 	flags := stock.NewFlags(ledger, d.Redis, d.Log)
 	consumerRedis := dedicatedClient(d.Redis)
+	sessions := auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log)
+	sessions.LimitSessions(cfg.SessionMax)
 	s := &Server{
-		Sessions: auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log),
+		Sessions: sessions,
 		Ledger:   ledger,
 		Line:     stock.NewLine(ledger),
 		Flags:    flags,
