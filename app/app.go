@@ -189,6 +189,9 @@ func (s *Server) Close() error {
 // nodeSeq hands out snowflake nodes to instances that were given none.
 const nodeSeq = "sk:node-seq"
 
+// mailPaceKey is the Redis key of the relay's rate, which every mail worker shares (MAIL_RATE).
+const mailPaceKey = "sk:mail:pace"
+
 // leaseNode returns cfg's NODE_ID, or the next node from a counter in Redis, so that instances started
 // without one still make order numbers no other instance makes.
 func leaseNode(ctx context.Context, cfg Config, rdb redis.UniversalClient) (int64, error) {
@@ -317,8 +320,10 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	ledger.GroupCommit(cfg.GroupCommit)
 	flags := stock.NewFlags(ledger, d.Redis, d.Log)
 	consumerRedis := dedicatedClient(d.Redis)
+	sessions := auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log)
+	sessions.LimitSessions(cfg.SessionMax)
 	s := &Server{
-		Sessions: auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log),
+		Sessions: sessions,
 		Ledger:   ledger,
 		Line:     stock.NewLine(ledger),
 		Flags:    flags,
@@ -434,6 +439,10 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	}
 	work := pow.New(cfg.SessionSecret, cfg.PowMaxNumber, d.Redis, d.Now)
 	s.Mail = &mail.Queue{DB: d.DB, Sender: cfg.mailSender(), Domain: mail.DomainOf(cfg.Mail.From), Rate: cfg.Mail.Rate, Now: d.Now, Log: d.Log}
+	if cfg.Mail.Rate > 0 {
+		// MAIL_RATE is the relay's, shared by every worker through Redis (in demo mode, the in-process one).
+		s.Mail.Pace = ratelimit.NewPace(d.Redis, mailPaceKey, cfg.Mail.Rate, s.Mail.PaceBurst(), d.Log)
+	}
 	s.Mail.Prepare()
 	s.Emails = auth.NewEmails(d.DB, d.Redis, emailsKept, d.Log)
 	devices := auth.NewDevices(cfg.SessionSecret)

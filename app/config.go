@@ -17,6 +17,7 @@ import (
 	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/crypto/bcrypt"
 
+	"seckill/auth"
 	"seckill/pow"
 	"seckill/sift"
 )
@@ -31,6 +32,7 @@ type Config struct {
 	RedisURL        string        // REDIS_URL: redis://host:port/db, or host:port,host:port,... for a cluster
 	SessionSecret   string        // SESSION_SECRET: signs session cookies; required outside demo mode
 	SessionTTL      time.Duration // SESSION_TTL: how long a login lasts
+	SessionMax      int           // SESSION_MAX: the live sessions (devices) an account may have; a login past it ends the oldest
 	RateLimitIP     bool          // RATE_LIMIT_IP: per-IP limits on (off for a load test from one address)
 	GroupCommit     bool          // GROUP_COMMIT: concurrent takes of one stock shard share one script call
 	BcryptCost      int           // BCRYPT_COST
@@ -219,6 +221,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		RedisURL:        strings.TrimSpace(getenv("REDIS_URL")),
 		SessionSecret:   getenv("SESSION_SECRET"),
 		SessionTTL:      p.duration("SESSION_TTL", 7*24*time.Hour),
+		SessionMax:      p.int("SESSION_MAX", auth.DefaultMaxSessions, 1, 1000),
 		RateLimitIP:     p.oneOf("RATE_LIMIT_IP", "on", "on", "off") == "on",
 		GroupCommit:     p.oneOf("GROUP_COMMIT", "on", "on", "off") == "on",
 		BcryptCost:      p.int("BCRYPT_COST", 12, bcrypt.MinCost, bcrypt.MaxCost),

@@ -23,7 +23,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	if !cfg.Demo {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
-	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: time.Minute, QueueTurnSeen: 90 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true,
+	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: time.Minute, QueueTurnSeen: 90 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, SessionMax: 20, RateLimitIP: true,
 		GroupCommit: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 64 << 10, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, SaleKeep: 24 * time.Hour, Demo: true,
@@ -199,6 +199,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"negative preheat window", map[string]string{"PREHEAT_WINDOW": "-5m"}, "PREHEAT_WINDOW"},
 		{"qr ttl too short", map[string]string{"QR_TTL": "1s"}, "QR_TTL"},
 		{"session ttl too short", map[string]string{"SESSION_TTL": "1m"}, "SESSION_TTL"},
+		{"no session at all", map[string]string{"SESSION_MAX": "0"}, "SESSION_MAX"},
 		{"rate limit neither on nor off", map[string]string{"RATE_LIMIT_IP": "maybe"}, "RATE_LIMIT_IP"},
 		{"node id too large", map[string]string{"NODE_ID": "1024"}, "NODE_ID"},
 		{"base url relative", map[string]string{"BASE_URL": "/shop"}, "BASE_URL"},

@@ -91,6 +91,7 @@ type Sessions struct {
 	verified *verified[Session]
 
 	ended    endedSet  // sessions ended one at a time (a logout), until they would have expired
+	maxLive  int       // the live sessions a user may have (SESSION_MAX): a login past it ends the oldest
 	seen     seenNotes // sessions seen lately, for last_seen_at (written by Run)
 	agents   *Agents   // names the browser and system of a new session
 	forgotAt time.Time // when ended ids were last forgotten (guarded by mu)
@@ -100,9 +101,20 @@ type Sessions struct {
 func NewSessions(secret string, ttl time.Duration, db *gorm.DB, rdb redis.UniversalClient, now func() time.Time, log *slog.Logger) *Sessions {
 	return &Sessions{
 		mac: newMacPool(derive(secret, "session")), ttl: ttl, now: now, db: db, rdb: rdb, log: log,
-		verified: newVerified[Session](), agents: NewAgents(),
+		verified: newVerified[Session](), agents: NewAgents(), maxLive: DefaultMaxSessions,
 	}
 }
+
+// DefaultMaxSessions is how many live sessions (devices) a user may have unless told otherwise.
+const DefaultMaxSessions = 20
+
+// LimitSessions sets how many live sessions a user may have (n ≥ 1); call it before serving.
+func (s *Sessions) LimitSessions(n int) { s.maxLive = max(1, n) }
+
+// maxEndedPerUser bounds a user's ids in the ended set: twice the live sessions a user may have, so
+// that ending every device one by one, twice over, within a session's lifetime fits. Past it, the
+// user's next logout ends all of that user's sessions (ended1): nobody else's.
+func (s *Sessions) maxEndedPerUser() int { return 2 * s.maxLive }
 
 // userShards spreads the changed users over read locks of their own: one read lock shared by every
 // request makes the two cores take its word from each other on each (about 100 ns a read on this
@@ -237,7 +249,7 @@ func (s *Sessions) verify(value string) (Session, bool) {
 
 // current answers a genuine session if it is unexpired and not ended, in its user's current role.
 func (s *Sessions) current(sess *Session) (*Session, bool) {
-	if !s.now().Before(sess.Expires) || s.ended.has(sess.ID) {
+	if !s.now().Before(sess.Expires) || s.ended.has(sess.UserID, sess.ID) {
 		return nil, false
 	}
 	sh := s.shard(sess.UserID)
@@ -263,16 +275,22 @@ func (s *Sessions) current(sess *Session) (*Session, bool) {
 // EndAll ends every session of the user (a password reset): it bumps the session version, here at once
 // and on every other instance through Redis, and marks the user's sessions ended.
 func (s *Sessions) EndAll(ctx context.Context, userID int64) error {
+	_, err := s.endAll(ctx, userID)
+	return err
+}
+
+// endAll is EndAll answering the user as now (its new session version).
+func (s *Sessions) endAll(ctx context.Context, userID int64) (*models.User, error) {
 	now := s.now()
 	u, err := models.BumpSessionVersion(ctx, s.db, userID, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.announce(ctx, u); err != nil {
-		return err
+		return nil, err
 	}
 	s.markEnded(ctx, userID, now)
-	return nil
+	return u, nil
 }
 
 // markEnded writes down that every session of the user ended (the version did it): a failure only
@@ -325,18 +343,21 @@ func (s *Sessions) announce(ctx context.Context, u *models.User) error {
 }
 
 // apply records a user's state; an older change (a lower session version, or the same version changed
-// earlier) never replaces a newer one, whichever way it arrived first.
+// earlier) never replaces a newer one, whichever way it arrived first. The user's ended ids of a lower
+// version are dropped: the version refuses their cookies now.
 func (s *Sessions) apply(userID, version int64, role string, changed time.Time) {
 	sh := s.shard(userID)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	if cur, ok := sh.m[userID]; ok && (cur.version > version || cur.version == version && cur.changed.After(changed)) {
+		sh.mu.Unlock()
 		return
 	}
 	if sh.m == nil {
 		sh.m = make(map[int64]userState)
 	}
 	sh.m[userID] = userState{version: version, role: role, changed: changed}
+	sh.mu.Unlock()
+	s.ended.dropBefore(userID, version)
 }
 
 // Load reads the users whose accounts changed within a session's lifetime. Call it before serving.
@@ -359,7 +380,7 @@ func (s *Sessions) refresh(ctx context.Context, since time.Time) error {
 	}
 	for _, e := range ended {
 		if id, ok := sessionID(e.ID); ok {
-			s.ended.add(id, e.ExpiresAt)
+			s.ended.add(e.UserID, id, e.ExpiresAt, e.Version)
 		}
 	}
 	s.mu.Lock()

@@ -33,10 +33,14 @@ const (
 // Login failures are slowed per username and per address: after a burst, one more try per interval.
 // Registrations are limited per address, attempts counted whatever their outcome.
 var (
-	loginPerUser   = ratelimit.Limit{Rate: 5, Burst: 5, Period: 5 * time.Minute}
-	loginPerIP     = ratelimit.Limit{Rate: 30, Burst: 30, Period: time.Minute}
-	registerPerIP  = ratelimit.Limit{Rate: 10, Burst: 20, Period: time.Minute}
-	maxLoginLength = 72 // a longer password cannot be one (bcrypt reads 72 bytes)
+	loginPerUser  = ratelimit.Limit{Rate: 5, Burst: 5, Period: 5 * time.Minute}
+	loginPerIP    = ratelimit.Limit{Rate: 30, Burst: 30, Period: time.Minute}
+	registerPerIP = ratelimit.Limit{Rate: 10, Burst: 20, Period: time.Minute}
+	// Logins that succeed, per account: the account's owner (who knows the password) is the only one who
+	// spends them, so a stranger cannot lock anyone out; they bound how fast one account can start and
+	// end sessions (each logout an entry every instance keeps until the session would have expired).
+	loginsPerAccount = ratelimit.Limit{Rate: 30, Burst: 10, Period: time.Hour}
+	maxLoginLength   = 72 // a longer password cannot be one (bcrypt reads 72 bytes)
 )
 
 // Accounts serves registration, login, logout and the session and CSRF middleware.
@@ -164,6 +168,9 @@ func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	if u.BlockedAt != nil {
 		return errBlocked
 	}
+	if err := tooManyLogins(h.Limits.Allow(c.UserContext(), "login:ok:account:"+strconv.FormatInt(u.ID, 10), loginsPerAccount)); err != nil {
+		return err
+	}
 	s, value, err := h.Sessions.Start(c.UserContext(), u, auth.Client{UserAgent: c.Get(fiber.HeaderUserAgent), IP: c.IP()})
 	if err != nil {
 		return err
@@ -171,6 +178,18 @@ func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	h.Emails.Remember(u) // the account was just read: its first /api/me here needs no query
 	h.setSession(c, s, value)
 	return nil
+}
+
+// tooManyLogins says a refusal of the account's logins in words of its own (rate_limited, with its
+// Retry-After).
+func tooManyLogins(err error) error {
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Code != errs.RateLimited {
+		return err
+	}
+	out := errs.Say(errs.RateLimited, "logins_per_account")
+	out.RetryAfter = e.RetryAfter
+	return out
 }
 
 // setSession sets the cookies of session s (its value) and keeps it for the rest of the request.
