@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -192,19 +193,48 @@ func (s *Sessions) Check(value string) (Session, bool) {
 // Ref is Check answering a pointer to the session it remembers (when the user's role is unchanged; a
 // copy otherwise), so that a request can keep it without a copy on the heap. Nobody may change it.
 func (s *Sessions) Ref(value string) (*Session, bool) {
-	if !cookieLenOK(len(value)) {
+	p, _, ok := s.ref(value, s.now())
+	return p, ok
+}
+
+// RefSeen is Ref for a request: it also notes the session seen (Seen), looking the note up at most once
+// every seenRecheck a cookie; in between, the remembered cookie's own mark says it was noted lately. A
+// status poll's profile spent 2.7% of its samples looking the note up on every request.
+func (s *Sessions) RefSeen(value string) (*Session, bool) {
+	now := s.now()
+	p, mark, ok := s.ref(value, now)
+	if !ok {
 		return nil, false
 	}
-	p, ok := s.verified.get(value)
-	if !ok {
+	// At most once in seenEvery a session takes a write lock to be noted; Run writes the notes to the
+	// database in batches.
+	if t := now.Unix(); mark.Load() <= t {
+		if s.seen.due(p.ID) {
+			s.seen.note(p.ID, now)
+		}
+		mark.Store(t + seenRecheck)
+	}
+	return p, true
+}
+
+// seenRecheck is how many seconds a remembered cookie goes without looking its session's "seen" note up.
+const seenRecheck = 30
+
+// ref is Ref at now, answering also the remembered cookie's mark.
+func (s *Sessions) ref(value string, now time.Time) (*Session, *atomic.Int64, bool) {
+	if !cookieLenOK(len(value)) {
+		return nil, nil, false
+	}
+	e := s.verified.entry(value)
+	if e == nil {
 		sess, ok := s.verify(value)
 		if !ok {
-			return nil, false
+			return nil, nil, false
 		}
-		s.verified.put(value, sess)
-		p = &sess
+		e = s.verified.put(value, sess)
 	}
-	return s.current(p)
+	p, ok := s.current(&e.found, now)
+	return p, &e.mark, ok
 }
 
 // verify decodes a cookie value and checks its signature.
@@ -248,8 +278,8 @@ func (s *Sessions) verify(value string) (Session, bool) {
 }
 
 // current answers a genuine session if it is unexpired and not ended, in its user's current role.
-func (s *Sessions) current(sess *Session) (*Session, bool) {
-	if !s.now().Before(sess.Expires) || s.ended.has(sess.UserID, sess.ID) {
+func (s *Sessions) current(sess *Session, now time.Time) (*Session, bool) {
+	if !now.Before(sess.Expires) || s.ended.has(sess.UserID, sess.ID) {
 		return nil, false
 	}
 	sh := s.shard(sess.UserID)

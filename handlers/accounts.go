@@ -86,9 +86,9 @@ var errBlocked = errs.Static(errs.Blocked, "this account is blocked: write to th
 // LoadSession reads the session cookie, in memory only, and keeps the session for the handlers.
 func (h *Accounts) LoadSession(c *fiber.Ctx) error {
 	if v := requestCookie(c, SessionCookie); v != "" {
-		if s, ok := h.Sessions.Ref(v); ok {
+		// In memory; "last seen" is noted here and written apart, in batches.
+		if s, ok := h.Sessions.RefSeen(v); ok {
 			c.Locals(sessionLocal, s) // a pointer: no copy on the heap
-			h.Sessions.Seen(s)        // in memory: "last seen" is written apart, in batches
 		}
 	}
 	return c.Next()
