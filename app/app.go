@@ -813,6 +813,8 @@ func templateFuncs(files *assets.Set) template.FuncMap {
 			return m
 		},
 		"money": func(cents int64) string { return fmt.Sprintf("¥%d.%02d", cents/100, cents%100) },
+		// uploadMax is the largest upload a merchant sends, in bytes, for the pages to check before sending.
+		"uploadMax": func() int { return handlers.MaxUpload },
 		"percent": func(part, whole int64) int64 {
 			if whole <= 0 {
 				return 0
