@@ -439,9 +439,23 @@ func (h *Fulfilment) Page(c *fiber.Ctx) error {
 		return err
 	}
 	last := max(int((page.Total+int64(page.PerPage)-1)/int64(page.PerPage)), 1)
+	status := c.Query("status", models.AllPaid)
+	// An empty list says why: none paid yet, or (to ship) every paid one shipped, or (shipped) none yet.
+	none := "ful.none"
+	if page.Total == 0 && status != models.AllPaid {
+		paid, err := models.CountActivityOrders(c.UserContext(), h.DB, page.activityID, models.AllPaid)
+		if err != nil {
+			return err
+		}
+		if paid > 0 && status == models.ToShip {
+			none = "ful.noneToShip"
+		} else if paid > 0 {
+			none = "ful.noneShipped"
+		}
+	}
 	noStore(c)
-	data := PageData(c, h.Now(), "ful.title", "Activity", a, "Page", page, "Status", c.Query("status", models.AllPaid),
-		"Prev", page.Page-1, "Next", page.Page+1, "Last", last)
+	data := PageData(c, h.Now(), "ful.title", "Activity", a, "Page", page, "Status", status,
+		"Prev", page.Page-1, "Next", page.Page+1, "Last", last, "None", none)
 	data["Title"] = a.Name
 	return c.Render("merchant_orders", data, Layout)
 }
