@@ -449,7 +449,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
 		Passwords: passwords, Captchas: s.Captchas, Work: work, Emails: s.Emails, Mail: s.Mail,
-		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
+		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, ShopContact: cfg.ShopContact, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
 	books := jobs.DBBooks{DB: d.DB}
@@ -494,7 +494,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	s.site.email = &handlers.Email{DB: d.DB, Mail: s.Mail, Emails: s.Emails, Limits: accounts.Limits, Passwords: accounts.Passwords, BaseURL: cfg.BaseURL,
 		RateLimitIP: cfg.RateLimitIP, Outbox: cfg.Demo, Now: d.Now}
 	s.site.reset = &handlers.Reset{DB: d.DB, Mail: s.Mail, Sessions: s.Sessions, Passwords: passwords, Limits: accounts.Limits,
-		BaseURL: cfg.BaseURL, RateLimitIP: cfg.RateLimitIP, Log: d.Log, Now: d.Now}
+		BaseURL: cfg.BaseURL, RateLimitIP: cfg.RateLimitIP, Log: d.Log, ShopContact: cfg.ShopContact, Now: d.Now}
 	s.site.reset.Prepare()
 	links := mail.NewUnsubscribes(cfg.SessionSecret)
 	s.Reminders = &jobs.Reminders{DB: d.DB, Mail: s.Mail, Links: links, Runs: s.Runs, BaseURL: cfg.BaseURL, Before: cfg.RemindBefore,
@@ -822,6 +822,8 @@ func templateFuncs(files *assets.Set) template.FuncMap {
 			return m
 		},
 		"money": func(cents int64) string { return fmt.Sprintf("¥%d.%02d", cents/100, cents%100) },
+		// uploadMax is the largest upload a merchant sends, in bytes, for the pages to check before sending.
+		"uploadMax": func() int { return handlers.MaxUpload },
 		"percent": func(part, whole int64) int64 {
 			if whole <= 0 {
 				return 0

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/crypto/bcrypt"
@@ -67,6 +69,7 @@ type Config struct {
 	// turn runs its full QUEUE_TURN from then (docs/api.md, "Your turn, announced").
 	QueueTurnSeen   time.Duration
 	PhoneRegion     string        // PHONE_REGION: the country of phone numbers written without a country code
+	ShopContact     string        // SHOP_CONTACT: where a person writes to the shop (an address, a page): told to a blocked account
 	MaxConns        int           // MAX_CONNS: the most connections open at once; 0 (unset) derives it from the open-file limit
 	MaxConnsPerAddr int           // MAX_CONNS_PER_ADDR: the most from one client address (IPv6: one /64); trusted proxies exempt
 	HeaderTimeout   time.Duration // HEADER_TIMEOUT: how long a request's line and headers may take to arrive
@@ -269,6 +272,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		ServeRole: strings.TrimPrefix(p.oneOf("SERVE_ROLE", RoleAll, RoleAll, RoleWeb, RoleWorker), RoleAll),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
+	c.ShopContact = p.contact("SHOP_CONTACT")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
 		p.fail("LISTEN_HOST", fmt.Sprintf("must be an IP address such as 127.0.0.1 (empty: every interface), got %q", c.ListenHost))
 	}
@@ -381,6 +385,17 @@ func (p *parser) region(name, def string) string {
 	if !phonenumbers.GetSupportedRegions()[v] {
 		p.fail(name, fmt.Sprintf("must be a two-letter country code (ISO 3166) such as CN or US, got %q", v))
 		return def
+	}
+	return v
+}
+
+// contact reads a contact shown to people as it is (an e-mail address, a page's address, a phone
+// number): one line of at most 200 characters, or empty for none.
+func (p *parser) contact(name string) string {
+	v := strings.TrimSpace(p.getenv(name))
+	if utf8.RuneCountInString(v) > 200 || strings.ContainsFunc(v, unicode.IsControl) || !utf8.ValidString(v) {
+		p.fail(name, "must be one line of at most 200 characters, such as support@shop.example")
+		return ""
 	}
 	return v
 }

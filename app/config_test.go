@@ -40,6 +40,11 @@ func TestLoadConfigGoodValues(t *testing.T) {
 		env   map[string]string
 		check func(t *testing.T, c Config)
 	}{
+		{"shop contact", map[string]string{"SHOP_CONTACT": "  客服 help@shop.example, 400-800-1234  "}, func(t *testing.T, c Config) {
+			if c.ShopContact != "客服 help@shop.example, 400-800-1234" {
+				t.Errorf("SHOP_CONTACT read as %q", c.ShopContact)
+			}
+		}},
 		{"production", map[string]string{
 			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2",
 			"SESSION_SECRET": goodSecret, "PORT": "9000", "BCRYPT_COST": "4", "PAY_TIMEOUT": "30m",
@@ -186,6 +191,8 @@ func TestLoadConfigBadValues(t *testing.T) {
 		want string // the variable the error must name
 	}{
 		{"port not a number", map[string]string{"PORT": "eighty"}, "PORT"},
+		{"a contact of two lines", map[string]string{"SHOP_CONTACT": "help@shop.example\nBcc: all"}, "SHOP_CONTACT"},
+		{"a contact too long", map[string]string{"SHOP_CONTACT": strings.Repeat("客", 201)}, "SHOP_CONTACT"},
 		{"port out of range", map[string]string{"PORT": "70000"}, "PORT"},
 		{"bcrypt cost too low", map[string]string{"BCRYPT_COST": "3"}, "BCRYPT_COST"},
 		{"bcrypt cost too high", map[string]string{"BCRYPT_COST": "32"}, "BCRYPT_COST"},

@@ -57,7 +57,10 @@ type Accounts struct {
 	SecureCookies bool
 	RateLimitIP   bool
 	SessionTTL    time.Duration
-	Now           func() time.Time
+	// ShopContact is where a person writes to the shop (SHOP_CONTACT), told to a blocked account; empty
+	// for none, when the answer promises no address.
+	ShopContact string
+	Now         func() time.Time
 }
 
 // UserJSON is a user as the API shows it.
@@ -81,7 +84,13 @@ func managedUserJSON(u *models.User) ManagedUserJSON {
 	return ManagedUserJSON{UserJSON: userJSON(u), BlockedAt: utc(u.BlockedAt), BlockReason: u.BlockReason, CreatedAt: u.CreatedAt.UTC()}
 }
 
-var errBlocked = errs.Static(errs.Blocked, "this account is blocked: write to the shop's support")
+// blocked is the answer to a blocked account's login: where to write, when the shop says (SHOP_CONTACT).
+func (h *Accounts) blocked() *errs.Error {
+	if h.ShopContact == "" {
+		return errs.Say(errs.Blocked, "blocked_no_contact")
+	}
+	return errs.SayWith(errs.Blocked, "blocked_contact", h.ShopContact)
+}
 
 // LoadSession reads the session cookie, in memory only, and keeps the session for the handlers.
 func (h *Accounts) LoadSession(c *fiber.Ctx) error {
@@ -166,7 +175,7 @@ func (h *Accounts) setCookie(c *fiber.Ctx, name, value string, expires time.Time
 // registration and QR login comes here) and sets its cookie.
 func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	if u.BlockedAt != nil {
-		return errBlocked
+		return h.blocked()
 	}
 	if err := tooManyLogins(h.Limits.Allow(c.UserContext(), "login:ok:account:"+strconv.FormatInt(u.ID, 10), loginsPerAccount)); err != nil {
 		return err

@@ -96,6 +96,12 @@
     var input = form.querySelector("input[type=file]"), err = form.querySelector(".form-error");
     input.addEventListener("change", function () {
       if (!input.files[0]) return;
+      // Over the limit: said at once, in the page's words with the real limit, and nothing is sent.
+      if (form.dataset.max && input.files[0].size > +form.dataset.max) {
+        err.textContent = form.dataset.tooLarge.replace("{0}", Math.floor(form.dataset.max / 1048576));
+        input.value = "";
+        return;
+      }
       var body = new FormData();
       body.append("image", input.files[0]);
       err.textContent = "";
