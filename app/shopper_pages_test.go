@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/i18n"
 	"seckill/internal/testenv"
 	"seckill/jobs"
 	"seckill/models"
@@ -132,6 +133,16 @@ func TestCancelledOrderSaysWhyAndTheListFilters(t *testing.T) {
 		return err == nil
 	})
 
+	// The note about paying in time is there while an order waits for its payment, and only then (the
+	// review found it above lists of cancelled orders).
+	payNote := map[string]string{"en": "Pay before the deadline", "zh": i18n.For("zh").T("orders.payNote")}
+	for lang, note := range payNote {
+		b.setCookie("lang", lang)
+		if list := string(b.call("GET", "/orders", nil).Body); !strings.Contains(list, note) {
+			t.Errorf("%s: the list of two unpaid orders does not say %q", lang, note)
+		}
+	}
+
 	r := b.call("POST", "/api/orders/"+first.OrderNo+"/cancel", nil)
 	if j := r.json(t); r.Status != 200 || j["cancel_reason"] != models.CancelByBuyer || j["cancelled_at"] == nil {
 		t.Fatalf("the buyer's cancel: %d %s", r.Status, r.Body)
@@ -161,6 +172,11 @@ func TestCancelledOrderSaysWhyAndTheListFilters(t *testing.T) {
 		}
 		if one := string(b.call("GET", "/orders/"+first.OrderNo, nil).Body); !strings.Contains(one, c.buyer) || !strings.Contains(one, `class="cancel-why"`) {
 			t.Errorf("%s: the order page does not say why it was cancelled", c.lang)
+		}
+		for _, path := range []string{"/orders", "/orders?status=cancelled", "/orders/" + first.OrderNo} {
+			if page := string(b.call("GET", path, nil).Body); strings.Contains(page, payNote[c.lang]) {
+				t.Errorf("%s: %s, with nothing to pay, says %q", c.lang, path, payNote[c.lang])
+			}
 		}
 	}
 	if r := b.call("GET", "/api/orders?status=cancelled", nil); r.Status != 200 || strings.Count(string(r.Body), `"order_no"`) != 2 {
