@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,18 @@ func TestSessionsListAndLogoutOfOne(t *testing.T) {
 	expect(t, "ending another account's session", stranger.call("DELETE", "/api/me/sessions/"+list[1].ID, nil), 404, "not_found")
 	expect(t, "ending a made-up session", phone.call("DELETE", "/api/me/sessions/0123456789abcdef0123456789abcdef", nil), 404, "not_found")
 	expect(t, "ending a malformed id", phone.call("DELETE", "/api/me/sessions/nope", nil), 404, "not_found")
+	// The answer says what was not found, in the reader's language (the review found the generic one).
+	for _, c := range []struct{ lang, want string }{
+		{"en", "This device is not logged in to your account"},
+		{"zh", "该设备没有登录您的账号"},
+	} {
+		for _, id := range []string{"0123456789abcdef0123456789abcdef", "nope"} {
+			r := phone.send("DELETE", "/api/me/sessions/"+id, nil, map[string]string{"Accept-Language": c.lang})
+			if msg, _ := r.json(t)["message"].(string); r.Status != 404 || !strings.HasPrefix(msg, c.want) {
+				t.Errorf("ending session %q in %s: %d %q; want 404 %q", id, c.lang, r.Status, msg, c.want)
+			}
+		}
+	}
 	expect(t, "the list without a session", newBrowser(t, s.URL).call("GET", "/api/me/sessions", nil), 401, "unauthenticated")
 	if status, _ := pc.me(); status != 200 {
 		t.Fatalf("the refused requests ended the PC's session: %d", status)

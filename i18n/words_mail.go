@@ -24,7 +24,7 @@ func init() {
 
 			"email.title":      "Your e-mail address",
 			"email.none":       "No e-mail address yet: add one, and a forgotten password can be reset.",
-			"email.current":    "Address",
+			"email.current":    "Current address",
 			"email.verified":   "Verified",
 			"email.unverified": "Not verified yet: open the link we mailed to it.",
 			"email.field":      "E-mail address",
@@ -88,7 +88,7 @@ func init() {
 
 			"email.title":      "您的邮箱地址",
 			"email.none":       "尚未添加邮箱。添加后，忘记密码时可以通过邮件重置。",
-			"email.current":    "邮箱地址",
+			"email.current":    "当前邮箱",
 			"email.verified":   "已验证",
 			"email.unverified": "尚未验证：请打开我们发到该邮箱的链接。",
 			"email.field":      "邮箱地址",

@@ -41,13 +41,13 @@ var richText = texttemplate.Must(texttemplate.New("text").Parse(`{{.Greeting}}
 
 {{range .Paras}}{{.}}
 
-{{end}}{{.Action}}:
+{{end}}{{.Action}}{{.Colon}}
 {{.Link}}
 
 -- 
 {{.Footer}}
 {{if .Unsubscribe}}
-{{.UnsubscribeLabel}}:
+{{.UnsubscribeLabel}}{{.Colon}}
 {{.Unsubscribe}}
 {{end}}`))
 
@@ -74,7 +74,7 @@ func richRender(subject string, paras []string, action string) func(Message) (Re
 		}
 		fill := strings.NewReplacer(pairs...).Replace
 		p := richPage{page: page{Lang: tr.HTMLLang(), Greeting: fill(tr.T("mail.greeting")), Footer: fill(tr.T("mail.footer")),
-			Link: m.Data["Link"], Action: tr.T(action)}}
+			Colon: tr.T("mail.colon"), Link: m.Data["Link"], Action: tr.T(action)}}
 		if p.Link == "" {
 			return Rendered{}, fmt.Errorf("mail: a %s mail needs its link", m.Kind)
 		}

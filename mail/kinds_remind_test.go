@@ -20,7 +20,7 @@ func TestRemindersAndReceiptsRender(t *testing.T) {
 	if r.Lang != "zh" || r.Subject != "“Double <11>”的排队将于 2026年11月11日 19:50（北京时间） 开放" {
 		t.Errorf("subject %q in %s", r.Subject, r.Lang)
 	}
-	for _, want := range []string{"mei，您好", "https://shop.test/items/4\n", "不再接收此活动的提醒:\nhttps://shop.test/unsubscribe?token=1.2.ab\n"} {
+	for _, want := range []string{"mei，您好", "https://shop.test/items/4\n", "不再接收此活动的提醒：\nhttps://shop.test/unsubscribe?token=1.2.ab\n"} {
 		if !strings.Contains(r.Text, want) {
 			t.Errorf("the text lacks %q:\n%s", want, r.Text)
 		}

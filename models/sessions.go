@@ -56,7 +56,8 @@ func LiveSessionsOf(ctx context.Context, db *gorm.DB, userID int64, now time.Tim
 	return out, nil
 }
 
-var errNoSuchSession = errs.New(errs.NotFound, "no such session")
+// errNoSuchSession says which thing was not found, in the reader's language (not the generic not_found).
+var errNoSuchSession = errs.Say(errs.NotFound, "no_such_session")
 
 // EndSession ends one live session of the user, named by its public id, and answers it (its id and
 // expiry are what every instance must refuse until then) with the user's session version as the end
