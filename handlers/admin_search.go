@@ -179,8 +179,11 @@ func auditSearchOf(c *fiber.Ctx, db *gorm.DB) (models.AuditSearch, bool, error) 
 		s.Action = strings.Clone(a)
 	}
 	if on := strings.TrimSpace(c.Query("on")); on != "" {
-		if orderNoLike.MatchString(on) {
+		switch {
+		case orderNoLike.MatchString(on):
 			on = "order:SK" + on[2:]
+		case !strings.Contains(on, ":"):
+			on = "order:" + on // every target of the log has its kind: one without is an order's number
 		}
 		if len(on) > 60 || !validOrderNo(strings.Replace(on, ":", "_", 1)) {
 			why = append(why, errs.W("on", "search_on"))
