@@ -331,7 +331,7 @@ func pagerOf(c *fiber.Ctx, tr i18n.Tr, page, perPage int, total int64, capped bo
 // auditActionList is every action the log writes, as the audit page's filter offers them.
 var auditActionList = []string{
 	"activity.create", "activity.edit", "activity.submit", "activity.approve", "activity.reject",
-	"activity.pause", "activity.resume", "activity.end",
+	"activity.pause", "activity.resume", "activity.end", "activity.withdraw",
 	"order.ship", "order.ship_fix", "order.refund", "refund.request", "refund.done", "refund.failed", "refund.retry",
 	"user.role", "user.block", "user.unblock", "appeal.answer", "cluster.cleared", "cluster.confirmed",
 }
