@@ -134,11 +134,11 @@ type Item struct {
 type Order struct {
 	ID          int64     `gorm:"primaryKey"`
 	OrderNo     string    `gorm:"size:32;not null;uniqueIndex"`
-	UserID      int64     `gorm:"not null;index;index:idx_orders_user_created,priority:1"`
+	UserID      int64     `gorm:"not null;index:idx_orders_user_created,priority:1"`
 	ItemID      int64     `gorm:"not null;index"`
-	ActivityID  int64     `gorm:"not null;index;index:idx_orders_activity_created,priority:1"`
+	ActivityID  int64     `gorm:"not null;index:idx_orders_activity_created,priority:1"`
 	PriceCents  int64     `gorm:"not null"`
-	Status      string    `gorm:"size:20;not null;index;index:idx_orders_status_created,priority:1"`
+	Status      string    `gorm:"size:20;not null;index:idx_orders_status_created,priority:1"`
 	PayDeadline time.Time `gorm:"not null;index"`
 	PaidAt      *time.Time
 	CancelledAt *time.Time
@@ -151,7 +151,8 @@ type Order struct {
 	// An admin's refund of a paid order.
 	RefundedAt   *time.Time
 	RefundReason string `gorm:"type:text;not null;default:''"`
-	// The admins' search pages newest first: each filter's index ends with the time (migration 00008).
+	// The admins' search pages newest first: each filter's index ends with the time (migration 00008);
+	// user_id, activity_id and status are found through these (their single-column indexes are gone).
 	CreatedAt time.Time `gorm:"not null;index;index:idx_orders_user_created,priority:2;index:idx_orders_status_created,priority:2;index:idx_orders_activity_created,priority:2"`
 	UpdatedAt time.Time `gorm:"not null"`
 	// CancelReason says why it was cancelled (CancelByBuyer, CancelUnpaid); "" for an order that is not,

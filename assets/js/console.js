@@ -185,7 +185,7 @@
             .replace("{from}", from).replace("{to}", to).replace("{total}", p.total.toLocaleString("en"));
         var prev = pagerNav.querySelector("[rel=prev]"), next = pagerNav.querySelector("[rel=next]");
         prev.hidden = p.page <= 1;
-        next.hidden = p.page * p.per_page >= p.total;
+        next.hidden = p.page * p.per_page >= p.total || p.page * p.per_page >= 10000; // the search shows 10,000 rows at most
         prev.dataset.page = p.page - 1;
         next.dataset.page = p.page + 1;
         history.replaceState(null, "", location.pathname + (q.toString() ? "?" + q.toString() : ""));
