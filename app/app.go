@@ -729,6 +729,7 @@ func routes(f *fiber.App, h *site) {
 	a.Post("/users/:id/block", accounts.Block)
 	a.Post("/users/:id/unblock", accounts.Unblock)
 	a.Get("/audit", admin.Audit)
+	a.Get("/orders", h.refunds.List)
 	a.Get("/orders/:order_no", h.refunds.Order)
 	a.Post("/orders/:order_no/refund", h.refunds.Refund)
 	a.Post("/orders/:order_no/refunds/retry", h.refunds.RetryRefunds)

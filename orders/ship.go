@@ -42,9 +42,15 @@ func (s *Service) Ship(ctx context.Context, merchantID int64, orderNo string, sh
 		switch outcome {
 		case ShipDone:
 			o.Status = was
-			return change(tx, o, models.OrderShipped, now, map[string]any{"shipped_at": now, "carrier": o.Carrier, "tracking_no": o.TrackingNo})
+			if err := change(tx, o, models.OrderShipped, now, map[string]any{"shipped_at": now, "carrier": o.Carrier, "tracking_no": o.TrackingNo}); err != nil {
+				return err
+			}
+			return models.AuditShipments(tx, merchantID, models.AuditShip, []*models.Order{o}, now)
 		case ShipCorrected:
-			return models.CorrectShipments(tx, []*models.Order{o}, now)
+			if err := models.CorrectShipments(tx, []*models.Order{o}, now); err != nil {
+				return err
+			}
+			return models.AuditShipments(tx, merchantID, models.AuditShipFix, []*models.Order{o}, now)
 		}
 		return nil
 	})
@@ -150,7 +156,14 @@ func (s *Service) ShipAll(ctx context.Context, merchantID, activityID int64, row
 			if err := shipNow(tx, done, now); err != nil {
 				return err
 			}
-			return models.CorrectShipments(tx, list(corrected), now)
+			if err := models.CorrectShipments(tx, list(corrected), now); err != nil {
+				return err
+			}
+			// Each order's story says how it left: one audit row per order, as the merchant.
+			if err := models.AuditShipments(tx, merchantID, models.AuditShip, list(done), now); err != nil {
+				return err
+			}
+			return models.AuditShipments(tx, merchantID, models.AuditShipFix, list(corrected), now)
 		})
 		if err != nil {
 			for i := range chunk {
