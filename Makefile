@@ -2,7 +2,7 @@
 GO ?= go
 BIN ?= bin/seckill
 
-.PHONY: run build check test fuzz services lint migrate bench bench-cluster bench-go chaos soak screenshots cluster cluster-stop clean
+.PHONY: run build check test fuzz services lint migrate bench bench-cluster bench-go chaos soak screenshots notification-shot cluster cluster-stop clean
 
 run: ## run the product: demo mode unless DATABASE_URL and REDIS_URL are set
 	$(GO) run .
@@ -46,6 +46,9 @@ soak: services ## steady mixed load for SOAK (default 1h; SOAK=20m) on servers o
 
 screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
 	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser|TestPauseInABrowser|TestFormErrorsAtOnceInABrowser|TestBlockInABrowser|TestFairnessFiguresLiveInABrowser|TestAppealInABrowser|TestClustersPageInABrowser|TestTurnAnnouncedToABackgroundPage|TestAccountPageEndsAnotherDevice|TestMerchantStopsItsSaleInABrowser|TestMerchantListInABrowser' ./app
+
+notification-shot: services ## the turn's notification as a desktop shows it (Xvfb, D-Bus, dunst, a Chromium with a window), into docs/screenshots; not in CI
+	./scripts/notification-shot.sh $(CURDIR)/docs/screenshots
 
 cluster: ## two web instances and a worker on a three-master Redis Cluster behind nginx, on 127.0.0.1:8090 (scripts/cluster.sh)
 	./scripts/cluster.sh start

@@ -101,13 +101,15 @@ func TestAddressBookPage(t *testing.T) {
 		t.Fatalf("add: %d %s", r.Status, r.Body)
 	}
 	page := string(b.call("GET", "/account/addresses", nil).Body)
-	for _, want := range []string{"西湖区文三路 90 号 3 栋 501", "data-address-form", "data-delete-address", "Recipient"} {
+	for _, want := range []string{"西湖区文三路 90 号 3 栋 501", "data-address-form", "data-delete-address", "Recipient",
+		`value="138 0013 8000"`, `data-edit-cancel>Cancel</button>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the address book page lacks %q", want)
 		}
 	}
 	b.call("GET", "/lang/zh", nil)
-	if page := string(b.call("GET", "/account/addresses", nil).Body); !strings.Contains(page, "收货人") || !strings.Contains(page, "请填写收货人姓名") {
+	if page := string(b.call("GET", "/account/addresses", nil).Body); !strings.Contains(page, "收货人") || !strings.Contains(page, "请填写收货人姓名") ||
+		!strings.Contains(page, `data-edit-cancel>取消</button>`) {
 		t.Errorf("the Chinese address book page is not in Chinese")
 	}
 }

@@ -189,6 +189,9 @@ func (s *Server) Close() error {
 // nodeSeq hands out snowflake nodes to instances that were given none.
 const nodeSeq = "sk:node-seq"
 
+// mailPaceKey is the Redis key of the relay's rate, which every mail worker shares (MAIL_RATE).
+const mailPaceKey = "sk:mail:pace"
+
 // leaseNode returns cfg's NODE_ID, or the next node from a counter in Redis, so that instances started
 // without one still make order numbers no other instance makes.
 func leaseNode(ctx context.Context, cfg Config, rdb redis.UniversalClient) (int64, error) {
@@ -317,8 +320,10 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	ledger.GroupCommit(cfg.GroupCommit)
 	flags := stock.NewFlags(ledger, d.Redis, d.Log)
 	consumerRedis := dedicatedClient(d.Redis)
+	sessions := auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log)
+	sessions.LimitSessions(cfg.SessionMax)
 	s := &Server{
-		Sessions: auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log),
+		Sessions: sessions,
 		Ledger:   ledger,
 		Line:     stock.NewLine(ledger),
 		Flags:    flags,
@@ -434,13 +439,17 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	}
 	work := pow.New(cfg.SessionSecret, cfg.PowMaxNumber, d.Redis, d.Now)
 	s.Mail = &mail.Queue{DB: d.DB, Sender: cfg.mailSender(), Domain: mail.DomainOf(cfg.Mail.From), Rate: cfg.Mail.Rate, Now: d.Now, Log: d.Log}
+	if cfg.Mail.Rate > 0 {
+		// MAIL_RATE is the relay's, shared by every worker through Redis (in demo mode, the in-process one).
+		s.Mail.Pace = ratelimit.NewPace(d.Redis, mailPaceKey, cfg.Mail.Rate, s.Mail.PaceBurst(), d.Log)
+	}
 	s.Mail.Prepare()
 	s.Emails = auth.NewEmails(d.DB, d.Redis, emailsKept, d.Log)
 	devices := auth.NewDevices(cfg.SessionSecret)
 	accounts := &handlers.Accounts{
 		DB: d.DB, Sessions: s.Sessions, CSRF: auth.NewCSRF(cfg.SessionSecret), Limits: ratelimit.NewShared(d.Redis),
 		Passwords: passwords, Captchas: s.Captchas, Work: work, Emails: s.Emails, Mail: s.Mail,
-		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, Now: d.Now,
+		SecureCookies: cfg.SecureCookies(), RateLimitIP: cfg.RateLimitIP, SessionTTL: cfg.SessionTTL, ShopContact: cfg.ShopContact, Now: d.Now,
 	}
 	left := stock.NewLeftCache(s.Ledger, time.Second)
 	books := jobs.DBBooks{DB: d.DB}
@@ -487,7 +496,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	s.site.email = &handlers.Email{DB: d.DB, Mail: s.Mail, Emails: s.Emails, Limits: accounts.Limits, Passwords: accounts.Passwords, BaseURL: cfg.BaseURL,
 		RateLimitIP: cfg.RateLimitIP, Outbox: cfg.Demo, Now: d.Now}
 	s.site.reset = &handlers.Reset{DB: d.DB, Mail: s.Mail, Sessions: s.Sessions, Passwords: passwords, Limits: accounts.Limits,
-		BaseURL: cfg.BaseURL, RateLimitIP: cfg.RateLimitIP, Log: d.Log, Now: d.Now}
+		BaseURL: cfg.BaseURL, RateLimitIP: cfg.RateLimitIP, Log: d.Log, ShopContact: cfg.ShopContact, Now: d.Now}
 	s.site.reset.Prepare()
 	links := mail.NewUnsubscribes(cfg.SessionSecret)
 	s.Reminders = &jobs.Reminders{DB: d.DB, Mail: s.Mail, Links: links, Runs: s.Runs, BaseURL: cfg.BaseURL, Before: cfg.RemindBefore,
@@ -727,6 +736,7 @@ func routes(f *fiber.App, h *site) {
 	a.Post("/users/:id/block", accounts.Block)
 	a.Post("/users/:id/unblock", accounts.Unblock)
 	a.Get("/audit", admin.Audit)
+	a.Get("/orders", h.refunds.List)
 	a.Get("/orders/:order_no", h.refunds.Order)
 	a.Post("/orders/:order_no/refund", h.refunds.Refund)
 	a.Post("/orders/:order_no/refunds/retry", h.refunds.RetryRefunds)
@@ -820,6 +830,8 @@ func templateFuncs(files *assets.Set) template.FuncMap {
 			return m
 		},
 		"money": func(cents int64) string { return fmt.Sprintf("¥%d.%02d", cents/100, cents%100) },
+		// uploadMax is the largest upload a merchant sends, in bytes, for the pages to check before sending.
+		"uploadMax": func() int { return handlers.MaxUpload },
 		"percent": func(part, whole int64) int64 {
 			if whole <= 0 {
 				return 0

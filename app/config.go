@@ -13,10 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/crypto/bcrypt"
 
+	"seckill/auth"
 	"seckill/pow"
 	"seckill/sift"
 )
@@ -31,6 +34,7 @@ type Config struct {
 	RedisURL        string        // REDIS_URL: redis://host:port/db, or host:port,host:port,... for a cluster
 	SessionSecret   string        // SESSION_SECRET: signs session cookies; required outside demo mode
 	SessionTTL      time.Duration // SESSION_TTL: how long a login lasts
+	SessionMax      int           // SESSION_MAX: the live sessions (devices) an account may have; a login past it ends the oldest
 	RateLimitIP     bool          // RATE_LIMIT_IP: per-IP limits on (off for a load test from one address)
 	GroupCommit     bool          // GROUP_COMMIT: concurrent takes of one stock shard share one script call
 	BcryptCost      int           // BCRYPT_COST
@@ -65,6 +69,7 @@ type Config struct {
 	// turn runs its full QUEUE_TURN from then (docs/api.md, "Your turn, announced").
 	QueueTurnSeen   time.Duration
 	PhoneRegion     string        // PHONE_REGION: the country of phone numbers written without a country code
+	ShopContact     string        // SHOP_CONTACT: where a person writes to the shop (an address, a page): told to a blocked account
 	MaxConns        int           // MAX_CONNS: the most connections open at once; 0 (unset) derives it from the open-file limit
 	MaxConnsPerAddr int           // MAX_CONNS_PER_ADDR: the most from one client address (IPv6: one /64); trusted proxies exempt
 	HeaderTimeout   time.Duration // HEADER_TIMEOUT: how long a request's line and headers may take to arrive
@@ -219,6 +224,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		RedisURL:        strings.TrimSpace(getenv("REDIS_URL")),
 		SessionSecret:   getenv("SESSION_SECRET"),
 		SessionTTL:      p.duration("SESSION_TTL", 7*24*time.Hour),
+		SessionMax:      p.int("SESSION_MAX", auth.DefaultMaxSessions, 1, 1000),
 		RateLimitIP:     p.oneOf("RATE_LIMIT_IP", "on", "on", "off") == "on",
 		GroupCommit:     p.oneOf("GROUP_COMMIT", "on", "on", "off") == "on",
 		BcryptCost:      p.int("BCRYPT_COST", 12, bcrypt.MinCost, bcrypt.MaxCost),
@@ -266,6 +272,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		ServeRole: strings.TrimPrefix(p.oneOf("SERVE_ROLE", RoleAll, RoleAll, RoleWeb, RoleWorker), RoleAll),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
+	c.ShopContact = p.contact("SHOP_CONTACT")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
 		p.fail("LISTEN_HOST", fmt.Sprintf("must be an IP address such as 127.0.0.1 (empty: every interface), got %q", c.ListenHost))
 	}
@@ -378,6 +385,17 @@ func (p *parser) region(name, def string) string {
 	if !phonenumbers.GetSupportedRegions()[v] {
 		p.fail(name, fmt.Sprintf("must be a two-letter country code (ISO 3166) such as CN or US, got %q", v))
 		return def
+	}
+	return v
+}
+
+// contact reads a contact shown to people as it is (an e-mail address, a page's address, a phone
+// number): one line of at most 200 characters, or empty for none.
+func (p *parser) contact(name string) string {
+	v := strings.TrimSpace(p.getenv(name))
+	if utf8.RuneCountInString(v) > 200 || strings.ContainsFunc(v, unicode.IsControl) || !utf8.ValidString(v) {
+		p.fail(name, "must be one line of at most 200 characters, such as support@shop.example")
+		return ""
 	}
 	return v
 }

@@ -23,7 +23,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	if !cfg.Demo {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
-	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: time.Minute, QueueTurnSeen: 90 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, RateLimitIP: true,
+	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: time.Minute, QueueTurnSeen: 90 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, SessionMax: 20, RateLimitIP: true,
 		GroupCommit: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 64 << 10, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, SaleKeep: 24 * time.Hour, Demo: true,
@@ -40,6 +40,11 @@ func TestLoadConfigGoodValues(t *testing.T) {
 		env   map[string]string
 		check func(t *testing.T, c Config)
 	}{
+		{"shop contact", map[string]string{"SHOP_CONTACT": "  客服 help@shop.example, 400-800-1234  "}, func(t *testing.T, c Config) {
+			if c.ShopContact != "客服 help@shop.example, 400-800-1234" {
+				t.Errorf("SHOP_CONTACT read as %q", c.ShopContact)
+			}
+		}},
 		{"production", map[string]string{
 			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2",
 			"SESSION_SECRET": goodSecret, "PORT": "9000", "BCRYPT_COST": "4", "PAY_TIMEOUT": "30m",
@@ -186,6 +191,8 @@ func TestLoadConfigBadValues(t *testing.T) {
 		want string // the variable the error must name
 	}{
 		{"port not a number", map[string]string{"PORT": "eighty"}, "PORT"},
+		{"a contact of two lines", map[string]string{"SHOP_CONTACT": "help@shop.example\nBcc: all"}, "SHOP_CONTACT"},
+		{"a contact too long", map[string]string{"SHOP_CONTACT": strings.Repeat("客", 201)}, "SHOP_CONTACT"},
 		{"port out of range", map[string]string{"PORT": "70000"}, "PORT"},
 		{"bcrypt cost too low", map[string]string{"BCRYPT_COST": "3"}, "BCRYPT_COST"},
 		{"bcrypt cost too high", map[string]string{"BCRYPT_COST": "32"}, "BCRYPT_COST"},
@@ -199,6 +206,7 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"negative preheat window", map[string]string{"PREHEAT_WINDOW": "-5m"}, "PREHEAT_WINDOW"},
 		{"qr ttl too short", map[string]string{"QR_TTL": "1s"}, "QR_TTL"},
 		{"session ttl too short", map[string]string{"SESSION_TTL": "1m"}, "SESSION_TTL"},
+		{"no session at all", map[string]string{"SESSION_MAX": "0"}, "SESSION_MAX"},
 		{"rate limit neither on nor off", map[string]string{"RATE_LIMIT_IP": "maybe"}, "RATE_LIMIT_IP"},
 		{"node id too large", map[string]string{"NODE_ID": "1024"}, "NODE_ID"},
 		{"base url relative", map[string]string{"BASE_URL": "/shop"}, "BASE_URL"},

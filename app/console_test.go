@@ -273,7 +273,7 @@ func TestReviewQueueAndAuditInWords(t *testing.T) {
 	}
 	admin.setCookie("lang", "zh")
 	audit := string(admin.call("GET", "/admin/audit", nil).Body)
-	for _, want := range []string{"修改了活动或其商品", "秒杀价", "¥9.90", "¥99.00", "驳回了活动", "the price looks wrong"} {
+	for _, want := range []string{"修改了商品“", "秒杀价", "¥9.90", "¥99.00", "驳回了活动", "the price looks wrong"} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("the Chinese audit log lacks %q", want)
 		}

@@ -144,6 +144,10 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 		case fiber.StatusMethodNotAllowed:
 			return errs.New(errs.MethodNotAllowed, "this address does not take "+errs.Echo(c.Method()))
 		case fiber.StatusRequestEntityTooLarge:
+			if uri := string(c.Request().RequestURI()); c.Method() == fiber.MethodPost && handlers.IsUpload(uri) {
+				// A merchant's image or CSV over the upload's room: said as the file's limit, not the body's.
+				return handlers.TooLargeUpload(handlers.UploadField(uri))
+			}
 			return errs.New(errs.TooLarge, "the request body is too large")
 		case fiber.StatusRequestHeaderFieldsTooLarge:
 			// fasthttp could not fit the request line and headers in its read buffer (ReadBufferSize).

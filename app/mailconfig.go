@@ -18,7 +18,7 @@ type MailConfig struct {
 	Password string  // SMTP_PASSWORD, or the contents of SMTP_PASSWORD_FILE
 	TLS      string  // SMTP_TLS: starttls (default), tls (smtps://), or none (a relay on this machine only)
 	From     string  // MAIL_FROM: the From of every mail, such as "Seckill <noreply@shop.example>"
-	Rate     float64 // MAIL_RATE: the most mails a second each worker hands the relay, and the rate reminders are spread at
+	Rate     float64 // MAIL_RATE: the most mails a second the workers together hand the relay, and the rate reminders are spread at
 }
 
 // Relay reports whether a relay is configured.

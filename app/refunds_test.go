@@ -149,7 +149,6 @@ func TestAdminRefundIsAuditedAndDoesNotRestock(t *testing.T) {
 	expect(t, "an unknown order", admin.call("POST", "/api/admin/orders/SKnone/refund", map[string]any{"reason": "x"}), 404, "not_found")
 	expect(t, "an unpaid order", admin.call("POST", "/api/admin/orders/"+unpaid.OrderNo+"/refund", map[string]any{"reason": "x"}), 409, "order_state")
 	s.DB.Model(&models.Order{}).Where("id = ?", shipped.ID).Update("status", models.OrderShipped)
-	expect(t, "a shipped order", admin.call("POST", "/api/admin/orders/"+shipped.OrderNo+"/refund", map[string]any{"reason": "x"}), 409, "order_state")
 
 	// The longest reason there may be, in Chinese (500 characters, 1,500 bytes).
 	reason := "买家地址无法送达" + strings.Repeat("。", 492)
@@ -211,6 +210,26 @@ func TestAdminRefundIsAuditedAndDoesNotRestock(t *testing.T) {
 	}
 	if pg := admin.call("GET", "/admin/orders?no="+o.OrderNo, nil); pg.Status != 200 || !bytes.Contains(pg.Body, []byte(reason)) || !bytes.Contains(pg.Body, []byte(paymentID)) {
 		t.Errorf("the admin's orders page: %d", pg.Status)
+	}
+
+	// A shipped order that came back (a return) is refunded through the same path: its money goes back,
+	// and its unit is not sold again either.
+	r = admin.call("POST", "/api/admin/orders/"+shipped.OrderNo+"/refund", map[string]any{"reason": "returned: the box was broken"})
+	if r.Status != 200 || r.json(t)["order"].(map[string]any)["status"] != "refunded" {
+		t.Fatalf("refunding a shipped order: %d %s", r.Status, r.Body)
+	}
+	s.DB.Take(&it, item.ID)
+	s.DB.Model(&models.StockLog{}).Where("order_no = ? AND kind = ?", shipped.OrderNo, models.StockRelease).Count(&releases)
+	if leftAfter, _, err = s.Srv.Ledger.Left(ctx, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	if it.StockSold != 3 || releases != 0 || leftAfter != leftBefore {
+		t.Errorf("after the return: stock_sold %d (want 3), releases %d, Redis left %d (was %d)", it.StockSold, releases, leftAfter, leftBefore)
+	}
+	row = models.AuditLog{}
+	s.DB.Where("action = ? AND target = ?", "order.refund", "order:"+shipped.OrderNo).Take(&row)
+	if !strings.Contains(row.Before, "shipped") || !strings.Contains(row.After, "returned") {
+		t.Errorf("the return's audit row: %+v", row)
 	}
 }
 

@@ -44,12 +44,14 @@ func remindPage(t *testing.T, srv *Server) {
 }
 
 // "Remind me" in a browser, in English and Chinese: without a verified address the button offers to add
-// one; with one it says the shopper is reminded, still after a reload, and "Stop reminding me" undoes it;
-// "Add to calendar" links the sale's .ics in the page's language.
+// one; with one it says the shopper is reminded, still after a reload (of a sale starting in ten minutes
+// too, when its crowd gathers), and "Stop reminding me" undoes it; "Add to calendar" links the sale's .ics
+// in the page's language.
 func TestRemindMeInABrowser(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{workerSessions, workerEmails}, setup: func(srv *Server) { remindPage(t, srv) }})
 	now := s.Clock.Now()
 	sale, _ := testenv.Sale(t, s.DB, 10, now.Add(2*time.Hour), now.Add(3*time.Hour))
+	soon, _ := testenv.Sale(t, s.DB, 10, now.Add(10*time.Minute), now.Add(time.Hour))
 	for _, lang := range []string{"en", "zh"} {
 		t.Run(lang, func(t *testing.T) {
 			tr := i18n.For(lang)
@@ -111,6 +113,26 @@ func TestRemindMeInABrowser(t *testing.T) {
 			s.DB.Raw(`SELECT count(*) FROM reminders WHERE user_id = ?`, u.ID).Scan(&n)
 			if n != 0 {
 				t.Errorf("%d reminders are left after stopping", n)
+			}
+
+			// A sale ten minutes from its start: the page reads no list in its crowd's last quarter hour, and still
+			// says what this browser asked (remind.js keeps it).
+			soonPage := s.URL + "/test/remind/" + itoa(soon.ID)
+			run(t, b, "remind me of a sale starting soon",
+				chromedp.Navigate(soonPage),
+				chromedp.WaitVisible(`[data-remind-button][aria-pressed="false"]`, chromedp.ByQuery),
+				chromedp.Click("[data-remind-button]", chromedp.ByQuery),
+				chromedp.WaitVisible(pressed, chromedp.ByQuery),
+				chromedp.Navigate(soonPage),
+			)
+			wait, cancel := context.WithTimeout(b, 10*time.Second)
+			defer cancel()
+			if err := chromedp.Run(wait, chromedp.WaitVisible(pressed, chromedp.ByQuery),
+				chromedp.Text("[data-remind-button]", &label, chromedp.ByQuery)); err != nil {
+				t.Fatalf("after a reload ten minutes before the start, the button does not say the shopper is reminded: %v", err)
+			}
+			if label != tr.T("remind.on") {
+				t.Errorf("ten minutes before the start, after a reload, the button says %q; want %q", label, tr.T("remind.on"))
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -225,4 +226,95 @@ func TestReceiptIsMailedWhenAnOrderIsPaid(t *testing.T) {
 	if receipts != 1 {
 		t.Errorf("%d receipts queued; want 1 (the buyer without an address gets none)", receipts)
 	}
+}
+
+// verifiedInDB gives user id a verified address straight in the database, as the mailed link would.
+func verifiedInDB(t *testing.T, s *liveServer, id int64, addr string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := models.SetEmail(ctx, s.DB, id, addr, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := models.VerifyEmail(ctx, s.DB, id, addr, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.Srv.Emails.Changed(ctx, id)
+}
+
+// A sale an admin ended before its start is not coming: the shopper's list leaves it out (its calendar
+// answers 404), and keeps the sale still coming.
+func TestRemindersListLeavesOutASaleEndedEarly(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{workerSessions, workerEmails}})
+	ctx := context.Background()
+	now := s.Clock.Now()
+	ended, _ := testenv.Sale(t, s.DB, 10, now.Add(2*time.Hour), now.Add(3*time.Hour))
+	coming, _ := testenv.Sale(t, s.DB, 10, now.Add(4*time.Hour), now.Add(5*time.Hour))
+	b := newBrowser(t, s.URL)
+	verifiedInDB(t, s, b.register("remind_list", passwordOf("remind_list")), "remind_list@example.com")
+	for _, a := range []models.Activity{ended, coming} {
+		expect(t, "remind me", b.call("POST", "/api/activities/"+itoa(a.ID)+"/reminder", nil), 201, "")
+	}
+	admin, err := models.CreateUser(ctx, s.DB, "remind_list_admin", "hash", models.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := models.Stop(ctx, s.DB, models.Actor{ID: admin.ID, Username: admin.Username}, ended.ID, models.ActEnd, "the supplier failed", now, nil); err != nil {
+		t.Fatal(err)
+	}
+	var list []struct {
+		ActivityID int64 `json:"activity_id"`
+	}
+	r := b.call("GET", "/api/me/reminders", nil)
+	if err := json.Unmarshal(r.Body, &list); r.Status != 200 || err != nil {
+		t.Fatalf("GET /api/me/reminders = %d %s", r.Status, r.Body)
+	}
+	if len(list) != 1 || list[0].ActivityID != coming.ID {
+		t.Errorf("the list after sale %d ended before its start: %s; want sale %d alone", ended.ID, r.Body, coming.ID)
+	}
+}
+
+// Someone a sale's rules keep out is refused its reminder with the code and the words its purchase would
+// get, in English and Chinese: an account made after the sale's approval (accounts_before_approval) and a
+// merchant. An account made before it goes on to the address's check.
+func TestRemindMeFollowsTheSaleRules(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{workerSessions, workerEmails}})
+	now := s.Clock.Now()
+	early := newBrowser(t, s.URL)
+	earlyID := early.register("remind_early", passwordOf("remind_early"))
+	sale, item := testenv.Sale(t, s.DB, 10, now.Add(2*time.Hour), now.Add(3*time.Hour))
+	if err := s.DB.Exec(`UPDATE activities SET rule_accounts_before_approval = true, eligible_through = ?, reviewed_at = ? WHERE id = ?`,
+		earlyID, now.Add(-time.Hour), sale.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	late := newBrowser(t, s.URL)
+	lateID := late.register("remind_late", passwordOf("remind_late"))
+	verifiedInDB(t, s, lateID, "remind_late@example.com")
+	staff := withRole(t, s, "remind_staff", models.RoleMerchant)
+	remind := "/api/activities/" + itoa(sale.ID) + "/reminder"
+	path := func(b *browser) reply {
+		id, answer := b.captcha()
+		return b.call("POST", "/api/items/"+itoa(item.ID)+"/path", map[string]string{"captcha_id": id, "captcha_answer": answer})
+	}
+	for _, who := range []struct {
+		name string
+		b    *browser
+		code string
+	}{{"an account made after approval", late, "not_eligible"}, {"a merchant", staff, "staff"}} {
+		for _, lang := range []string{"en", "zh"} {
+			who.b.setCookie("lang", lang)
+			r := who.b.call("POST", remind, nil)
+			expect(t, who.name+" asking a reminder in "+lang, r, 403, who.code)
+			_, got := errorOf(t, r)
+			_, want := errorOf(t, path(who.b))
+			if got != want || got == "" {
+				t.Errorf("%s in %s is told %q; the purchase says %q", who.name, lang, got, want)
+			}
+		}
+	}
+	var n int64
+	s.DB.Raw(`SELECT count(*) FROM reminders WHERE activity_id = ?`, sale.ID).Scan(&n)
+	if n != 0 {
+		t.Errorf("%d reminders were kept for those the rules refuse", n)
+	}
+	expect(t, "an account made before approval, without an address", early.call("POST", remind, nil), 409, "email_required")
 }

@@ -27,7 +27,7 @@ var salesWords = map[string]map[string]string{
 }
 
 // inLanguage opens a browser logged in as username, reading the pages in lang.
-func inLanguage(t *testing.T, s *liveServer, username, lang string) context.Context {
+func signedInLanguage(t *testing.T, s *liveServer, username, lang string) context.Context {
 	t.Helper()
 	ctx := chrome(t)
 	signIn(t, ctx, s.URL, username)
@@ -62,7 +62,7 @@ func TestMerchantStopsItsSaleInABrowser(t *testing.T) {
 			shopName, bossName := "stopper_shop_"+lang, "stopper_boss_"+lang
 			_, sale, _ := merchantSale(t, s, shopName, 5)
 			withRole(t, s, bossName, models.RoleAdmin)
-			shop := inLanguage(t, s, shopName, lang)
+			shop := signedInLanguage(t, s, shopName, lang)
 			dialogs := acceptDialogs(shop)
 			mine := s.URL + "/merchant/activities/" + itoa(sale.ID)
 			var said string
@@ -93,7 +93,7 @@ func TestMerchantStopsItsSaleInABrowser(t *testing.T) {
 				shot(t, shop, "merchant-paused-own-sale-zh")
 			}
 
-			boss := inLanguage(t, s, bossName, lang)
+			boss := signedInLanguage(t, s, bossName, lang)
 			run(t, boss, "the admins' dashboard",
 				chromedp.Navigate(s.URL+"/admin"),
 				chromedp.WaitVisible(`form[data-stop="/api/admin/activities/`+itoa(sale.ID)+`"] .notice`, chromedp.ByQuery),
@@ -151,7 +151,7 @@ func TestWithdrawInABrowser(t *testing.T) {
 			api := withRole(t, s, name, models.RoleMerchant)
 			id := draftWithItem(t, s, api, "Sale with a typo "+lang)
 			expect(t, "submit", api.call("POST", "/api/merchant/activities/"+itoa(id)+"/submit", nil), 200, "")
-			shop := inLanguage(t, s, name, lang)
+			shop := signedInLanguage(t, s, name, lang)
 			dialogs := acceptDialogs(shop)
 			var before, after string
 			var locked bool
@@ -225,7 +225,7 @@ func TestMerchantListInABrowser(t *testing.T) {
 				t.Errorf("the decisions' mails: %+v", mails)
 			}
 
-			shop := inLanguage(t, s, name, lang)
+			shop := signedInLanguage(t, s, name, lang)
 			var badge string
 			run(t, shop, "the console's link counts the decisions",
 				chromedp.Navigate(s.URL+"/"),
@@ -295,7 +295,7 @@ func TestReviewsCheckBeforeAskingInABrowser(t *testing.T) {
 			_, live, _ := merchantSale(t, s, "paused_shop_"+lang, 5)
 			expect(t, "pause", api.call("POST", "/api/admin/activities/"+itoa(live.ID)+"/pause", map[string]any{"reason": "bots"}), 200, "")
 
-			boss := inLanguage(t, s, bossName, lang)
+			boss := signedInLanguage(t, s, bossName, lang)
 			dialogs := acceptDialogs(boss)
 			form := `form[data-api="/api/admin/activities/` + itoa(id) + `/reject"]`
 			var said string
@@ -348,7 +348,7 @@ func TestEndedSaleOffersNoStopInABrowser(t *testing.T) {
 			past := s.Clock.Now().Add(-time.Minute)
 			s.DB.Model(&models.Activity{}).Where("id = ?", sale.ID).Updates(map[string]any{"ends_at": past, "starts_at": past.Add(-time.Hour)})
 			for who, base := range map[string]string{bossName: "/admin", shopName: "/merchant"} {
-				ctx := inLanguage(t, s, who, lang)
+				ctx := signedInLanguage(t, s, who, lang)
 				var over string
 				var buttons int
 				run(t, ctx, "the ended sale's live page",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,18 @@ func TestSessionsListAndLogoutOfOne(t *testing.T) {
 	expect(t, "ending another account's session", stranger.call("DELETE", "/api/me/sessions/"+list[1].ID, nil), 404, "not_found")
 	expect(t, "ending a made-up session", phone.call("DELETE", "/api/me/sessions/0123456789abcdef0123456789abcdef", nil), 404, "not_found")
 	expect(t, "ending a malformed id", phone.call("DELETE", "/api/me/sessions/nope", nil), 404, "not_found")
+	// The answer says what was not found, in the reader's language (the review found the generic one).
+	for _, c := range []struct{ lang, want string }{
+		{"en", "This device is not logged in to your account"},
+		{"zh", "该设备没有登录您的账号"},
+	} {
+		for _, id := range []string{"0123456789abcdef0123456789abcdef", "nope"} {
+			r := phone.send("DELETE", "/api/me/sessions/"+id, nil, map[string]string{"Accept-Language": c.lang})
+			if msg, _ := r.json(t)["message"].(string); r.Status != 404 || !strings.HasPrefix(msg, c.want) {
+				t.Errorf("ending session %q in %s: %d %q; want 404 %q", id, c.lang, r.Status, msg, c.want)
+			}
+		}
+	}
 	expect(t, "the list without a session", newBrowser(t, s.URL).call("GET", "/api/me/sessions", nil), 401, "unauthenticated")
 	if status, _ := pc.me(); status != 200 {
 		t.Fatalf("the refused requests ended the PC's session: %d", status)
@@ -356,5 +369,61 @@ func TestSessionsWorkerWritesLastSeenWhenStopped(t *testing.T) {
 	}
 	if got := currentOf(t, pc); got.LastSeenAt.Sub(first.LastSeenAt) < 9*time.Minute {
 		t.Errorf("after the worker stopped, last seen is %v (login %v): the last note was not written", got.LastSeenAt, first.LastSeenAt)
+	}
+}
+
+// An account has at most SESSION_MAX live sessions: a login past it logs out the account's oldest
+// device, and only that one; the list shows SESSION_MAX.
+func TestALoginPastSessionMaxLogsOutTheOldestDevice(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"sessions"}, tune: func(c *Config) { c.SessionMax = 2 }})
+	first := newBrowser(t, s.URL)
+	first.register("devices_dan", passwordOf("devices_dan"))
+	s.Clock.Advance(time.Second)
+	pc := loginAs(t, s.URL, "devices_dan", uaWindowsChrome)
+	s.Clock.Advance(time.Second)
+	phone := loginAs(t, s.URL, "devices_dan", uaWeChatIPhone)
+	if status, _ := first.me(); status != 401 {
+		t.Errorf("the oldest device after a third login with SESSION_MAX=2: /api/me = %d, want 401", status)
+	}
+	for _, b := range []*browser{pc, phone} {
+		if status, _ := b.me(); status != 200 {
+			t.Errorf("%s after the third login: /api/me = %d, want 200", b.name, status)
+		}
+	}
+	if list := sessionsOf(t, phone); len(list) != 2 || list[1].Browser != "Chrome" {
+		t.Errorf("the list after three logins with SESSION_MAX=2: %+v; want the phone's and the PC's", list)
+	}
+}
+
+// An account logs in at most 10 times at once (then 30 an hour): past it, a login with the right
+// password is answered 429 with Retry-After, in the person's language; another account logs in as ever.
+func TestLoginsPerAccountAreLimited(t *testing.T) {
+	s := startLive(t, liveOpts{only: []string{"sessions"}})
+	newBrowser(t, s.URL).register("devices_eve", passwordOf("devices_eve")) // the first of the 10
+	login := func(name, lang string) reply {
+		b := newBrowser(t, s.URL)
+		b.getCSRF()
+		body, _ := json.Marshal(map[string]string{"username": name, "password": passwordOf(name)})
+		r := b.send("POST", "/api/auth/login", body, map[string]string{"Accept-Language": lang})
+		if r.Status == 200 {
+			expect(t, "logout of "+name, b.call("POST", "/api/auth/logout", nil), 204, "")
+		}
+		return r
+	}
+	for i := 2; i <= 10; i++ {
+		if r := login("devices_eve", "en"); r.Status != 200 {
+			t.Fatalf("login %d of devices_eve: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r := login("devices_eve", "zh-CN")
+	if r.Status != 429 || r.code(t) != "rate_limited" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("the 11th login in a row: %d %s (Retry-After %q), want 429 rate_limited with Retry-After", r.Status, r.Body, r.Header.Get("Retry-After"))
+	}
+	if msg, _ := r.json(t)["message"].(string); msg != "此账号近期登录次数过多：请等待几分钟后再登录。" {
+		t.Errorf("the refusal in Chinese says %q", msg)
+	}
+	newBrowser(t, s.URL).register("devices_fay", passwordOf("devices_fay"))
+	if r := login("devices_fay", "en"); r.Status != 200 {
+		t.Errorf("another account's login after devices_eve's were refused: %d %s", r.Status, r.Body)
 	}
 }

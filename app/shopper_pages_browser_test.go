@@ -83,9 +83,9 @@ func TestAddressBookInABrowser(t *testing.T) {
 	newBrowser(t, s.URL).register("book_keeper", passwordOf("book_keeper"))
 	ctx := chrome(t)
 	loginInBrowser(t, ctx, s.URL, "book_keeper", passwordOf("book_keeper"))
-	for _, c := range []struct{ lang, short, ask, keep, empty string }{
-		{"en", "too short for a phone number of +86", "Delete this address?", "Keep it", "No addresses yet"},
-		{"zh", "位数太少，不是 +86 的电话号码", "删除这个地址？", "保留", "还没有"},
+	for _, c := range []struct{ lang, short, ask, keep, empty, cancel string }{
+		{"en", "too short for a phone number of +86", "Delete this address?", "Keep it", "No addresses yet", "Cancel"},
+		{"zh", "位数太少，不是 +86 的电话号码", "删除这个地址？", "保留", "还没有", "取消"},
 	} {
 		var phoneErr, shown string
 		run(t, ctx, c.lang+": a phone of five digits",
@@ -115,14 +115,19 @@ func TestAddressBookInABrowser(t *testing.T) {
 		}
 
 		var formShown bool
-		var city string
+		var city, phone, cancel string
 		run(t, ctx, c.lang+": edit",
 			chromedp.Click(".address-book [data-edit-address]", chromedp.ByQuery),
 			chromedp.WaitVisible(".address-book form[data-edit] input[name=city]", chromedp.ByQuery),
 			chromedp.Value(".address-book form[data-edit] input[name=city]", &city, chromedp.ByQuery),
+			chromedp.Value(".address-book form[data-edit] input[name=phone]", &phone, chromedp.ByQuery),
+			chromedp.Text(".address-book form[data-edit] [data-edit-cancel]", &cancel, chromedp.ByQuery),
 		)
-		if city != "Hangzhou" {
-			t.Errorf("%s: the edit form's city is %q, want the address's own", c.lang, city)
+		// The phone as it was typed (grouped, no +86), not its stored +8613800138000; leaving the form
+		// says what it does (the review found "Keep it", the delete question's answer, there).
+		if city != "Hangzhou" || phone != "138 0013 8000" || cancel != c.cancel {
+			t.Errorf("%s: the edit form's city is %q, phone %q, its way out %q; want the address's own, 138 0013 8000, and %q",
+				c.lang, city, phone, cancel, c.cancel)
 		}
 		run(t, ctx, c.lang+": save the edit",
 			chromedp.SetValue(".address-book form[data-edit] input[name=city]", "Ningbo", chromedp.ByQuery),
@@ -132,6 +137,12 @@ func TestAddressBookInABrowser(t *testing.T) {
 		)
 		if formShown {
 			t.Errorf("%s: after saving, the edit form is still open", c.lang)
+		}
+		run(t, ctx, c.lang+": the phone saved back",
+			chromedp.Text(".address-book address.delivery", &shown, chromedp.ByQuery),
+		)
+		if !strings.Contains(shown, "+86 138 0013 8000") {
+			t.Errorf("%s: the edited address shows %q, want the phone +86 138 0013 8000 still", c.lang, shown)
 		}
 
 		var ask, keep string

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/i18n"
 	"seckill/internal/testenv"
 	"seckill/jobs"
 	"seckill/models"
@@ -104,8 +105,11 @@ func TestAddressPhonesByTheirCountrysRules(t *testing.T) {
 		t.Errorf("the book after the edit: %s", book)
 	}
 	page := string(b.call("GET", "/account/addresses", nil).Body)
-	if !strings.Contains(page, `value="&#43;16502530000"`) || !strings.Contains(page, "Delete this address?") {
-		t.Errorf("the address book page has no edit form filled in, or no question before deleting")
+	// The edit forms show each phone as a person types it: the shop's country's without its code, another
+	// country's with it, grouped.
+	if !strings.Contains(page, `value="&#43;1 650-253-0000"`) || !strings.Contains(page, `value="138 0013 8000"`) ||
+		!strings.Contains(page, "Delete this address?") {
+		t.Errorf("the address book page has no edit form filled in with the phones as typed, or no question before deleting")
 	}
 }
 
@@ -131,6 +135,16 @@ func TestCancelledOrderSaysWhyAndTheListFilters(t *testing.T) {
 		_, err := models.OrderByNo(context.Background(), s.DB, "SKwhy_second")
 		return err == nil
 	})
+
+	// The note about paying in time is there while an order waits for its payment, and only then (the
+	// review found it above lists of cancelled orders).
+	payNote := map[string]string{"en": "Pay before the deadline", "zh": i18n.For("zh").T("orders.payNote")}
+	for lang, note := range payNote {
+		b.setCookie("lang", lang)
+		if list := string(b.call("GET", "/orders", nil).Body); !strings.Contains(list, note) {
+			t.Errorf("%s: the list of two unpaid orders does not say %q", lang, note)
+		}
+	}
 
 	r := b.call("POST", "/api/orders/"+first.OrderNo+"/cancel", nil)
 	if j := r.json(t); r.Status != 200 || j["cancel_reason"] != models.CancelByBuyer || j["cancelled_at"] == nil {
@@ -161,6 +175,11 @@ func TestCancelledOrderSaysWhyAndTheListFilters(t *testing.T) {
 		}
 		if one := string(b.call("GET", "/orders/"+first.OrderNo, nil).Body); !strings.Contains(one, c.buyer) || !strings.Contains(one, `class="cancel-why"`) {
 			t.Errorf("%s: the order page does not say why it was cancelled", c.lang)
+		}
+		for _, path := range []string{"/orders", "/orders?status=cancelled", "/orders/" + first.OrderNo} {
+			if page := string(b.call("GET", path, nil).Body); strings.Contains(page, payNote[c.lang]) {
+				t.Errorf("%s: %s, with nothing to pay, says %q", c.lang, path, payNote[c.lang])
+			}
 		}
 	}
 	if r := b.call("GET", "/api/orders?status=cancelled", nil); r.Status != 200 || strings.Count(string(r.Body), `"order_no"`) != 2 {

@@ -66,7 +66,12 @@ type turnTab struct {
 
 func openTurnTab(t *testing.T, s *liveServer, username, lang string) *turnTab {
 	t.Helper()
-	ctx := chrome(t)
+	return openTurnTabIn(t, chrome(t), s, username, lang)
+}
+
+// openTurnTabIn is openTurnTab in a browser of the caller's (one on a desktop, for its notifications).
+func openTurnTabIn(t *testing.T, ctx context.Context, s *liveServer, username, lang string) *turnTab {
+	t.Helper()
 	run(t, ctx, "watch the alerts", chromedp.ActionFunc(func(c context.Context) error {
 		_, err := page.AddScriptToEvaluateOnNewDocument(watchAlerts).Do(c)
 		return err

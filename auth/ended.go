@@ -1,15 +1,22 @@
 package auth
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // endedSet is the sessions ended one at a time (a logout, a device logged out from the account page)
-// within a session's lifetime, by session id, with when each would have expired: after that the cookie
-// is refused anyway and the id is forgotten. Spread over read locks of their own, as the changed users
-// are, since every authenticated request reads one.
+// within a session's lifetime, by user and session id, with when each would have expired: after that the
+// cookie is refused anyway and the id is forgotten. Spread over read locks of their own, as the changed
+// users are, since every authenticated request reads one.
+//
+// Its bound is per user, not global, so that no account can make the set overflow for another: a user
+// whose ids reach Sessions' per-user bound has every session ended by the session version instead
+// (Sessions.ended1), and a higher version makes that user's ids redundant, so they are dropped
+// (dropBefore). The whole set is then at most the per-user bound (plus the live sessions a version change
+// ended, read back by the refresh) times the accounts that logged out lately: see docs/security.md.
 type endedSet struct {
 	shards [endedShards]endedShard
 	size   atomic.Int64
@@ -19,45 +26,91 @@ const endedShards = 64
 
 type endedShard struct {
 	mu sync.RWMutex
-	m  map[[16]byte]int64 // session id → its expiry, Unix seconds
+	m  map[int64][]endedEntry // user id → the user's ended sessions
 	_  [32]byte
 }
 
-// maxEnded bounds the ids kept (each some 50 bytes): an account logged in and out this many times
-// within a session's lifetime is more than people do. Past it, a logout ends every session of its user
-// instead (Sessions.End), which needs no entry.
-const maxEnded = 1 << 18
+// endedEntry is one ended session. version is at least the session version its cookie carries (the
+// cookie's own, or the user's as the database said when the session ended, which cannot be lower): once
+// the user's version passes it, the version refuses the cookie and the entry is not needed.
+type endedEntry struct {
+	id      [16]byte
+	expires int64 // Unix seconds
+	version int64
+}
 
-func (e *endedSet) shard(id [16]byte) *endedShard { return &e.shards[id[0]%endedShards] }
+func (e *endedSet) shard(userID int64) *endedShard { return &e.shards[uint64(userID)%endedShards] }
 
-// has reports whether the session id has ended.
-func (e *endedSet) has(id [16]byte) bool {
+// has reports whether the user's session id has ended.
+func (e *endedSet) has(userID int64, id [16]byte) bool {
 	if e.size.Load() == 0 {
 		return false
 	}
-	sh := e.shard(id)
+	sh := e.shard(userID)
 	sh.mu.RLock()
-	_, ok := sh.m[id]
+	found := false
+	for _, x := range sh.m[userID] {
+		if x.id == id {
+			found = true
+			break
+		}
+	}
 	sh.mu.RUnlock()
-	return ok
+	return found
 }
 
-// add records that id ended; it lasts until expires.
-func (e *endedSet) add(id [16]byte, expires time.Time) {
-	sh := e.shard(id)
+// add records that the user's session id, of at most version, ended; it lasts until expires.
+func (e *endedSet) add(userID int64, id [16]byte, expires time.Time, version int64) {
+	sh := e.shard(userID)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if sh.m == nil {
-		sh.m = make(map[[16]byte]int64)
+		sh.m = make(map[int64][]endedEntry)
 	}
-	if _, ok := sh.m[id]; !ok {
-		e.size.Add(1)
+	list := sh.m[userID]
+	for i := range list {
+		if list[i].id == id {
+			list[i].expires = expires.Unix()
+			list[i].version = min(list[i].version, version)
+			return
+		}
 	}
-	sh.m[id] = expires.Unix()
+	sh.m[userID] = append(list, endedEntry{id: id, expires: expires.Unix(), version: version})
+	e.size.Add(1)
+}
+
+// count answers how many ended sessions of the user the set holds.
+func (e *endedSet) count(userID int64) int {
+	sh := e.shard(userID)
+	sh.mu.RLock()
+	n := len(sh.m[userID])
+	sh.mu.RUnlock()
+	return n
+}
+
+// dropBefore forgets the user's ids of a version below version: that version refuses their cookies.
+func (e *endedSet) dropBefore(userID, version int64) {
+	sh := e.shard(userID)
+	sh.mu.Lock()
+	e.keep(sh, userID, func(x endedEntry) bool { return x.version >= version })
 	sh.mu.Unlock()
 }
 
-// full reports whether another id would pass the bound.
-func (e *endedSet) full() bool { return e.size.Load() >= maxEnded }
+// keep keeps the user's entries for which ok holds (the shard's lock held).
+func (e *endedSet) keep(sh *endedShard, userID int64, ok func(endedEntry) bool) {
+	list, found := sh.m[userID]
+	if !found {
+		return
+	}
+	n := len(list)
+	list = slices.DeleteFunc(list, func(x endedEntry) bool { return !ok(x) })
+	e.size.Add(int64(len(list) - n))
+	if len(list) == 0 {
+		delete(sh.m, userID)
+	} else {
+		sh.m[userID] = list
+	}
+}
 
 // forget drops the ids whose sessions have expired by now.
 func (e *endedSet) forget(now time.Time) {
@@ -65,11 +118,8 @@ func (e *endedSet) forget(now time.Time) {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.mu.Lock()
-		for id, exp := range sh.m {
-			if exp < t {
-				delete(sh.m, id)
-				e.size.Add(-1)
-			}
+		for userID := range sh.m {
+			e.keep(sh, userID, func(x endedEntry) bool { return x.expires >= t })
 		}
 		sh.mu.Unlock()
 	}

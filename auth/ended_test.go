@@ -24,13 +24,19 @@ func TestEndedMessageRefusesOneSession(t *testing.T) {
 	one, oneCookie, _ := s.Issue(u)
 	_, twoCookie, _ := s.Issue(u)
 	exp := strconv.FormatInt(one.Expires.Unix(), 10)
-	for _, junk := range []string{"end:", "end:" + one.IDString(), "end:" + one.IDString() + ":soon", "end:zz" + one.IDString()[2:] + ":" + exp, "end:" + one.IDString()[:30] + ":" + exp} {
+	for _, junk := range []string{"end:", "end:9:" + one.IDString(), "end:9:" + one.IDString() + ":soon:1", "end:9:zz" + one.IDString()[2:] + ":" + exp + ":1",
+		"end:9:" + one.IDString()[:30] + ":" + exp + ":1", "end:9:" + one.IDString() + ":" + exp, "end:x:" + one.IDString() + ":" + exp + ":1",
+		"end:9:" + one.IDString() + ":" + exp + ":v"} {
 		s.applyMessage(junk)
 	}
 	if _, ok := s.Check(oneCookie); !ok {
 		t.Fatal("a malformed message ended a session")
 	}
-	s.applyMessage("end:" + one.IDString() + ":" + exp)
+	s.applyMessage("end:10:" + one.IDString() + ":" + exp + ":1") // another user's session of that id: not this one
+	if _, ok := s.Check(oneCookie); !ok {
+		t.Fatal("the end of another user's session ended this one")
+	}
+	s.applyMessage("end:9:" + one.IDString() + ":" + exp + ":1")
 	if _, ok := s.Check(oneCookie); ok {
 		t.Error("the ended session is still taken")
 	}
@@ -38,10 +44,37 @@ func TestEndedMessageRefusesOneSession(t *testing.T) {
 		t.Error("ending one session ended another of the user")
 	}
 	// Once the session would have expired, its id is forgotten (the cookie is refused as expired anyway).
+	s.applyMessage("end:10:" + one.IDString() + ":" + exp + ":1")
 	now = one.Expires.Add(time.Second)
 	s.ended.forget(now)
 	if n := s.ended.size.Load(); n != 0 {
 		t.Errorf("%d ids kept after their sessions expired", n)
+	}
+}
+
+// A user's ended ids whose version the user's session version has passed are dropped (the version
+// refuses their cookies); those of the current version are kept and still refused.
+func TestNewerVersionDropsEndedIDs(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	s := testSessions(func() time.Time { return now })
+	u := &models.User{ID: 4, SessionVersion: 1, Role: models.RoleShopper, Username: "four"}
+	old, oldCookie, _ := s.Issue(u)
+	u.SessionVersion = 2
+	cur, curCookie, _ := s.Issue(u)
+	s.ended.add(4, old.ID, old.Expires, 1)
+	s.ended.add(4, cur.ID, cur.Expires, 2)
+	s.ended.add(6, old.ID, old.Expires, 1) // another user's: untouched
+	s.apply(4, 2, models.RoleShopper, now)
+	if n := s.ended.count(4); n != 1 {
+		t.Errorf("user 4 at version 2 keeps %d ended ids, want 1 (that of version 2)", n)
+	}
+	if n := s.ended.count(6); n != 1 {
+		t.Errorf("user 6 keeps %d ended ids after user 4's version changed, want 1", n)
+	}
+	for what, c := range map[string]string{"version 1, dropped": oldCookie, "version 2, kept": curCookie} {
+		if _, ok := s.Check(c); ok {
+			t.Errorf("an ended session of %s is taken", what)
+		}
 	}
 }
 

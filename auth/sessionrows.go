@@ -17,7 +17,8 @@ import (
 // A person's sessions, one per device: each login is a row (models.Session), and one session can end
 // alone. Ending one adds its id to every instance's ended set: here at once, on the others by a message
 // on the auth channel ("end:<id>:<expiry>") and, for a message lost, by the refresh's read of the rows
-// ended lately. The set holds an id until the session would have expired.
+// ended lately. The set holds an id until the session would have expired. A user has at most maxLive
+// live sessions: a login past that ends the oldest, as a logout would.
 const (
 	endedPrefix = "end:"
 	forgetEvery = 30 * time.Second // how often the ids of expired sessions are dropped from the set
@@ -48,13 +49,36 @@ func sessionID(h string) ([16]byte, bool) {
 }
 
 // Start starts a new session for u, as Issue does, and records it (its browser, system and address).
+// When u has as many live sessions as it may, the oldest end first (each on every instance, as a
+// logout), so that one account's logins cannot pile up sessions.
 func (s *Sessions) Start(ctx context.Context, u *models.User, c Client) (Session, string, error) {
+	now := s.now()
+	old, err := models.EndOldestSessions(ctx, s.db, u.ID, s.maxLive-1, now)
+	if err != nil {
+		return Session{}, "", err
+	}
+	for _, e := range old {
+		id, ok := sessionID(e.ID)
+		if !ok {
+			continue
+		}
+		bumped, err := s.ended1(ctx, u.ID, id, e.ExpiresAt, e.Version)
+		if err != nil {
+			return Session{}, "", err
+		}
+		if bumped != nil {
+			// Every session of u ended by its version: the new one carries the new version.
+			fresh := *u
+			fresh.SessionVersion, fresh.Role = bumped.SessionVersion, bumped.Role
+			u = &fresh
+			break
+		}
+	}
 	sess, value, err := s.Issue(u)
 	if err != nil {
 		return Session{}, "", err
 	}
 	browser, system := s.agents.Name(c.UserAgent)
-	now := s.now()
 	row := &models.Session{ID: sess.IDString(), PublicID: sess.PublicID(), UserID: u.ID, Browser: browser, System: system,
 		IP: clip(c.IP, 64), CreatedAt: now, LastSeenAt: now, ExpiresAt: sess.Expires}
 	if err := models.StartSession(ctx, s.db, row); err != nil {
@@ -74,14 +98,15 @@ func clip(v string, n int) string {
 // End ends one session (a logout): on every instance within moments, the user's other sessions
 // untouched. A session with no row (one started before sessions had rows) gets one, ended.
 func (s *Sessions) End(ctx context.Context, sess Session) error {
-	row, err := models.EndSession(ctx, s.db, sess.UserID, sess.PublicID(), s.now())
+	row, _, err := models.EndSession(ctx, s.db, sess.UserID, sess.PublicID(), s.now())
 	if errs.Is(err, errs.NotFound) {
 		return s.endUnrecorded(ctx, sess)
 	}
 	if err != nil {
 		return err
 	}
-	return s.ended1(ctx, sess.UserID, sess.ID, row.ExpiresAt)
+	_, err = s.ended1(ctx, sess.UserID, sess.ID, row.ExpiresAt, sess.Version)
+	return err
 }
 
 // endUnrecorded ends a session that has no row of its own (started before this build).
@@ -93,13 +118,14 @@ func (s *Sessions) endUnrecorded(ctx context.Context, sess Session) error {
 		// Its row exists after all (ended meanwhile): nothing is left to end but in memory.
 		s.log.WarnContext(ctx, "session ended without its row", "user_id", sess.UserID, "err", err)
 	}
-	return s.ended1(ctx, sess.UserID, sess.ID, sess.Expires)
+	_, err := s.ended1(ctx, sess.UserID, sess.ID, sess.Expires, sess.Version)
+	return err
 }
 
 // EndPublic ends the user's live session whose public id is publicID; errs.NotFound when the user has
-// none such. It answers whether that session was session current (the caller's own).
+// none such. It answers whether the caller's own session (current) ended with it.
 func (s *Sessions) EndPublic(ctx context.Context, current Session, publicID string) (wasCurrent bool, err error) {
-	row, err := models.EndSession(ctx, s.db, current.UserID, publicID, s.now())
+	row, version, err := models.EndSession(ctx, s.db, current.UserID, publicID, s.now())
 	if err != nil {
 		return false, err
 	}
@@ -107,34 +133,46 @@ func (s *Sessions) EndPublic(ctx context.Context, current Session, publicID stri
 	if !ok {
 		return false, errs.New(errs.Internal, "a session row with a bad id")
 	}
-	return id == current.ID, s.ended1(ctx, current.UserID, id, row.ExpiresAt)
+	// Past the user's bound, every session of the user ended, the caller's too.
+	bumped, err := s.ended1(ctx, current.UserID, id, row.ExpiresAt, version)
+	return id == current.ID || bumped != nil, err
 }
 
-// ended1 makes every instance refuse session id until it expires. Past the set's bound (an account
-// logged in and out far more than people do), every session of the user ends instead.
-func (s *Sessions) ended1(ctx context.Context, userID int64, id [16]byte, expires time.Time) error {
-	if s.ended.full() {
-		s.log.WarnContext(ctx, "too many sessions ended lately: ending all of a user's", "user_id", userID)
-		return s.EndAll(ctx, userID)
+// ended1 makes every instance refuse the user's session id (of at most version) until it expires. Past
+// the user's own bound in the set (an account that ended far more sessions one at a time than people
+// do), every session of that user ends instead, by the session version, and the user's ids are dropped;
+// it then answers the user as now. Nobody else's sessions are touched either way.
+func (s *Sessions) ended1(ctx context.Context, userID int64, id [16]byte, expires time.Time, version int64) (*models.User, error) {
+	if s.ended.count(userID) >= s.maxEndedPerUser() {
+		s.log.WarnContext(ctx, "a user ended many sessions lately: ending all of that user's", "user_id", userID)
+		return s.endAll(ctx, userID)
 	}
-	s.ended.add(id, expires)
-	msg := endedPrefix + hex.EncodeToString(id[:]) + ":" + strconv.FormatInt(expires.Unix(), 10)
+	s.ended.add(userID, id, expires, version)
+	msg := endedPrefix + strconv.FormatInt(userID, 10) + ":" + hex.EncodeToString(id[:]) + ":" +
+		strconv.FormatInt(expires.Unix(), 10) + ":" + strconv.FormatInt(version, 10)
 	if err := follow.Publish(ctx, s.rdb, authChannel, msg); err != nil {
 		// The other instances still learn it from the database within refreshPeriod.
 		s.log.WarnContext(ctx, "session end not published", "user_id", userID, "err", err)
 	}
-	return nil
+	return nil, nil
 }
 
-// applyEnded takes a message "<id>:<expiry>" of a session ended on another instance.
+// applyEnded takes a message "<user id>:<id>:<expiry>:<version>" of a session ended on another instance.
+// (The format before it, "<id>:<expiry>", named no user: an instance of the previous build still
+// learns of such an end from the database within refreshPeriod.)
 func (s *Sessions) applyEnded(payload string) {
-	h, exp, ok := strings.Cut(payload, ":")
-	id, idOK := sessionID(h)
-	at, err := strconv.ParseInt(exp, 10, 64)
-	if !ok || !idOK || err != nil {
+	parts := strings.Split(payload, ":")
+	if len(parts) != 4 {
 		return
 	}
-	s.ended.add(id, time.Unix(at, 0))
+	userID, err1 := strconv.ParseInt(parts[0], 10, 64)
+	id, idOK := sessionID(parts[1])
+	at, err2 := strconv.ParseInt(parts[2], 10, 64)
+	version, err3 := strconv.ParseInt(parts[3], 10, 64)
+	if err1 != nil || !idOK || err2 != nil || err3 != nil {
+		return
+	}
+	s.ended.add(userID, id, time.Unix(at, 0), version)
 }
 
 // EndOthers ends every session of the user but sess, and answers sess as it goes on, with its new cookie

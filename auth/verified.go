@@ -19,6 +19,7 @@ const verifiedSlots = 1 << 14
 type verifiedValue[T any] struct {
 	value string
 	found T
+	mark  atomic.Int64 // the owner's use: Sessions keeps here until when the value needs no "seen" note
 }
 
 func newVerified[T any]() *verified[T] { return &verified[T]{seed: maphash.MakeSeed()} }
@@ -37,14 +38,24 @@ func (v *verified[T]) check(value string, check func(string) (T, bool)) (T, bool
 
 // get answers what was kept for value, if it is.
 func (v *verified[T]) get(value string) (*T, bool) {
-	if e := v.slots[maphash.String(v.seed, value)%verifiedSlots].Load(); e != nil && e.value == value {
+	if e := v.entry(value); e != nil {
 		return &e.found, true
 	}
 	return nil, false
 }
 
-// put keeps what a check of value found.
-func (v *verified[T]) put(value string, found T) {
+// entry answers the entry kept for value, or nil.
+func (v *verified[T]) entry(value string) *verifiedValue[T] {
+	if e := v.slots[maphash.String(v.seed, value)%verifiedSlots].Load(); e != nil && e.value == value {
+		return e
+	}
+	return nil
+}
+
+// put keeps what a check of value found, and answers the entry kept.
+func (v *verified[T]) put(value string, found T) *verifiedValue[T] {
 	// The value may live in the request's buffer, which the next request reuses: keep a copy.
-	v.slots[maphash.String(v.seed, value)%verifiedSlots].Store(&verifiedValue[T]{value: strings.Clone(value), found: found})
+	e := &verifiedValue[T]{value: strings.Clone(value), found: found}
+	v.slots[maphash.String(v.seed, value)%verifiedSlots].Store(e)
+	return e
 }

@@ -33,10 +33,14 @@ const (
 // Login failures are slowed per username and per address: after a burst, one more try per interval.
 // Registrations are limited per address, attempts counted whatever their outcome.
 var (
-	loginPerUser   = ratelimit.Limit{Rate: 5, Burst: 5, Period: 5 * time.Minute}
-	loginPerIP     = ratelimit.Limit{Rate: 30, Burst: 30, Period: time.Minute}
-	registerPerIP  = ratelimit.Limit{Rate: 10, Burst: 20, Period: time.Minute}
-	maxLoginLength = 72 // a longer password cannot be one (bcrypt reads 72 bytes)
+	loginPerUser  = ratelimit.Limit{Rate: 5, Burst: 5, Period: 5 * time.Minute}
+	loginPerIP    = ratelimit.Limit{Rate: 30, Burst: 30, Period: time.Minute}
+	registerPerIP = ratelimit.Limit{Rate: 10, Burst: 20, Period: time.Minute}
+	// Logins that succeed, per account: the account's owner (who knows the password) is the only one who
+	// spends them, so a stranger cannot lock anyone out; they bound how fast one account can start and
+	// end sessions (each logout an entry every instance keeps until the session would have expired).
+	loginsPerAccount = ratelimit.Limit{Rate: 30, Burst: 10, Period: time.Hour}
+	maxLoginLength   = 72 // a longer password cannot be one (bcrypt reads 72 bytes)
 )
 
 // Accounts serves registration, login, logout and the session and CSRF middleware.
@@ -53,7 +57,10 @@ type Accounts struct {
 	SecureCookies bool
 	RateLimitIP   bool
 	SessionTTL    time.Duration
-	Now           func() time.Time
+	// ShopContact is where a person writes to the shop (SHOP_CONTACT), told to a blocked account; empty
+	// for none, when the answer promises no address.
+	ShopContact string
+	Now         func() time.Time
 }
 
 // UserJSON is a user as the API shows it.
@@ -77,14 +84,20 @@ func managedUserJSON(u *models.User) ManagedUserJSON {
 	return ManagedUserJSON{UserJSON: userJSON(u), BlockedAt: utc(u.BlockedAt), BlockReason: u.BlockReason, CreatedAt: u.CreatedAt.UTC()}
 }
 
-var errBlocked = errs.Static(errs.Blocked, "this account is blocked: write to the shop's support")
+// blocked is the answer to a blocked account's login: where to write, when the shop says (SHOP_CONTACT).
+func (h *Accounts) blocked() *errs.Error {
+	if h.ShopContact == "" {
+		return errs.Say(errs.Blocked, "blocked_no_contact")
+	}
+	return errs.SayWith(errs.Blocked, "blocked_contact", h.ShopContact)
+}
 
 // LoadSession reads the session cookie, in memory only, and keeps the session for the handlers.
 func (h *Accounts) LoadSession(c *fiber.Ctx) error {
 	if v := requestCookie(c, SessionCookie); v != "" {
-		if s, ok := h.Sessions.Ref(v); ok {
+		// In memory; "last seen" is noted here and written apart, in batches.
+		if s, ok := h.Sessions.RefSeen(v); ok {
 			c.Locals(sessionLocal, s) // a pointer: no copy on the heap
-			h.Sessions.Seen(s)        // in memory: "last seen" is written apart, in batches
 		}
 	}
 	return c.Next()
@@ -162,7 +175,10 @@ func (h *Accounts) setCookie(c *fiber.Ctx, name, value string, expires time.Time
 // registration and QR login comes here) and sets its cookie.
 func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	if u.BlockedAt != nil {
-		return errBlocked
+		return h.blocked()
+	}
+	if err := tooManyLogins(h.Limits.Allow(c.UserContext(), "login:ok:account:"+strconv.FormatInt(u.ID, 10), loginsPerAccount)); err != nil {
+		return err
 	}
 	s, value, err := h.Sessions.Start(c.UserContext(), u, auth.Client{UserAgent: c.Get(fiber.HeaderUserAgent), IP: c.IP()})
 	if err != nil {
@@ -171,6 +187,18 @@ func (h *Accounts) startSession(c *fiber.Ctx, u *models.User) error {
 	h.Emails.Remember(u) // the account was just read: its first /api/me here needs no query
 	h.setSession(c, s, value)
 	return nil
+}
+
+// tooManyLogins says a refusal of the account's logins in words of its own (rate_limited, with its
+// Retry-After).
+func tooManyLogins(err error) error {
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Code != errs.RateLimited {
+		return err
+	}
+	out := errs.Say(errs.RateLimited, "logins_per_account")
+	out.RetryAfter = e.RetryAfter
+	return out
 }
 
 // setSession sets the cookies of session s (its value) and keeps it for the rest of the request.

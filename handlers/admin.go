@@ -174,28 +174,3 @@ func searchUsers(c *fiber.Ctx, db *gorm.DB) ([]models.User, int64, int, error) {
 	users, total, err := models.SearchUsers(c.UserContext(), db, q, usersPerPage, (page-1)*usersPerPage)
 	return users, total, page, err
 }
-
-// auditJSON is an audit row.
-type auditJSON struct {
-	ID      int64     `json:"id"`
-	ActorID int64     `json:"actor_id"`
-	Actor   string    `json:"actor"`
-	Action  string    `json:"action"`
-	Target  string    `json:"target"`
-	Before  string    `json:"before"`
-	After   string    `json:"after"`
-	At      time.Time `json:"at"`
-}
-
-// Audit answers the newest audit rows.
-func (h *Admin) Audit(c *fiber.Ctx) error {
-	rows, err := models.AuditTrail(c.UserContext(), h.DB, 200)
-	if err != nil {
-		return err
-	}
-	out := make([]auditJSON, len(rows))
-	for i, r := range rows {
-		out[i] = auditJSON{r.ID, r.ActorID, r.Actor, r.Action, r.Target, r.Before, r.After, r.CreatedAt.UTC()}
-	}
-	return c.JSON(out)
-}

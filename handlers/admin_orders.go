@@ -2,12 +2,17 @@ package handlers
 
 import (
 	"context"
+	"fmt"
+	"html/template"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
 	"seckill/errs"
+	"seckill/i18n"
 	"seckill/models"
 	"seckill/orders"
 )
@@ -99,8 +104,9 @@ func (h *AdminOrders) Order(c *fiber.Ctx) error {
 	return c.JSON(v)
 }
 
-// Refund refunds a paid order that was not shipped, with a reason (audited): the order becomes refunded
-// at once, and the money goes back now or, if the provider cannot take it now, as soon as it can.
+// Refund refunds a paid order, or a shipped one that came back (a return), with a reason (audited): the
+// order becomes refunded at once, its unit is not sold again, and the money goes back now or, if the
+// provider cannot take it now, as soon as it can.
 func (h *AdminOrders) Refund(c *fiber.Ctx) error {
 	no, err := pathOrderNo(c)
 	if err != nil {
@@ -155,13 +161,18 @@ func (h *AdminOrders) RetryRefunds(c *fiber.Ctx) error {
 	return h.refundNow(c, no, o.ID)
 }
 
-// Page is the admin's orders page: find an order by its number, see its payments and refunds, refund it;
-// and the refunds that need a person (refused by the provider) or are still on their way.
+// Page is the admin's orders page: the orders found by part of the buyer's name, status, sale and date
+// (the filters of GET /api/admin/orders), a page at a time; one order (?no=) with its payments, refunds
+// and its story from the audit log, and Refund with a reason (asked first, and said when done); and the
+// refunds that need a person (refused by the provider) or are still on their way.
 func (h *AdminOrders) Page(c *fiber.Ctx) error {
 	if _, ok, err := pageRole(c, h.Now(), models.RoleAdmin); !ok {
 		return err
 	}
-	data := PageData(c, h.Now(), "adm.orders")
+	ctx := c.UserContext()
+	tr := i18n.For(Lang(c))
+	data := PageData(c, h.Now(), "adm.orders", "Filter", searchForm(c, "q", "status", "activity_id", "from", "to"),
+		"Statuses", orderFilters)
 	if no := c.Query("no"); no != "" {
 		data["Query"] = no
 		if validOrderNo(no) {
@@ -169,10 +180,58 @@ func (h *AdminOrders) Page(c *fiber.Ctx) error {
 			if err != nil && errs.Code(err) != errs.NotFound {
 				return err
 			}
-			data["Found"] = v
+			if v != nil {
+				data["Found"] = v
+				story, err := models.OrderStory(ctx, h.DB, v.Order.OrderNo)
+				if err != nil {
+					return err
+				}
+				if data["Story"], err = auditViews(ctx, h.DB, story, tr); err != nil {
+					return err
+				}
+				say := strings.NewReplacer("{amount}", fmt.Sprintf("¥%d.%02d", v.Order.PriceCents/100, v.Order.PriceCents%100), "{buyer}", v.Buyer)
+				data["RefundConfirm"] = say.Replace(tr.T("srch.refundConfirm"))
+				if c.Query("refunded") == "1" && v.Order.Status == models.OrderRefunded {
+					data["Refunded"] = say.Replace(tr.T("srch.refunded"))
+				}
+			}
 		}
 	}
-	open, err := models.UnsettledRefunds(c.UserContext(), h.DB, 100)
+	s, err := orderSearchOf(c)
+	if err != nil && errs.Code(err) != errs.BadRequest {
+		return err
+	}
+	if err != nil {
+		data["SearchError"] = localized(c, err)
+		s = models.OrderSearch{Page: 1}
+	}
+	page, found, err := h.foundOrders(c, s)
+	if err != nil && errs.Code(err) != errs.BadRequest {
+		return err
+	}
+	if err != nil {
+		data["SearchError"] = localized(c, err)
+	} else {
+		data["Orders"], data["Pager"] = found, pagerOf(c, tr, page.Page, page.PerPage, page.Total, page.Capped, len(page.Rows))
+	}
+	sales, err := models.RecentActivities(ctx, h.DB, 200)
+	if err != nil {
+		return err
+	}
+	data["Sales"] = sales
+	keep := url.Values{}
+	for k, v := range data["Filter"].(map[string]string) {
+		if v != "" {
+			keep.Set(k, v)
+		}
+	}
+	if p := c.Query("page"); p != "" {
+		keep.Set("page", p)
+	}
+	if len(keep) > 0 {
+		data["Keep"] = template.URL("&" + keep.Encode()) // #nosec G203: the query is encoded above
+	}
+	open, err := models.UnsettledRefunds(ctx, h.DB, 100)
 	if err != nil {
 		return err
 	}

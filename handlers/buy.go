@@ -64,7 +64,7 @@ func (h *Buy) Captcha(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	setCache(c, cacheNoStore)
 	return c.JSON(fiber.Map{"captcha_id": id, "image": img})
 }
 
@@ -90,7 +90,7 @@ func (h *Buy) CaptchaAudio(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	setCache(c, cacheNoStore)
 	c.Set(fiber.HeaderContentType, "audio/wav")
 	return c.Send(wav)
 }
@@ -242,7 +242,7 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	setJSON(c)
 	return c.Status(fiber.StatusAccepted).Send(queued)
 }
 
@@ -259,6 +259,6 @@ func (h *Buy) Result(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	setCache(c, cacheNoStore)
 	return c.JSON(r)
 }

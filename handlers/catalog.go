@@ -178,7 +178,7 @@ func (h *CatalogAPI) Item(c *fiber.Ctx) error {
 		return err
 	}
 	left, now := stockLeft(c.UserContext(), h.Left, it), h.Now()
-	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
+	setCache(c, cachePublicSecond)
 	var tag [32]byte
 	c.Response().Header.SetBytesV(fiber.HeaderETag, appendItemTag(tag[:0], snap.Version, it.ID, left, now))
 	if c.Fresh() {
@@ -193,7 +193,7 @@ func (h *CatalogAPI) Item(c *fiber.Ctx) error {
 	resp.ResetBody()
 	resp.AppendBody(h.itemPrefix(it, a, left, snap.Version))
 	resp.AppendBody(t)
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	setJSON(c)
 	return nil
 }
 
@@ -240,7 +240,7 @@ func appendItemTag(dst []byte, version uint64, id, left int64, now time.Time) []
 // carries server_time, which a cache may hold up to a second behind (the tag changes every second, so
 // that a client revalidating never keeps an older one).
 func catalogJSON(c *fiber.Ctx, v any, tag string) error {
-	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
+	setCache(c, cachePublicSecond)
 	c.Set(fiber.HeaderETag, tag)
 	if c.Fresh() {
 		return c.SendStatus(fiber.StatusNotModified)

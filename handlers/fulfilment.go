@@ -361,7 +361,29 @@ func readShipments(raw []byte) ([]shipmentRow, error) {
 const (
 	maxUpload     = 5 << 20
 	MaxUploadBody = maxUpload + 64<<10
+	MaxUpload     = maxUpload // for the pages, which check a file's size before sending it
 )
+
+// TooLargeUpload is the 413 of a file over maxUpload sent in field ("image" or "file"), said with the
+// real limit in the reader's words, beside the field.
+func TooLargeUpload(field string) *errs.Error {
+	key := "file_too_large"
+	if field == "image" {
+		key = "image_too_large"
+	}
+	e := errs.Bad(errs.W(field, key, maxUpload>>20))
+	e.Code = errs.TooLarge
+	return e
+}
+
+// UploadField names the file field of an upload route (path and query): "image" or "file".
+func UploadField(uri string) string {
+	path, _, _ := strings.Cut(uri, "?")
+	if strings.HasSuffix(path, "/image") {
+		return "image"
+	}
+	return "file"
+}
 
 // IsUpload reports whether a request for uri (path and query) is one of the upload routes.
 func IsUpload(uri string) bool {
@@ -373,9 +395,7 @@ func IsUpload(uri string) bool {
 // uploaded reads an uploaded file: the multipart field, or the whole body when the request's type is one
 // of bodyTypes. A file over maxUpload answers too_large.
 func uploaded(c *fiber.Ctx, field string, bodyTypes ...string) ([]byte, error) {
-	tooLarge := func(n int64) error {
-		return errs.Newf(errs.TooLarge, "%s: the file is %.1f MB: at most %d MB can be sent", field, float64(n)/(1<<20), maxUpload>>20)
-	}
+	tooLarge := func(int64) error { return TooLargeUpload(field) }
 	ct := strings.ToLower(strings.TrimSpace(strings.SplitN(c.Get(fiber.HeaderContentType), ";", 2)[0]))
 	if ct == fiber.MIMEMultipartForm {
 		fh, err := c.FormFile(field)
@@ -419,9 +439,23 @@ func (h *Fulfilment) Page(c *fiber.Ctx) error {
 		return err
 	}
 	last := max(int((page.Total+int64(page.PerPage)-1)/int64(page.PerPage)), 1)
+	status := c.Query("status", models.AllPaid)
+	// An empty list says why: none paid yet, or (to ship) every paid one shipped, or (shipped) none yet.
+	none := "ful.none"
+	if page.Total == 0 && status != models.AllPaid {
+		paid, err := models.CountActivityOrders(c.UserContext(), h.DB, page.activityID, models.AllPaid)
+		if err != nil {
+			return err
+		}
+		if paid > 0 && status == models.ToShip {
+			none = "ful.noneToShip"
+		} else if paid > 0 {
+			none = "ful.noneShipped"
+		}
+	}
 	noStore(c)
-	data := PageData(c, h.Now(), "ful.title", "Activity", a, "Page", page, "Status", c.Query("status", models.AllPaid),
-		"Prev", page.Page-1, "Next", page.Page+1, "Last", last)
+	data := PageData(c, h.Now(), "ful.title", "Activity", a, "Page", page, "Status", status,
+		"Prev", page.Page-1, "Next", page.Page+1, "Last", last, "None", none)
 	data["Title"] = a.Name
 	return c.Render("merchant_orders", data, Layout)
 }

@@ -74,12 +74,12 @@ func (h *Queue) PublicLine(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
+	setCache(c, cachePublicSecond)
 	c.Set(fiber.HeaderETag, d.etag)
 	if etagMatches(c.Get(fiber.HeaderIfNoneMatch), d.etag) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	setJSON(c)
 	return c.Send(d.body)
 }
 

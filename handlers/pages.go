@@ -249,7 +249,7 @@ func (h *Pages) Addresses(c *fiber.Ctx) error {
 	views := make([]addressView, len(book))
 	for i, a := range book {
 		d := a.Delivery
-		views[i] = addressView{Address: a, Values: map[string]string{"recipient": d.Recipient, "phone": d.Phone, "region": d.Region,
+		views[i] = addressView{Address: a, Values: map[string]string{"recipient": d.Recipient, "phone": d.PhoneToEdit(h.PhoneRegion), "region": d.Region,
 			"city": d.City, "street": d.Street, "postcode": d.Postcode}}
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")

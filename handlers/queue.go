@@ -286,7 +286,7 @@ type proven struct {
 func (h *Queue) answerAt(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64, at proven) error {
 	now := h.Now()
 	paused := h.Stops.Paused(it.ID)
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	setCache(c, cacheNoStore)
 	scene := stock.Scene{Now: now, Ends: a.EndsAt, Paused: paused, PausedAt: a.PausedAt}
 	var t stock.Told
 	var err error
@@ -414,11 +414,11 @@ func (h *Queue) Draw(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		setCache(c, cachePublicHour)
+		setJSON(c)
 		return c.Send(v.([]byte))
 	}
-	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
+	setCache(c, cachePublicSecond)
 	return c.JSON(out)
 }
 
@@ -451,7 +451,7 @@ func sendQueue(c *fiber.Ctx, q *queueJSON, times []byte) error {
 	b = appendStr(b, `,"place_token":`, q.PlaceToken)
 	b = appendTime(b, `,"server_time":`, &q.ServerTime)
 	b = append(b, '}')
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	setJSON(c)
 	c.Response().SetBody(b) // a copy (Send would keep b, which goes back to the pool)
 	*buf = b[:0]
 	queueBodies.Put(buf)

@@ -57,7 +57,9 @@ func reminderOf(r models.ReminderOfSale) reminderJSON {
 var errEmailRequired = errs.Static(errs.EmailRequired, "a reminder is mailed: add an e-mail address to your account and verify it first (/account/email)")
 
 // Add asks for the caller's reminder of an approved sale that has not started: 201, or 200 when it was
-// asked for already. Mail needs a verified address: 409 email_required otherwise.
+// asked for already. Someone the sale's rules keep out (staff, an account too new for it) is refused as
+// the join would refuse them (403 staff, 403 not_eligible): a reminder of a sale one may not join is of
+// no use. Mail needs a verified address: 409 email_required otherwise.
 func (h *Reminders) Add(c *fiber.Ctx) error {
 	s, _ := SessionOf(c)
 	id, err := pathID(c, "id", "activity")
@@ -68,20 +70,23 @@ func (h *Reminders) Add(c *fiber.Ctx) error {
 	if err := h.Limits.Allow(ctx, "remind:account:"+strconv.FormatInt(s.UserID, 10), reminderPerAccount); err != nil {
 		return err
 	}
+	a, err := models.ApprovedActivity(ctx, h.DB, id)
+	if err != nil {
+		return err
+	}
+	if err := mayTakePart(&s, a); err != nil {
+		return err
+	}
+	now := h.Now()
+	if a.EndedEarly || !now.Before(a.StartsAt) {
+		return errs.Say(errs.ActivityState, "remind_started")
+	}
 	st, err := h.Emails.Of(ctx, s.UserID)
 	if err != nil {
 		return err
 	}
 	if !st.Verified {
 		return errEmailRequired
-	}
-	a, err := models.ApprovedActivity(ctx, h.DB, id)
-	if err != nil {
-		return err
-	}
-	now := h.Now()
-	if a.EndedEarly || !now.Before(a.StartsAt) {
-		return errs.Say(errs.ActivityState, "remind_started")
 	}
 	created, err := models.AddReminder(ctx, h.DB, s.UserID, id, Lang(c), now)
 	if err != nil {

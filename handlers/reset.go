@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,6 +13,7 @@ import (
 
 	"seckill/auth"
 	"seckill/errs"
+	"seckill/i18n"
 	sendmail "seckill/mail"
 	"seckill/models"
 	"seckill/ratelimit"
@@ -33,6 +35,7 @@ type Reset struct {
 	BaseURL     string
 	RateLimitIP bool
 	Log         *slog.Logger
+	ShopContact string // SHOP_CONTACT, which /forgot names for an account without a verified address
 	Now         func() time.Time
 
 	asks chan struct{} // the turns of the lookups answered after the request (Ask)
@@ -182,7 +185,12 @@ func (h *Reset) Confirm(c *fiber.Ctx) error {
 
 // ForgotPage renders /forgot: the form that asks for a reset link.
 func (h *Reset) ForgotPage(c *fiber.Ctx) error {
-	return c.Render("forgot", PageData(c, h.Now(), "forgot.title"), Layout)
+	tr := i18n.For(Lang(c))
+	noEmail := tr.T("forgot.noEmailNoContact")
+	if h.ShopContact != "" {
+		noEmail = strings.ReplaceAll(tr.T("forgot.noEmailContact"), "{contact}", h.ShopContact)
+	}
+	return c.Render("forgot", PageData(c, h.Now(), "forgot.title", "NoEmail", noEmail), Layout)
 }
 
 // ResetPage renders /reset?token=…: the new password's form (the token is checked when it is sent).

@@ -58,7 +58,8 @@ func (h *Accounts) ListSessions(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-var errNoSuchSession = errs.Static(errs.NotFound, "no such session")
+// errNoSuchSession says which thing was not found, in the reader's language (not the generic not_found).
+var errNoSuchSession = errs.Say(errs.NotFound, "no_such_session")
 
 // EndSession ends one of the caller's live sessions (DELETE /api/me/sessions/{id}), on every instance;
 // ending the caller's own is a logout.

@@ -32,8 +32,10 @@ type itemStats struct {
 	OrdersPaid      int64      `json:"orders_paid"`    // paid and kept: shipped ones included
 	OrdersShipped   int64      `json:"orders_shipped"` // of those, shipped
 	OrdersCancelled int64      `json:"orders_cancelled"`
-	OrdersRefunded  int64      `json:"orders_refunded"` // paid, then refunded: sold, the money given back
-	Line            *lineStats `json:"line,omitempty"`  // a queue sale's item: its waiting room
+	OrdersRefunded  int64      `json:"orders_refunded"`        // paid, then refunded: sold, the money given back
+	RevenuePaid     int64      `json:"revenue_paid_cents"`     // the prices of the orders paid and kept
+	RevenueRefunded int64      `json:"revenue_refunded_cents"` // the prices of the orders refunded
+	Line            *lineStats `json:"line,omitempty"`         // a queue sale's item: its waiting room
 }
 
 // lineStats are the figures of an item's waiting room.
@@ -71,6 +73,10 @@ func (h *Live) of(c *fiber.Ctx, a *models.Activity) (*activityStats, error) {
 	if err != nil {
 		return nil, err
 	}
+	cents, err := models.OrderCents(ctx, h.DB, a.ID)
+	if err != nil {
+		return nil, err
+	}
 	out := &activityStats{Items: []itemStats{}}
 	ids := make([]int64, 0, len(a.Items))
 	for _, it := range a.Items {
@@ -78,7 +84,8 @@ func (h *Live) of(c *fiber.Ctx, a *models.Activity) (*activityStats, error) {
 		st := itemStats{ID: it.ID, Name: it.Name, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
 			OrdersPending: counts[it.ID][models.OrderPendingPayment], OrdersPaid: counts[it.ID][models.OrderPaid] + counts[it.ID][models.OrderShipped],
 			OrdersShipped: counts[it.ID][models.OrderShipped], OrdersCancelled: counts[it.ID][models.OrderCancelled],
-			OrdersRefunded: counts[it.ID][models.OrderRefunded]}
+			OrdersRefunded: counts[it.ID][models.OrderRefunded],
+			RevenuePaid:    cents[it.ID][models.OrderPaid] + cents[it.ID][models.OrderShipped], RevenueRefunded: cents[it.ID][models.OrderRefunded]}
 		if left, loaded, err := h.Ledger.Left(ctx, it.ID); err == nil && loaded {
 			st.StockLeft = max(left, 0)
 		}
@@ -99,6 +106,8 @@ func (h *Live) of(c *fiber.Ctx, a *models.Activity) (*activityStats, error) {
 		out.OrdersShipped += st.OrdersShipped
 		out.OrdersCancelled += st.OrdersCancelled
 		out.OrdersRefunded += st.OrdersRefunded
+		out.RevenuePaid += st.RevenuePaid
+		out.RevenueRefunded += st.RevenueRefunded
 	}
 	window := h.Window
 	if window <= 0 {

@@ -3,6 +3,7 @@ package i18n
 import (
 	"io/fs"
 	"regexp"
+	"strings"
 	"testing"
 
 	"seckill/views"
@@ -67,5 +68,19 @@ func TestTemplatesUseKnownWords(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The shop speaks to people in Chinese with the polite 您, on every page and in every mail, never 你; and
+// it types the full-width colon after Chinese text, never the ASCII one.
+func TestChineseWordsSayNinAndFullWidthColons(t *testing.T) {
+	colon := regexp.MustCompile(`[\p{Han}\x{3000}-\x{303F}\x{FF00}-\x{FFEF}“”]:`)
+	for key, w := range catalog["zh"] {
+		if strings.Contains(w, "你") {
+			t.Errorf("%q says 你: %s", key, w)
+		}
+		if colon.MatchString(w) {
+			t.Errorf("%q has an ASCII colon after Chinese: %s", key, w)
+		}
 	}
 }

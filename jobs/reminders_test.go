@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -261,6 +262,101 @@ func TestAQueueSaleOpeningAtTheStartsMomentMailsOnce(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("the line opening %v before the start: mails %v, want %v", tc.opensBefore, got, tc.want)
+		}
+	}
+}
+
+// The plan of the moments due: one alone begins its size's time before its deadline; moments whose
+// windows overlap go one after another, earliest deadline first, the earlier beginning early enough for
+// the later; moments far apart do not move each other.
+func TestPlanRemindersSharesTheRate(t *testing.T) {
+	at := time.Date(2026, 11, 11, 11, 0, 0, 0, time.UTC)
+	s := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	for _, tc := range []struct {
+		name    string
+		batches []remindBatch
+		want    []time.Time
+	}{
+		{"alone", []remindBatch{{at, 100}}, []time.Time{at.Add(-s(10))}},
+		{"nothing to send", []remindBatch{{at, 0}}, []time.Time{at}},
+		{"two sales at once", []remindBatch{{at, 100}, {at, 100}}, []time.Time{at.Add(-s(20)), at.Add(-s(10))}},
+		{"overlapping", []remindBatch{{at.Add(s(5)), 100}, {at, 100}}, []time.Time{at.Add(-s(5)), at.Add(-s(15))}},
+		{"far apart", []remindBatch{{at, 10}, {at.Add(time.Hour), 10}}, []time.Time{at.Add(-s(1)), at.Add(time.Hour - s(1))}},
+		// A queue sale's line by at, its start 10 min later, 7,000 at 10 a second: the start's take 11 min
+		// 40 s, so the line's end where they begin.
+		{"a sale's two moments", []remindBatch{{at, 100}, {at.Add(10 * time.Minute), 7000}},
+			[]time.Time{at.Add(-s(110)), at.Add(-s(100))}},
+		{"three at once", []remindBatch{{at, 100}, {at, 100}, {at, 100}}, []time.Time{at.Add(-s(30)), at.Add(-s(20)), at.Add(-s(10))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := planReminders(tc.batches, 10)
+			for i := range tc.want {
+				if !got[i].Equal(tc.want[i]) {
+					t.Errorf("batch %d begins %v before its deadline; want %v", i, tc.batches[i].By.Sub(got[i]), tc.batches[i].By.Sub(tc.want[i]))
+				}
+			}
+		})
+	}
+}
+
+// Whatever the sizes and deadlines, sending each batch from its beginning at the rate, one relay for all,
+// ends every batch by its deadline and never sends two at once.
+func TestPlanRemindersKeepsEveryDeadline(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 1))
+	at := time.Date(2026, 11, 11, 11, 0, 0, 0, time.UTC)
+	for round := 0; round < 500; round++ {
+		batches := make([]remindBatch, 1+rng.IntN(8))
+		for i := range batches {
+			batches[i] = remindBatch{By: at.Add(time.Duration(rng.IntN(3600)) * time.Second), Size: rng.Int64N(20000)}
+		}
+		rate := float64(1 + rng.IntN(200))
+		begins := planReminders(batches, rate)
+		type span struct{ from, to time.Time }
+		spans := make([]span, len(batches))
+		for i, b := range batches {
+			end := begins[i].Add(time.Duration(float64(b.Size) / rate * float64(time.Second)))
+			if end.After(b.By.Add(time.Microsecond)) {
+				t.Fatalf("%+v at %v a second: batch %d ends %v after its deadline", batches, rate, i, end.Sub(b.By))
+			}
+			spans[i] = span{begins[i], end}
+		}
+		for i := range spans {
+			for j := range spans {
+				if i != j && spans[i].from.Before(spans[j].to.Add(-time.Microsecond)) && spans[j].from.Before(spans[i].to.Add(-time.Microsecond)) {
+					t.Fatalf("%+v at %v a second: batches %d and %d are sent at once (%v, %v)", batches, rate, i, j, spans[i], spans[j])
+				}
+			}
+		}
+	}
+}
+
+// Three sales starting at once, 100 reminders each, at 10 a second: 30 s of mail. Rounds every interval
+// from well before: every reminder is queued to go before its moment, not only each sale's share.
+func TestSalesAtOnceAreAllRemindedBeforeTheirMoment(t *testing.T) {
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	starts := time.Now().Add(2 * time.Hour).Truncate(time.Second)
+	for range 3 {
+		remindedSale(t, db, starts, 100)
+	}
+	r := reminderJob(db, 10)
+	r.Margin = 10 * time.Second
+	moment := starts.Add(-10 * time.Minute)
+	for at := moment.Add(-2 * time.Minute); at.Before(moment); at = at.Add(r.Interval) {
+		if err := r.Round(ctx, at, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := queuedMails(t, db)
+	if len(got) != 300 {
+		t.Fatalf("%d mails queued by the moment; want 300", len(got))
+	}
+	for i, m := range got {
+		if m.NextAt.After(moment.Add(-r.Margin + r.Interval)) {
+			t.Fatalf("mail %d of 300 goes %v before the moment; want at least the margin (less a round)", i, moment.Sub(m.NextAt))
+		}
+		if i > 0 && m.NextAt.Sub(got[i-1].NextAt) < 100*time.Millisecond {
+			t.Fatalf("mails %d and %d go %v apart; want a tenth of a second (the rate)", i-1, i, m.NextAt.Sub(got[i-1].NextAt))
 		}
 	}
 }

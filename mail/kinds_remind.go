@@ -41,13 +41,13 @@ var richText = texttemplate.Must(texttemplate.New("text").Parse(`{{.Greeting}}
 
 {{range .Paras}}{{.}}
 
-{{end}}{{.Action}}:
+{{end}}{{.Action}}{{.Colon}}
 {{.Link}}
 
 -- 
 {{.Footer}}
 {{if .Unsubscribe}}
-{{.UnsubscribeLabel}}:
+{{.UnsubscribeLabel}}{{.Colon}}
 {{.Unsubscribe}}
 {{end}}`))
 
@@ -74,7 +74,7 @@ func richRender(subject string, paras []string, action string) func(Message) (Re
 		}
 		fill := strings.NewReplacer(pairs...).Replace
 		p := richPage{page: page{Lang: tr.HTMLLang(), Greeting: fill(tr.T("mail.greeting")), Footer: fill(tr.T("mail.footer")),
-			Link: m.Data["Link"], Action: tr.T(action)}}
+			Colon: tr.T("mail.colon"), Link: m.Data["Link"], Action: tr.T(action)}}
 		if p.Link == "" {
 			return Rendered{}, fmt.Errorf("mail: a %s mail needs its link", m.Kind)
 		}
@@ -95,15 +95,18 @@ func richRender(subject string, paras []string, action string) func(Message) (Re
 	}
 }
 
-// beijing is the time zone a Chinese reader reads a sale's times in (the shop's sales are in China).
+// beijing is the shop's time zone, the one its sales are announced in (the shop's sales are in China).
+// Pages show times in the browser's own zone; a mail cannot know the reader's, so it says the shop's.
 var beijing = time.FixedZone("CST", 8*3600)
 
-// When says t as a reader of lang reads a time in a mail: Beijing time in Chinese, UTC in English.
+// When says t as a reader of lang reads a time in a mail: the shop's time, Beijing time, in either
+// language (the same hour and day in both), the English with its UTC offset for a reader abroad.
 func When(lang string, t time.Time) string {
+	t = t.In(beijing)
 	if i18n.For(lang).Lang == "zh" {
-		return t.In(beijing).Format("2006年1月2日 15:04") + "（北京时间）"
+		return t.Format("2006年1月2日 15:04") + "（北京时间）"
 	}
-	return t.UTC().Format("15:04 UTC, Mon 2 Jan 2006")
+	return t.Format("15:04") + " Beijing time (UTC" + t.Format("-07:00") + "), " + t.Format("Mon 2 Jan 2006")
 }
 
 // Money says an amount of cents as the shop's pages do.

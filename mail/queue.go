@@ -45,13 +45,29 @@ type Queue struct {
 	Batch       int           // mails claimed and sent in one connection (20)
 	MaxAttempts int           // attempts before a mail is marked failed (12: about 17 hours of backoff)
 	Backoff     func(attempt int) time.Duration
-	// Rate is the most mails a second this worker hands the relay (MAIL_RATE; 0: as fast as it takes
-	// them): a relay's sending quota, kept by each worker (two workers send twice as many).
+	// Rate is the most mails a second the workers hand the relay (MAIL_RATE; 0: as fast as it takes
+	// them): a relay's sending quota. Pace keeps it across every worker; without one, each worker keeps
+	// it alone (two would send twice as many).
 	Rate float64
+	// Pace, when set, is the rate every worker shares (ratelimit.Pace, in Redis): a batch waits there for
+	// its turn.
+	Pace Pacer
 
-	wake    chan struct{}
-	limiter *rate.Limiter
+	wake chan struct{}
 }
+
+// Pacer returns once n more mails may go to the relay, or with ctx's error.
+type Pacer interface {
+	Wait(ctx context.Context, n int) error
+}
+
+// localPace is the rate of this worker alone.
+type localPace struct{ l *rate.Limiter }
+
+func (p localPace) Wait(ctx context.Context, n int) error { return p.l.WaitN(ctx, n) }
+
+// PaceBurst is the most mails a shared Pace should let go at once for a queue of this rate: a batch.
+func (q *Queue) PaceBurst() int { return q.batch() }
 
 func (q *Queue) lease() time.Duration    { return cmp(q.Lease, 2*time.Minute) }
 func (q *Queue) interval() time.Duration { return cmp(q.Interval, time.Second) }
@@ -167,8 +183,8 @@ func (q *Queue) Wake() {
 // Prepare makes the worker's wake-up channel; call it before the queue is shared (NewServer does).
 func (q *Queue) Prepare() {
 	q.wake = make(chan struct{}, 1)
-	if q.Rate > 0 {
-		q.limiter = rate.NewLimiter(rate.Limit(q.Rate), q.batch())
+	if q.Rate > 0 && q.Pace == nil {
+		q.Pace = localPace{rate.NewLimiter(rate.Limit(q.Rate), q.batch())}
 	}
 }
 
@@ -253,11 +269,19 @@ func (q *Queue) Round(ctx context.Context) (int, error) {
 	if err != nil || len(mails) == 0 {
 		return 0, err
 	}
-	if q.limiter != nil {
-		// The relay's rate: the batch waits its turn (batch() keeps the wait well within the lease; a
-		// stop meanwhile leaves the mails to their lease).
-		if err := q.limiter.WaitN(ctx, len(mails)); err != nil {
-			return 0, err
+	if q.Rate > 0 && q.Pace != nil {
+		// The relay's rate: the batch waits its turn, at most a quarter of the lease (batch() keeps one
+		// worker's wait within it; several sharing the rate may wait longer). A batch that waited its
+		// quarter out, or a stop meanwhile, is left to its lease, unsent: sent late, never twice.
+		waitCtx, cancel := context.WithTimeout(ctx, q.lease()/4)
+		err := q.Pace.Wait(waitCtx, len(mails))
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			q.Log.WarnContext(ctx, "a batch of mails waited a quarter of its lease for the relay's rate: it goes when the lease ends", "mails", len(mails))
+			return 0, nil
 		}
 	}
 	// The relay gets less than the lease: a mail still being sent when its lease ends would be sent by

@@ -38,6 +38,7 @@ type Rendered struct {
 
 type page struct {
 	Lang, Greeting, Footer, Link, Action string
+	Colon                                string // after a label: full-width in Chinese
 	Paras                                []string
 }
 
@@ -45,7 +46,7 @@ var textBody = texttemplate.Must(texttemplate.New("text").Parse(`{{.Greeting}}
 
 {{range .Paras}}{{.}}
 
-{{end}}{{if .Link}}{{.Action}}:
+{{end}}{{if .Link}}{{.Action}}{{.Colon}}
 {{.Link}}
 
 {{end}}-- 
@@ -79,7 +80,7 @@ func Render(m Message) (Rendered, error) {
 		pairs = append(pairs, "{"+strings.ToLower(key)+"}", m.Data[key])
 	}
 	fill := strings.NewReplacer(pairs...).Replace
-	p := page{Lang: tr.HTMLLang(), Greeting: fill(tr.T("mail.greeting")), Footer: fill(tr.T("mail.footer"))}
+	p := page{Lang: tr.HTMLLang(), Greeting: fill(tr.T("mail.greeting")), Footer: fill(tr.T("mail.footer")), Colon: tr.T("mail.colon")}
 	for _, key := range k.paras {
 		p.Paras = append(p.Paras, fill(tr.T(key)))
 	}

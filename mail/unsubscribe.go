@@ -34,7 +34,8 @@ func (u *Unsubscribes) Token(userID, activityID int64) string {
 	return strconv.FormatInt(userID, 10) + "." + strconv.FormatInt(activityID, 10) + "." + u.mac(userID, activityID)
 }
 
-// Check answers the user and activity a token names, when the token is one Token made.
+// Check answers the user and activity a token names, when the token is one Token made, byte for byte:
+// another spelling of its ids or its mac (leading zeros, a sign, upper-case hex) is not one it made.
 func (u *Unsubscribes) Check(token string) (userID, activityID int64, ok bool) {
 	if len(token) > MaxTokenLen {
 		return 0, 0, false
@@ -48,7 +49,7 @@ func (u *Unsubscribes) Check(token string) (userID, activityID int64, ok bool) {
 	if err1 != nil || err2 != nil || uid <= 0 || aid <= 0 {
 		return 0, 0, false
 	}
-	if !hmac.Equal([]byte(parts[2]), []byte(u.mac(uid, aid))) {
+	if !hmac.Equal([]byte(token), []byte(u.Token(uid, aid))) {
 		return 0, 0, false
 	}
 	return uid, aid, true

@@ -51,6 +51,26 @@ func (d Delivery) PhoneShown() string {
 	return phonenumbers.Format(n, phonenumbers.INTERNATIONAL)
 }
 
+// PhoneToEdit is the phone as its edit field shows it, the way a person types it: a number of region (the
+// shop's PHONE_REGION, CN when "") in its national grouping ("138 0013 8000"), another country's in its
+// international one. Either reads back as the same number; one that would not (or a number stored before the
+// rules) is shown as PhoneShown does.
+func (d Delivery) PhoneToEdit(region string) string {
+	if region == "" {
+		region = DefaultPhoneRegion
+	}
+	n, err := phonenumbers.Parse(d.Phone, "")
+	if !strings.HasPrefix(d.Phone, "+") || err != nil || !phonenumbers.IsValidNumber(n) ||
+		phonenumbers.GetRegionCodeForNumber(n) != strings.ToUpper(region) {
+		return d.PhoneShown()
+	}
+	national := phonenumbers.Format(n, phonenumbers.NATIONAL)
+	if back, bad := phoneE164(national, region); bad != nil || back != d.Phone {
+		return d.PhoneShown()
+	}
+	return national
+}
+
 // maxAddresses is how many addresses one shopper's book holds.
 const maxAddresses = 20
 

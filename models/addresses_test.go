@@ -87,3 +87,25 @@ func TestPhoneShown(t *testing.T) {
 		}
 	}
 }
+
+// The edit field shows a number of the shop's country as its people type it, another country's with its
+// code, and each reads back as the number it was.
+func TestPhoneToEditReadsBack(t *testing.T) {
+	for _, c := range []struct{ phone, region, want string }{
+		{"+8613800138000", "", "138 0013 8000"},
+		{"+8613800138000", "CN", "138 0013 8000"},
+		{"+861058008000", "CN", "010 5800 8000"},
+		{"+16502530000", "CN", "+1 650-253-0000"},
+		{"+16502530000", "US", "(650) 253-0000"},
+		{"+8613800138000", "US", "+86 138 0013 8000"},
+		{"138-0013-8000", "CN", "138-0013-8000"}, // stored before the rules: as it was written
+	} {
+		got := (Delivery{Phone: c.phone}).PhoneToEdit(c.region)
+		if got != c.want {
+			t.Errorf("%q in %q is edited as %q, want %q", c.phone, c.region, got, c.want)
+		}
+		if back, bad := phoneE164(got, c.region); c.phone[0] == '+' && (bad != nil || back != c.phone) {
+			t.Errorf("%q in %q reads back as %q (%v)", got, c.region, back, bad)
+		}
+	}
+}

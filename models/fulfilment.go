@@ -58,6 +58,17 @@ func ActivityOrders(ctx context.Context, db *gorm.DB, merchantID, activityID int
 	return out, total, nil
 }
 
+// CountActivityOrders counts an activity's orders of a list (ToShip, Shipped, AllPaid); the caller has
+// checked the activity is the merchant's.
+func CountActivityOrders(ctx context.Context, db *gorm.DB, activityID int64, filter string) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Model(&Order{}).Where("activity_id = ? AND status IN ?", activityID, filterStatuses(filter)).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count orders of activity %d: %w", activityID, err)
+	}
+	return n, nil
+}
+
 // AllActivityOrders lists every paid or shipped order of one of the merchant's activities, for its CSV.
 func AllActivityOrders(ctx context.Context, db *gorm.DB, merchantID, activityID int64, filter string) ([]Order, error) {
 	if err := OwnActivity(ctx, db, merchantID, activityID); err != nil {

@@ -140,11 +140,11 @@ type Item struct {
 type Order struct {
 	ID          int64     `gorm:"primaryKey"`
 	OrderNo     string    `gorm:"size:32;not null;uniqueIndex"`
-	UserID      int64     `gorm:"not null;index"`
+	UserID      int64     `gorm:"not null;index:idx_orders_user_created,priority:1"`
 	ItemID      int64     `gorm:"not null;index"`
-	ActivityID  int64     `gorm:"not null;index"`
+	ActivityID  int64     `gorm:"not null;index:idx_orders_activity_created,priority:1"`
 	PriceCents  int64     `gorm:"not null"`
-	Status      string    `gorm:"size:20;not null;index"`
+	Status      string    `gorm:"size:20;not null;index:idx_orders_status_created,priority:1"`
 	PayDeadline time.Time `gorm:"not null;index"`
 	PaidAt      *time.Time
 	CancelledAt *time.Time
@@ -156,9 +156,11 @@ type Order struct {
 	TrackingNo string `gorm:"size:64;not null;default:''"`
 	// An admin's refund of a paid order.
 	RefundedAt   *time.Time
-	RefundReason string    `gorm:"type:text;not null;default:''"`
-	CreatedAt    time.Time `gorm:"not null"`
-	UpdatedAt    time.Time `gorm:"not null"`
+	RefundReason string `gorm:"type:text;not null;default:''"`
+	// The admins' search pages newest first: each filter's index ends with the time (migration 00008);
+	// user_id, activity_id and status are found through these (their single-column indexes are gone).
+	CreatedAt time.Time `gorm:"not null;index;index:idx_orders_user_created,priority:2;index:idx_orders_status_created,priority:2;index:idx_orders_activity_created,priority:2"`
+	UpdatedAt time.Time `gorm:"not null"`
 	// CancelReason says why it was cancelled (CancelByBuyer, CancelUnpaid); "" for an order that is not,
 	// or was cancelled before reasons were kept (migration 00006, hence last).
 	CancelReason string `gorm:"size:16;not null;default:''"`

@@ -224,6 +224,29 @@ func OrderCounts(ctx context.Context, db *gorm.DB, activityID int64) (map[int64]
 	return out, nil
 }
 
+// OrderCents sums an activity's orders' prices by item and status (cents), as OrderCounts counts them:
+// the dashboard's money taken and given back.
+func OrderCents(ctx context.Context, db *gorm.DB, activityID int64) (map[int64]map[string]int64, error) {
+	var rows []struct {
+		ItemID int64
+		Status string
+		Cents  int64
+	}
+	err := db.WithContext(ctx).Raw("SELECT item_id, status, COALESCE(SUM(price_cents), 0) AS cents FROM orders WHERE activity_id = ? GROUP BY item_id, status", activityID).
+		Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("order sums: %w", err)
+	}
+	out := map[int64]map[string]int64{}
+	for _, r := range rows {
+		if out[r.ItemID] == nil {
+			out[r.ItemID] = map[string]int64{}
+		}
+		out[r.ItemID][r.Status] = r.Cents
+	}
+	return out, nil
+}
+
 // OrderByNo finds an order by number.
 func OrderByNo(ctx context.Context, db *gorm.DB, orderNo string) (*Order, error) {
 	var o Order

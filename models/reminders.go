@@ -82,12 +82,14 @@ type ReminderOfSale struct {
 // maxReminders bounds the list a shopper sees: far more sales than anyone waits for at once.
 const maxReminders = 200
 
-// RemindersOf lists user's reminders of sales that have not ended, soonest first.
+// RemindersOf lists user's reminders of sales that have not ended, soonest first. A sale ended early (an
+// admin's stop, before or after its start) is not coming: it is not listed, as its calendar is not served.
 func RemindersOf(ctx context.Context, db *gorm.DB, userID int64, now time.Time) ([]ReminderOfSale, error) {
 	var out []ReminderOfSale
 	err := db.WithContext(ctx).Raw(`SELECT r.*, a.name, a.state, a.sale_mode, a.starts_at, a.ends_at, a.queue_opens_at, a.ended_early
 		FROM reminders r JOIN activities a ON a.id = r.activity_id
-		WHERE r.user_id = ? AND a.ends_at > ? ORDER BY a.starts_at, r.id LIMIT ?`, userID, now, maxReminders).Scan(&out).Error
+		WHERE r.user_id = ? AND a.state = ? AND NOT a.ended_early AND a.ends_at > ?
+		ORDER BY a.starts_at, r.id LIMIT ?`, userID, ActivityApproved, now, maxReminders).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("reminders of user %d: %w", userID, err)
 	}

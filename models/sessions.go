@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -55,13 +56,15 @@ func LiveSessionsOf(ctx context.Context, db *gorm.DB, userID int64, now time.Tim
 	return out, nil
 }
 
-var errNoSuchSession = errs.New(errs.NotFound, "no such session")
+// errNoSuchSession says which thing was not found, in the reader's language (not the generic not_found).
+var errNoSuchSession = errs.Say(errs.NotFound, "no_such_session")
 
 // EndSession ends one live session of the user, named by its public id, and answers it (its id and
-// expiry are what every instance must refuse until then); errs.NotFound when the user has no such live
-// session.
-func EndSession(ctx context.Context, db *gorm.DB, userID int64, publicID string, now time.Time) (*Session, error) {
+// expiry are what every instance must refuse until then) with the user's session version as the end
+// found it (the session's own cannot be higher); errs.NotFound when the user has no such live session.
+func EndSession(ctx context.Context, db *gorm.DB, userID int64, publicID string, now time.Time) (*Session, int64, error) {
 	var s Session
+	var version int64
 	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Where("public_id = ? AND user_id = ? AND ended_at IS NULL AND expires_at > ?", publicID, userID, now).Take(&s).Error
 		if err == gorm.ErrRecordNotFound {
@@ -77,13 +80,56 @@ func EndSession(ctx context.Context, db *gorm.DB, userID int64, publicID string,
 		if res.RowsAffected == 0 {
 			return errNoSuchSession // ended meanwhile
 		}
+		if err := tx.Raw("SELECT session_version FROM users WHERE id = ?", userID).Scan(&version).Error; err != nil {
+			return fmt.Errorf("session version of user %d: %w", userID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	s.EndedAt = &now
+	return &s, version, nil
+}
+
+// EndOldestSessions ends the user's live sessions but the newest keep, and answers those it ended (the
+// oldest first) with the user's session version as it found it: a login makes room for itself so that
+// an account has a bounded number of live sessions.
+func EndOldestSessions(ctx context.Context, db *gorm.DB, userID int64, keep int, now time.Time) ([]EndedSession, error) {
+	var out []EndedSession
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// The user's live sessions are few (this bound keeps them so): read them, newest first.
+		var live []EndedSession
+		err := tx.Raw(`SELECT id, user_id, expires_at, created_at FROM sessions
+			WHERE user_id = ? AND ended_at IS NULL AND expires_at > ? ORDER BY created_at DESC, id DESC`, userID, now).Scan(&live).Error
+		if err != nil {
+			return fmt.Errorf("live sessions of user %d: %w", userID, err)
+		}
+		if len(live) <= keep {
+			return nil
+		}
+		out = live[keep:]
+		ids := make([]string, len(out))
+		for i, e := range out {
+			ids[i] = e.ID
+		}
+		if err := tx.Exec("UPDATE sessions SET ended_at = ? WHERE id IN ? AND ended_at IS NULL", now, ids).Error; err != nil {
+			return fmt.Errorf("end the oldest sessions of user %d: %w", userID, err)
+		}
+		var version int64
+		if err := tx.Raw("SELECT session_version FROM users WHERE id = ?", userID).Scan(&version).Error; err != nil {
+			return fmt.Errorf("session version of user %d: %w", userID, err)
+		}
+		for i := range out {
+			out[i].Version = version
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.EndedAt = &now
-	return &s, nil
+	slices.SortFunc(out, func(a, b EndedSession) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
 }
 
 // EndSessionsOf marks every live session of the user ended but keep's (its id; "" keeps none): what a
@@ -147,16 +193,21 @@ func changeSessions(ctx context.Context, db *gorm.DB, userID int64, keep, hash s
 	return u, err
 }
 
-// EndedSession is a session ended one at a time, until when it would have lasted.
+// EndedSession is a session ended one at a time, whose, until when it would have lasted, and the user's
+// session version when it was read (the session's own cannot be higher).
 type EndedSession struct {
 	ID        string
+	UserID    int64
 	ExpiresAt time.Time
+	CreatedAt time.Time
+	Version   int64
 }
 
 // SessionsEndedSince answers the sessions ended at or after since that have not expired by now.
 func SessionsEndedSince(ctx context.Context, db *gorm.DB, since, now time.Time) ([]EndedSession, error) {
 	var out []EndedSession
-	err := db.WithContext(ctx).Raw("SELECT id, expires_at FROM sessions WHERE ended_at >= ? AND expires_at > ?", since, now).Scan(&out).Error
+	err := db.WithContext(ctx).Raw(`SELECT s.id, s.user_id, s.expires_at, s.created_at, u.session_version AS version
+		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.ended_at >= ? AND s.expires_at > ?`, since, now).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("sessions ended since %s: %w", since.Format(time.RFC3339), err)
 	}

@@ -20,10 +20,11 @@ const (
 	RefundedAlready                          // it was refunded before: nothing changed
 )
 
-// Refund is an admin's refund of a paid order that was not shipped: the order becomes refunded (its unit
-// is not sold again: the sale's count stays what was sold), each paid payment of it gets a refund to be
-// made (the refunds job, or the admin's handler at once), and the whole is audited with the reason. A
-// shipped or unpaid order answers order_state.
+// Refund is an admin's refund of a paid order, or of a shipped one that came back (a return): the order
+// becomes refunded (its unit is not sold again: the sale's count stays what was sold, and a returned
+// unit is not put back on sale either), each paid payment of it gets a refund to be made (the refunds
+// job, or the admin's handler at once), and the whole is audited with the reason. An unpaid or
+// cancelled order answers order_state.
 func (s *Service) Refund(ctx context.Context, who models.Actor, orderNo, reason string) (RefundOutcome, *models.Order, error) {
 	reason, err := models.CleanRefundReason(reason)
 	if err != nil {
@@ -41,10 +42,8 @@ func (s *Service) Refund(ctx context.Context, who models.Actor, orderNo, reason 
 		case o.Status == models.OrderRefunded:
 			out = RefundedAlready
 			return nil
-		case o.Status == models.OrderShipped:
-			return errs.New(errs.OrderState, "this order was shipped: it cannot be refunded here (a return comes first)")
 		case !can:
-			return errs.Newf(errs.OrderState, "this order is %s: only a paid order can be refunded", o.Status)
+			return errs.Newf(errs.OrderState, "this order is %s: only a paid or shipped order can be refunded", o.Status)
 		}
 		paid, err := models.PaidPayments(tx, o.ID)
 		if err != nil {

@@ -42,9 +42,15 @@ func (s *Service) Ship(ctx context.Context, merchantID int64, orderNo string, sh
 		switch outcome {
 		case ShipDone:
 			o.Status = was
-			return change(tx, o, models.OrderShipped, now, map[string]any{"shipped_at": now, "carrier": o.Carrier, "tracking_no": o.TrackingNo})
+			if err := change(tx, o, models.OrderShipped, now, map[string]any{"shipped_at": now, "carrier": o.Carrier, "tracking_no": o.TrackingNo}); err != nil {
+				return err
+			}
+			return models.AuditShipments(tx, merchantID, models.AuditShip, []*models.Order{o}, now)
 		case ShipCorrected:
-			return models.CorrectShipments(tx, []*models.Order{o}, now)
+			if err := models.CorrectShipments(tx, []*models.Order{o}, now); err != nil {
+				return err
+			}
+			return models.AuditShipments(tx, merchantID, models.AuditShipFix, []*models.Order{o}, now)
 		}
 		return nil
 	})
@@ -90,6 +96,14 @@ const shipBatch = 500
 
 var errNoSuchOrder = errs.New(errs.NotFound, "no such order")
 
+// errNotThisSale is a CSV row naming no order of the sale it was sent to (none, or another sale's): not
+// found, said beside its order number in the merchant's words.
+var errNotThisSale = func() *errs.Error {
+	e := errs.Bad(errs.W("order_no", "order_unknown"))
+	e.Code = errs.NotFound
+	return e
+}()
+
 // ShipAll ships a batch of one of the merchant's activities' orders (a CSV sent back), a few hundred to
 // a transaction: each row gets its outcome or its error. Rows of orders not in the activity are not
 // found. It answers an error only when the database fails (the rows before are shipped).
@@ -100,11 +114,11 @@ func (s *Service) ShipAll(ctx context.Context, merchantID, activityID int64, row
 	now := s.Now()
 	for start := 0; start < len(rows); start += shipBatch {
 		chunk := rows[start:min(start+shipBatch, len(rows))]
+		// Every row's order is looked up, its shipment checked after: a row naming no order of this sale
+		// says so first, whatever its tracking number (a made-up number is rarely the only mistake).
 		nos := make([]string, 0, len(chunk))
 		for i := range chunk {
-			if chunk[i].Err = chunk[i].Shipment.Check(); chunk[i].Err == nil {
-				nos = append(nos, chunk[i].OrderNo)
-			}
+			nos = append(nos, chunk[i].OrderNo)
 		}
 		err := s.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			var found []models.Order
@@ -123,12 +137,12 @@ func (s *Service) ShipAll(ctx context.Context, merchantID, activityID int64, row
 			done, corrected := map[int64]*models.Order{}, map[int64]*models.Order{}
 			for i := range chunk {
 				r := &chunk[i]
-				if r.Err != nil {
-					continue
-				}
 				o, ok := byNo[r.OrderNo]
 				if !ok {
-					r.Err = errNoSuchOrder
+					r.Err = errNotThisSale
+					continue
+				}
+				if r.Err = r.Shipment.Check(); r.Err != nil {
 					continue
 				}
 				_, before := done[o.ID]
@@ -142,7 +156,14 @@ func (s *Service) ShipAll(ctx context.Context, merchantID, activityID int64, row
 			if err := shipNow(tx, done, now); err != nil {
 				return err
 			}
-			return models.CorrectShipments(tx, list(corrected), now)
+			if err := models.CorrectShipments(tx, list(corrected), now); err != nil {
+				return err
+			}
+			// Each order's story says how it left: one audit row per order, as the merchant.
+			if err := models.AuditShipments(tx, merchantID, models.AuditShip, list(done), now); err != nil {
+				return err
+			}
+			return models.AuditShipments(tx, merchantID, models.AuditShipFix, list(corrected), now)
 		})
 		if err != nil {
 			for i := range chunk {

@@ -23,6 +23,7 @@ const (
 	moveCancel move = "cancel"
 	moveShip   move = "ship"
 	moveRefund move = "refund"
+	moveReturn move = "return"
 )
 
 // transition is one row of the table: from which status to which, why, and the operation of this
@@ -46,6 +47,8 @@ var transitions = []transition{
 		"its merchant sent it, with a carrier and a tracking number", "Service.Ship, Service.ShipAll (ship.go)"},
 	{moveRefund, models.OrderPaid, models.OrderRefunded,
 		"an admin refunded it before it was shipped: its money goes back, its unit is not sold again", "Service.Refund (refund.go)"},
+	{moveReturn, models.OrderShipped, models.OrderRefunded,
+		"it came back after it was shipped (a return) and an admin refunded it: its money goes back, its unit is not sold again", "Service.Refund (refund.go)"},
 }
 
 // allowed answers the move that leads an order from status from to status to, if the table has one.

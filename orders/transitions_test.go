@@ -20,6 +20,7 @@ func TestTheTableIsTodaysRules(t *testing.T) {
 		{models.OrderPendingPayment, models.OrderCancelled}: moveCancel,
 		{models.OrderPaid, models.OrderShipped}:             moveShip,
 		{models.OrderPaid, models.OrderRefunded}:            moveRefund,
+		{models.OrderShipped, models.OrderRefunded}:         moveReturn,
 	}
 	if len(transitions) != len(want) {
 		t.Errorf("the table has %d rows, want %d", len(transitions), len(want))

@@ -48,7 +48,7 @@
         .catch(function (e) { form.querySelector(".form-error").textContent = e.message; });
     });
   });
-  // Editing shows the address's own form, filled in, where the address was; "Keep it" puts it back.
+  // Editing shows the address's own form, filled in, where the address was; "Cancel" puts it back, unchanged.
   function editing(li, on) {
     var form = li.querySelector("form[data-edit]"), edit = li.querySelector("[data-edit-address]");
     form.hidden = !on;

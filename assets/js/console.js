@@ -118,6 +118,12 @@
     var input = form.querySelector("input[type=file]"), err = form.querySelector(".form-error");
     input.addEventListener("change", function () {
       if (!input.files[0]) return;
+      // Over the limit: said at once, in the page's words with the real limit, and nothing is sent.
+      if (form.dataset.max && input.files[0].size > +form.dataset.max) {
+        err.textContent = form.dataset.tooLarge.replace("{0}", Math.floor(form.dataset.max / 1048576));
+        input.value = "";
+        return;
+      }
       var body = new FormData();
       body.append("image", input.files[0]);
       err.textContent = "";
@@ -144,4 +150,84 @@
       form.name.focus();
     });
   });
+  // The audit log's search: the form asks GET /api/admin/audit (the contract's paged object:
+  // {"entries","total","total_capped","page","per_page"}) and shows the page it answers, its rows in
+  // words, without reloading; the address follows, so that a reload or a shared link shows the same page.
+  var audit = document.getElementById("audit-search");
+  if (audit) {
+    var rows = document.getElementById("audit-rows"), found = document.getElementById("audit-found");
+    var pagerNav = document.getElementById("audit-pager"), table = rows.closest("table");
+    var lang = document.documentElement.lang || undefined;
+    function el(tag, text, attrs) {
+      var e = document.createElement(tag);
+      if (text !== undefined && text !== null) e.textContent = text;
+      Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+      return e;
+    }
+    function when(iso) {
+      var d = new Date(iso);
+      return isNaN(d) ? iso : d.toLocaleString(lang, { dateStyle: "medium", timeStyle: "short" });
+    }
+    function query(page) {
+      var q = new URLSearchParams();
+      audit.querySelectorAll("input[name], select[name]").forEach(function (f) { if (f.value.trim() !== "") q.set(f.name, f.value.trim()); });
+      if (page > 1) q.set("page", page);
+      return q;
+    }
+    function row(e) {
+      var tr = el("tr"), on = el("td"), ch = el("td");
+      var t = el("time", when(e.at), { datetime: e.at });
+      var td = el("td"); td.appendChild(t); tr.appendChild(td);
+      tr.appendChild(el("td", e.actor_words));
+      tr.appendChild(el("td", e.what));
+      on.appendChild(e.on_url ? el("a", e.on, { href: e.on_url }) : document.createTextNode(e.on));
+      if (e.target) {
+        on.appendChild(document.createTextNode(" "));
+        on.appendChild(el("a", "(" + table.dataset.only + ")", { href: "/admin/audit?on=" + encodeURIComponent(e.target), "class": "only" }));
+      }
+      tr.appendChild(on);
+      if (e.changes.length) {
+        var dl = el("dl", null, { "class": "changes" });
+        e.changes.forEach(function (c) {
+          dl.appendChild(el("dt", c.field));
+          var dd = el("dd");
+          var show = function (v) { return c.times ? when(v) : v; };
+          if (c.before) { dd.appendChild(el("del", show(c.before))); dd.appendChild(document.createTextNode(" → ")); }
+          dd.appendChild(c.after ? el("ins", show(c.after)) : el("em", table.dataset.removed));
+          dl.appendChild(dd);
+        });
+        ch.appendChild(dl);
+      }
+      tr.appendChild(ch);
+      return tr;
+    }
+    function show(page) {
+      var q = query(page), err = audit.querySelector(".form-error");
+      api("GET", audit.dataset.auditApi + "?" + q.toString()).then(function (p) {
+        err.textContent = "";
+        rows.textContent = "";
+        p.entries.forEach(function (e) { rows.appendChild(row(e)); });
+        var from = (p.page - 1) * p.per_page + 1, to = from + p.entries.length - 1;
+        found.textContent = p.entries.length === 0 ? found.dataset.none :
+          (p.total_capped ? found.dataset.foundMore : found.dataset.found)
+            .replace("{from}", from).replace("{to}", to).replace("{total}", p.total.toLocaleString("en"));
+        var prev = pagerNav.querySelector("[rel=prev]"), next = pagerNav.querySelector("[rel=next]");
+        prev.hidden = p.page <= 1;
+        next.hidden = p.page * p.per_page >= p.total || p.page * p.per_page >= 10000; // the search shows 10,000 rows at most
+        prev.dataset.page = p.page - 1;
+        next.dataset.page = p.page + 1;
+        history.replaceState(null, "", location.pathname + (q.toString() ? "?" + q.toString() : ""));
+      }).catch(function (e) {
+        err.textContent = e.message;
+      });
+    }
+    audit.addEventListener("submit", function (ev) { ev.preventDefault(); show(1); });
+    pagerNav.querySelectorAll("a").forEach(function (a) {
+      a.addEventListener("click", function (ev) {
+        if (!a.dataset.page) return; // the server's link, before the script has shown a page
+        ev.preventDefault();
+        show(parseInt(a.dataset.page, 10));
+      });
+    });
+  }
 })();

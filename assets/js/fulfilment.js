@@ -16,35 +16,62 @@
 
   var up = document.getElementById("shipments-form");
   if (!up) return;
+  // What the last file did stays on the page until the merchant dismisses it: kept for this tab, so the
+  // reload that shows the orders shipped does not wipe it.
+  var key = "shipments:" + up.dataset.upload, out = up.querySelector(".upload-result");
+  function keep(r) { try { sessionStorage.setItem(key, JSON.stringify(r)); } catch (e) { /* private mode: until the reload */ } }
+  function kept() { try { return JSON.parse(sessionStorage.getItem(key) || "null"); } catch (e) { return null; } }
+  function forget() { try { sessionStorage.removeItem(key); } catch (e) {} }
+  function show(r) {
+    out.textContent = "";
+    var box = document.createElement("div");
+    box.className = "notice upload-summary";
+    var p = document.createElement("p");
+    p.textContent = up.dataset.done.replace("{shipped}", r.shipped).replace("{corrected}", r.corrected)
+      .replace("{unchanged}", r.unchanged).replace("{skipped}", r.skipped).replace("{bad}", r.bad);
+    box.appendChild(p);
+    if (r.errors && r.errors.length) {
+      var ul = document.createElement("ul");
+      ul.className = "row-errors";
+      r.errors.forEach(function (e) {
+        var li = document.createElement("li");
+        var why = e.message; // in the page's words, with the fields' labels
+        li.textContent = up.dataset.line.replace("{line}", e.line) + (e.order_no ? " (" + e.order_no + ")" : "") + ": " + why;
+        ul.appendChild(li);
+      });
+      box.appendChild(ul);
+    }
+    var close = document.createElement("button");
+    close.type = "button";
+    close.className = "btn secondary small dismiss";
+    close.textContent = up.dataset.dismiss;
+    close.addEventListener("click", function () { forget(); out.textContent = ""; });
+    box.appendChild(close);
+    out.appendChild(box);
+  }
+  var last = kept();
+  if (last) show(last);
   up.addEventListener("submit", function (ev) {
     ev.preventDefault();
-    var out = up.querySelector(".upload-result"), err = up.querySelector(".form-error"), btn = up.querySelector("button");
-    out.textContent = ""; err.textContent = "";
+    var err = up.querySelector(".form-error"), btn = up.querySelector("button[type=submit]");
+    err.textContent = "";
     var file = up.file.files[0];
     if (!file) { up.file.focus(); return; }
+    if (up.dataset.max && file.size > +up.dataset.max) {
+      err.textContent = up.dataset.tooLarge.replace("{0}", Math.floor(up.dataset.max / 1048576));
+      return;
+    }
+    forget();
+    out.textContent = "";
     var body = new FormData();
     body.append("file", file);
     btn.disabled = true;
     api("POST", up.dataset.upload, body).then(function (r) {
       btn.disabled = false;
-      var p = document.createElement("p");
-      p.className = "notice";
-      p.textContent = up.dataset.done.replace("{shipped}", r.shipped).replace("{corrected}", r.corrected)
-        .replace("{unchanged}", r.unchanged).replace("{skipped}", r.skipped).replace("{bad}", r.bad);
-      out.appendChild(p);
-      if (r.errors.length) {
-        var ul = document.createElement("ul");
-        ul.className = "row-errors";
-        r.errors.forEach(function (e) {
-          var li = document.createElement("li");
-          var why = e.message; // in the page's words, with the fields' labels
-          li.textContent = up.dataset.line.replace("{line}", e.line) + (e.order_no ? " (" + e.order_no + ")" : "") + ": " + why;
-          ul.appendChild(li);
-        });
-        out.appendChild(ul);
-      } else if (r.shipped || r.corrected) {
-        setTimeout(function () { location.reload(); }, 1500);
-      }
+      keep(r);
+      show(r);
+      // The list then shows them shipped; the summary, kept, is shown again after the reload.
+      if (r.shipped || r.corrected) setTimeout(function () { location.reload(); }, 1500);
     }).catch(function (e) { btn.disabled = false; err.textContent = e.message; });
   });
 })();

@@ -2,9 +2,13 @@
 (function () {
   "use strict";
   var box = document.getElementById("live"), chart = document.getElementById("chart");
+  function money(cents) { return "¥" + Math.floor(cents / 100) + "." + ("0" + cents % 100).slice(-2); }
   function fill(row, st) {
     if (!row) return;
-    row.querySelectorAll("[data-f]").forEach(function (td) { td.textContent = st[td.dataset.f]; });
+    row.querySelectorAll("[data-f]").forEach(function (td) {
+      var v = st[td.dataset.f];
+      td.textContent = td.hasAttribute("data-money") ? money(v || 0) : v;
+    });
   }
   function refresh() {
     api("GET", box.dataset.stats).then(function (st) {
