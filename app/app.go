@@ -455,6 +455,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	books := jobs.DBBooks{DB: d.DB}
 	cards := auth.NewAddressCards(cfg.SessionSecret)
 	stats := &handlers.Live{DB: d.DB, Ledger: s.Ledger, Line: s.Line, Answers: s.Answers, Now: d.Now}
+	saleStop := &handlers.SaleStop{Stops: s.Stops, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Now: d.Now}
 	s.site = site{
 		health:   &handlers.Health{DB: d.DB, Redis: d.Redis},
 		static:   &handlers.Static{Files: files},
@@ -482,8 +483,9 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		refunds:  &handlers.AdminOrders{DB: d.DB, Orders: s.Orders, Refunds: s.Refunds, Now: d.Now},
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),
 		pay:      &handlers.Payments{DB: d.DB, Orders: s.Orders, Secret: cfg.callbackSecret(), Now: d.Now},
-		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.imageHostList(), Now: d.Now},
-		admin:    &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Line: s.Line, Books: books, Stats: stats, PreheatWindow: cfg.PreheatWindow, Now: d.Now},
+		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.imageHostList(), Stop: saleStop, Now: d.Now},
+		admin: &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Stop: saleStop, Books: books, Stats: stats,
+			PreheatWindow: cfg.PreheatWindow, Now: d.Now, Decided: (&mail.Decisions{Queue: s.Mail, BaseURL: cfg.BaseURL}).Decided},
 		consoles: &handlers.Consoles{DB: d.DB, Stats: stats, Jobs: s.Runs, Books: s.Reconcile, Now: d.Now},
 		altcha: &handlers.Altcha{Work: work, Catalog: shop, DB: d.DB, Devices: devices, SecureCookies: cfg.SecureCookies(), Limits: accounts.Limits,
 			RateLimitIP: cfg.RateLimitIP, Now: d.Now},
@@ -706,6 +708,11 @@ func routes(f *fiber.App, h *site) {
 	m.Post("/activities/:id/items/:item/image", h.images.Upload)
 	m.Delete("/activities/:id/items/:item/image", h.images.Remove)
 	m.Post("/activities/:id/submit", merchant.Submit)
+	m.Post("/activities/:id/withdraw", merchant.Withdraw)
+	m.Get("/decisions", merchant.Decisions)
+	m.Post("/activities/:id/pause", merchant.Pause)
+	m.Post("/activities/:id/resume", merchant.Resume)
+	m.Post("/activities/:id/end", merchant.End)
 	m.Get("/activities/:id/stats", merchant.ActivityStats)
 	m.Get("/activities/:id/orders", h.ship.ActivityOrders)
 	m.Get("/activities/:id/orders.csv", h.ship.ActivityOrdersCSV)

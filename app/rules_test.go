@@ -64,7 +64,7 @@ func TestAccountsMadeAfterApprovalMayNotTakePart(t *testing.T) {
 	if err := s.DB.Model(&models.Activity{}).Where("id = ?", act.ID).Update("state", models.ActivityPendingReview).Error; err != nil {
 		t.Fatal(err)
 	}
-	approved, err := models.Review(ctx, s.DB, models.Actor{ID: admin.ID}, act.ID, true, "", 10*time.Minute, now)
+	approved, err := models.Review(ctx, s.DB, models.Actor{ID: admin.ID}, act.ID, true, "", 10*time.Minute, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -21,12 +20,14 @@ type Admin struct {
 	Stops         *catalog.Stops
 	DB            *gorm.DB
 	Ledger        *stock.Ledger
-	Line          *stock.Line // a resumed sale's turns get the pause back
+	Stop          *SaleStop   // the emergency stop, which the sales' merchants share
 	Books         stock.Books // the sales as the database has them, to load an approved one at once
 	Stats         *Live
 	PreheatWindow time.Duration
 	QueueOpens    time.Duration // how long before its start a queue sale's waiting room opens
 	Now           func() time.Time
+	// Decided queues the merchant's mail of a decision in the transaction that writes it (nil: none).
+	Decided func(ctx context.Context, tx *gorm.DB, a *models.Activity) error
 }
 
 func (h *Admin) withMerchants(c *fiber.Ctx, acts []models.Activity) ([]managedActivityJSON, error) {
@@ -86,7 +87,11 @@ func (h *Admin) review(c *fiber.Ctx, approve bool, reason string) error {
 		return err
 	}
 	now := h.Now()
-	a, err := models.Review(c.UserContext(), h.DB, who, id, approve, reason, h.QueueOpens, now)
+	var decided func(tx *gorm.DB, a *models.Activity) error
+	if h.Decided != nil {
+		decided = func(tx *gorm.DB, a *models.Activity) error { return h.Decided(c.UserContext(), tx, a) }
+	}
+	a, err := models.Review(c.UserContext(), h.DB, who, id, approve, reason, h.QueueOpens, now, decided)
 	if err != nil {
 		return err
 	}
@@ -108,67 +113,13 @@ func (h *Admin) review(c *fiber.Ctx, approve bool, reason string) error {
 
 // Pause pauses an approved sale at once on every instance (buying, purchase paths and its waiting room's
 // turns stop; the line keeps its order), with a reason the merchant sees.
-func (h *Admin) Pause(c *fiber.Ctx) error { return h.stop(c, models.ActPause) }
+func (h *Admin) Pause(c *fiber.Ctx) error { return h.Stop.run(c, models.ActPause, false) }
 
-// Resume resumes a paused sale.
-func (h *Admin) Resume(c *fiber.Ctx) error { return h.stop(c, models.ActResume) }
+// Resume resumes a paused sale (whoever paused it); it needs no reason.
+func (h *Admin) Resume(c *fiber.Ctx) error { return h.Stop.run(c, models.ActResume, false) }
 
 // End ends an approved sale now: its window in Redis closes at once, and it leaves the catalog.
-func (h *Admin) End(c *fiber.Ctx) error { return h.stop(c, models.ActEnd) }
-
-func (h *Admin) stop(c *fiber.Ctx, action string) error {
-	id, err := pathID(c, "id", "activity")
-	if err != nil {
-		return err
-	}
-	who, reason, err := reasoned(c, h.DB, false)
-	if err != nil {
-		return err
-	}
-	ctx := c.UserContext()
-	a, err := models.Stop(ctx, h.DB, who, id, action, reason, h.Now(), func(a *models.Activity, paused time.Time) error {
-		return h.giveTurnsBack(ctx, a, paused)
-	})
-	if err != nil {
-		return err
-	}
-	if action == models.ActEnd {
-		// The sale's window in Redis, which the buy script checks, closes now (a sale not loaded yet has none).
-		for _, it := range a.Items {
-			// Refused in memory on every instance from now on (Stops); this closes it in Redis too. A
-			// failure here is logged, not answered: the end stands.
-			_, loaded, err := h.Ledger.SaleEnds(ctx, it.ID)
-			if err == nil && loaded {
-				_, err = h.Ledger.Preheat(ctx, h.Books, it.ID)
-			}
-			if err != nil {
-				slog.WarnContext(ctx, "ending a sale: its window in Redis was not closed", "item", it.ID, "err", err)
-			}
-		}
-	}
-	// Every instance rebuilds its catalog and its memory of paused sales now.
-	if err := h.Stops.Announce(ctx); err != nil {
-		return err
-	}
-	return c.JSON(managedJSON(a, "", h.Now()))
-}
-
-// stopsHeard is how long every instance may take to hear of a resume: the turns' time given back counts
-// from then.
-const stopsHeard = time.Second
-
-// giveTurnsBack gives the turns that the sale's pause interrupted their time back, before the sale goes
-// on: a shopper let in with a minute left when it was paused has a minute left when it resumes. Done
-// while the resume is being written: a failure leaves the sale paused, and the admin's next try moves
-// the turns on to its own time (by what the pause lasted since).
-func (h *Admin) giveTurnsBack(ctx context.Context, a *models.Activity, paused time.Time) error {
-	for _, it := range a.Items {
-		if _, err := h.Line.Resume(ctx, it.ID, paused, h.Now().Add(stopsHeard)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (h *Admin) End(c *fiber.Ctx) error { return h.Stop.run(c, models.ActEnd, false) }
 
 // activityStats answers an activity's live figures.
 func (h *Admin) ActivityStats(c *fiber.Ctx) error {

@@ -65,6 +65,11 @@ func (h *Consoles) MerchantHome(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The list shows every decision with its reason, the new ones marked: seen from now on (the badge
+	// of the console's link goes).
+	if err := models.SeeDecisions(c.UserContext(), h.DB, s.UserID); err != nil {
+		return err
+	}
 	noStore(c)
 	return c.Render("merchant", PageData(c, h.Now(), "nav.merchant", "Activities", acts), Layout)
 }
@@ -82,6 +87,11 @@ func (h *Consoles) MerchantActivity(c *fiber.Ctx) error {
 	a, err := models.MerchantActivity(c.UserContext(), h.DB, s.UserID, id)
 	if err != nil {
 		return err
+	}
+	if a.DecisionUnseen { // its page shows the decision (the mail's link leads here)
+		if err := models.SeeDecisions(c.UserContext(), h.DB, s.UserID, a.ID); err != nil {
+			return err
+		}
 	}
 	itemJSON := map[int64]string{}
 	for _, it := range a.Items {
@@ -101,7 +111,7 @@ func (h *Consoles) MerchantActivity(c *fiber.Ctx) error {
 func (h *Consoles) live(c *fiber.Ctx, a *models.Activity, base, back, backLabel string) error {
 	noStore(c)
 	data := PageData(c, h.Now(), "live.title", "Activity", a, "Back", back, "BackLabel", backLabel, "Admin", base == "/admin",
-		"StatsURL", fmt.Sprintf("/api%s/activities/%d/stats", base, a.ID), "ChartURL", fmt.Sprintf("%s/activities/%d/chart.svg", base, a.ID))
+		"StopBase", "/api"+base+"/activities", "StatsURL", fmt.Sprintf("/api%s/activities/%d/stats", base, a.ID), "ChartURL", fmt.Sprintf("%s/activities/%d/chart.svg", base, a.ID))
 	data["Title"] = a.Name
 	return c.Render("live", data, Layout)
 }

@@ -13,7 +13,8 @@ import (
 type Merchant struct {
 	DB         *gorm.DB
 	Stats      *Live
-	ImageHosts []string // IMAGE_HOSTS: the hosts whose https:// addresses an item's image_url may name
+	ImageHosts []string  // IMAGE_HOSTS: the hosts whose https:// addresses an item's image_url may name
+	Stop       *SaleStop // the admins' emergency stop, on the merchant's own sales
 	Now        func() time.Time
 }
 
@@ -24,9 +25,11 @@ type managedActivityJSON struct {
 	Merchant     string     `json:"merchant,omitempty"`
 	ReviewReason string     `json:"review_reason"`
 	ReviewedAt   *time.Time `json:"reviewed_at"`
-	PausedAt     *time.Time `json:"paused_at"`   // an admin's pause, null while it runs
-	EndedEarly   bool       `json:"ended_early"` // an admin ended it before its time
-	StopReason   string     `json:"stop_reason"` // the admin's reason for the last pause, resume or end
+	PausedAt     *time.Time `json:"paused_at"`   // an admin's or its merchant's pause, null while it runs
+	StoppedBy    string     `json:"stopped_by"`  // who paused it or ended it early: "merchant" or "admin" ("" neither)
+	EndedEarly   bool       `json:"ended_early"` // an admin or its merchant ended it before its time
+	StopReason   string     `json:"stop_reason"` // the reason for the last pause, resume or end
+	Phase        string     `json:"phase"`       // draft, in_review, rejected, upcoming, live, paused or over
 	CreatedAt    time.Time  `json:"created_at"`
 	UpdatedAt    time.Time  `json:"updated_at"`
 }
@@ -37,8 +40,18 @@ func managedJSON(a *models.Activity, merchant string, now time.Time) managedActi
 		left[it.ID] = max(it.StockTotal-it.StockSold, 0)
 	}
 	return managedActivityJSON{ActivityJSON: activityJSON(a, left, now), MerchantID: a.MerchantID, Merchant: merchant,
-		ReviewReason: a.ReviewReason, ReviewedAt: a.ReviewedAt, PausedAt: utc(a.PausedAt), EndedEarly: a.EndedEarly, StopReason: a.StopReason,
-		CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+		ReviewReason: a.ReviewReason, ReviewedAt: a.ReviewedAt, PausedAt: utc(a.PausedAt), StoppedBy: stoppedBy(a), EndedEarly: a.EndedEarly, StopReason: a.StopReason,
+		Phase: a.Phase(now), CreatedAt: a.CreatedAt.UTC(), UpdatedAt: a.UpdatedAt.UTC()}
+}
+
+func stoppedBy(a *models.Activity) string {
+	switch {
+	case a.PausedAt == nil && !a.EndedEarly:
+		return ""
+	case a.StoppedByMerchant():
+		return models.StopByMerchant
+	}
+	return models.StopByAdmin
 }
 
 // Activities answers the merchant's own activities, in every state.
@@ -201,6 +214,46 @@ func (h *Merchant) Submit(c *fiber.Ctx) error {
 	}
 	return c.JSON(fiber.Map{"state": a.State})
 }
+
+// Decisions answers how many of the merchant's sales were approved or rejected since it last opened its
+// console's list: the badge on the console's link (asked by the pages of a merchant only, so that
+// /api/me stays free of queries).
+func (h *Merchant) Decisions(c *fiber.Ctx) error {
+	s, _ := SessionOf(c)
+	n, err := models.UnseenDecisions(c.UserContext(), h.DB, s.UserID)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"unseen": n})
+}
+
+// Withdraw takes a sale in review back to the merchant's drafts.
+func (h *Merchant) Withdraw(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "activity")
+	if err != nil {
+		return err
+	}
+	who, err := actor(c, h.DB)
+	if err != nil {
+		return err
+	}
+	a, err := models.WithdrawActivity(c.UserContext(), h.DB, who, id, h.Now())
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"state": a.State})
+}
+
+// Pause pauses one of the merchant's live (or upcoming) sales at once, with a reason the admins see:
+// the admins' emergency stop.
+func (h *Merchant) Pause(c *fiber.Ctx) error { return h.Stop.run(c, models.ActPause, true) }
+
+// Resume resumes a sale the merchant paused itself (an admin's pause only an admin resumes).
+func (h *Merchant) Resume(c *fiber.Ctx) error { return h.Stop.run(c, models.ActResume, true) }
+
+// End ends one of the merchant's sales now, with a reason.
+func (h *Merchant) End(c *fiber.Ctx) error { return h.Stop.run(c, models.ActEnd, true) }
 
 // activityStats answers the live figures of one of the merchant's activities.
 func (h *Merchant) ActivityStats(c *fiber.Ctx) error {

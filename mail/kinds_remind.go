@@ -30,7 +30,7 @@ var renderers = map[string]func(Message) (Rendered, error){
 }
 
 // richFields are the values a reminder's or a receipt's words take, as {sale}, {time}, ...
-var richFields = []string{"Link", "Username", "Sale", "Time", "Start", "OrderNo", "Item", "Amount"}
+var richFields = []string{"Link", "Username", "Sale", "Time", "Start", "OrderNo", "Item", "Amount", "Reason"}
 
 type richPage struct {
 	page

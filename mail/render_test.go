@@ -24,14 +24,14 @@ func TestEveryMailKindInChineseHasFullWidthColons(t *testing.T) {
 		all = append(all, k)
 	}
 	sort.Strings(all)
-	if len(all) != 7 {
+	if len(all) != 9 {
 		t.Errorf("%d kinds of mail (%v): a new kind belongs in this test's data too", len(all), all)
 	}
 	for _, kind := range all {
 		for _, lang := range []string{"zh", "en"} {
 			data := map[string]string{"Username": "mei", "Email": "mei@example.com", "Link": "https://shop.test/x?token=ab",
 				"Unsubscribe": "https://shop.test/unsubscribe?token=1.2.ab", "Sale": "双十一", "Time": When(lang, at),
-				"Start": When(lang, at.Add(10*time.Minute)), "OrderNo": "SK1", "Item": "手机", "Amount": Money(990)}
+				"Start": When(lang, at.Add(10*time.Minute)), "OrderNo": "SK1", "Item": "手机", "Amount": Money(990), "Reason": "价格有误"}
 			r, err := Render(Message{Kind: kind, Lang: lang, Data: data})
 			if err != nil {
 				t.Fatalf("%s in %s: %v", kind, lang, err)

@@ -417,8 +417,9 @@ func (m *migrator) usernameRule(ctx context.Context) error {
 var sinceVersion1 = map[string]bool{
 	"activities.rule_one_per_address": true, "activities.rule_accounts_before_approval": true, "activities.eligible_through": true, // 00002
 	"users.email": true, "users.email_verified_at": true, // 00005
-	"orders.cancel_reason":   true, // 00006
-	"mails.list_unsubscribe": true, // 00007
+	"orders.cancel_reason":   true,                                     // 00006
+	"mails.list_unsubscribe": true,                                     // 00007
+	"activities.stopped_by":  true, "activities.decision_unseen": true, // 00009
 }
 
 // tablesSinceVersion1 are the models' tables that later migrations made: a database of version 1 has none

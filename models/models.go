@@ -92,8 +92,8 @@ type Activity struct {
 	State        string     `gorm:"size:20;not null;index;default:draft"`
 	SaleMode     string     `gorm:"size:16;not null;default:first_come"` // SaleFirstCome or SaleQueue, fixed once approved
 	QueueOpensAt *time.Time // when the waiting room of a queue sale opens: set at approval, never before it
-	// The emergency stop: paused by an admin since PausedAt (nil when running), or ended early (EndsAt
-	// moved to then); StopReason is the admin's reason for the last pause, resume or end.
+	// The emergency stop: paused by an admin or its merchant (StoppedBy) since PausedAt (nil when running),
+	// or ended early (EndsAt moved to then); StopReason is the reason for the last pause, resume or end.
 	PausedAt     *time.Time
 	EndedEarly   bool   `gorm:"not null;default:false"`
 	StopReason   string `gorm:"type:text;not null;default:''"`
@@ -108,7 +108,13 @@ type Activity struct {
 	RuleOnePerAddress          bool `gorm:"not null;default:false"`
 	RuleAccountsBeforeApproval bool `gorm:"not null;default:false"`
 	EligibleThrough            *int64
-	Items                      []Item `gorm:"constraint:OnDelete:CASCADE"`
+	// StoppedBy: the role that made the last pause or early end, StopByMerchant or StopByAdmin ("" before
+	// migration 00009: an admin's); its merchant resumes only its own pause.
+	// DecisionUnseen: the reviewer approved or rejected it and its merchant has not opened its console
+	// since (the badge). Migration 00009 (columns come last, in the order the migrations add them).
+	StoppedBy      string `gorm:"size:16;not null;default:''"`
+	DecisionUnseen bool   `gorm:"not null;default:false"`
+	Items          []Item `gorm:"constraint:OnDelete:CASCADE"`
 }
 
 // Item is a product on sale in an activity. StockSold moves only under the optimistic lock on Version.

@@ -18,7 +18,10 @@ const (
 	ActSubmit  = "submit"
 	ActApprove = "approve"
 	ActReject  = "reject"
-	// The emergency stop: an admin pauses an approved sale, resumes it, or ends it early.
+	// A merchant takes a sale in review back to its drafts (to fix a typo before a reviewer sees it).
+	ActWithdraw = "withdraw"
+	// The emergency stop: an admin, or the sale's merchant, pauses an approved sale, resumes it, or ends
+	// it early (a merchant resumes only its own pause).
 	ActPause  = "pause"
 	ActResume = "resume"
 	ActEnd    = "end"
@@ -28,18 +31,19 @@ var transitions = map[string]struct {
 	from []string
 	to   string // "" keeps the state
 }{
-	ActEdit:    {from: []string{ActivityDraft, ActivityRejected}},
-	ActSubmit:  {from: []string{ActivityDraft, ActivityRejected}, to: ActivityPendingReview},
-	ActApprove: {from: []string{ActivityPendingReview}, to: ActivityApproved},
-	ActReject:  {from: []string{ActivityPendingReview}, to: ActivityRejected},
-	ActPause:   {from: []string{ActivityApproved}},
-	ActResume:  {from: []string{ActivityApproved}},
-	ActEnd:     {from: []string{ActivityApproved}},
+	ActEdit:     {from: []string{ActivityDraft, ActivityRejected}},
+	ActSubmit:   {from: []string{ActivityDraft, ActivityRejected}, to: ActivityPendingReview},
+	ActApprove:  {from: []string{ActivityPendingReview}, to: ActivityApproved},
+	ActReject:   {from: []string{ActivityPendingReview}, to: ActivityRejected},
+	ActWithdraw: {from: []string{ActivityPendingReview}, to: ActivityDraft},
+	ActPause:    {from: []string{ActivityApproved}},
+	ActResume:   {from: []string{ActivityApproved}},
+	ActEnd:      {from: []string{ActivityApproved}},
 }
 
 // NextActivityState answers the state an action leads an activity to from state, or errs activity_state when the
-// action is not allowed there: draft → pending_review → approved | rejected, rejected → pending_review;
-// only draft and rejected activities can be changed.
+// action is not allowed there: draft → pending_review → approved | rejected, rejected → pending_review,
+// pending_review → draft (withdrawn); only draft and rejected activities can be changed.
 func NextActivityState(state, action string) (string, error) {
 	t, ok := transitions[action]
 	if !ok {
@@ -56,7 +60,7 @@ func NextActivityState(state, action string) (string, error) {
 	return "", errs.Newf(errs.ActivityState, "a %s activity cannot be %s", strings.ReplaceAll(state, "_", " "), pastTense[action])
 }
 
-var pastTense = map[string]string{ActEdit: "changed", ActSubmit: "submitted", ActApprove: "approved", ActReject: "rejected",
+var pastTense = map[string]string{ActEdit: "changed", ActSubmit: "submitted", ActApprove: "approved", ActReject: "rejected", ActWithdraw: "withdrawn",
 	ActPause: "paused", ActResume: "resumed", ActEnd: "ended"}
 
 // changeActivity runs fn on a merchant's or any (merchantID 0) activity inside a transaction, with the
@@ -115,10 +119,24 @@ func SubmitActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, now t
 	})
 }
 
+// WithdrawActivity takes one of the merchant's activities in review back to its drafts, where it can be
+// changed and submitted again.
+func WithdrawActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, now time.Time) (*Activity, error) {
+	return changeActivity(ctx, db, who, who.ID, id, ActWithdraw, now, func(tx *gorm.DB, a *Activity, next string) (any, any, error) {
+		before := auditOf(a)
+		a.State, a.UpdatedAt = next, now
+		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(map[string]any{"state": next, "updated_at": now}).Error
+		return before, auditOf(a), err
+	})
+}
+
 // Review approves or rejects (with a reason) an activity pending review.
 //
-// A queue sale's waiting room opens queueOpens before its start, and never before its approval.
-func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool, reason string, queueOpens time.Duration, now time.Time) (*Activity, error) {
+// A queue sale's waiting room opens queueOpens before its start, and never before its approval. The
+// decision is unseen by its merchant until the console is opened; decided, when not nil, is called in the
+// same transaction once it is written (the merchant's mail is queued there: both happen or neither).
+func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool, reason string, queueOpens time.Duration, now time.Time,
+	decided func(tx *gorm.DB, a *Activity) error) (*Activity, error) {
 	action := ActReject
 	if approve {
 		action = ActApprove
@@ -129,8 +147,9 @@ func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool,
 	}
 	return changeActivity(ctx, db, who, 0, id, action, now, func(tx *gorm.DB, a *Activity, next string) (any, any, error) {
 		before := auditOf(a)
-		a.State, a.ReviewerID, a.ReviewReason, a.ReviewedAt, a.UpdatedAt = next, &who.ID, reason, &now, now
-		change := map[string]any{"state": next, "reviewer_id": who.ID, "review_reason": reason, "reviewed_at": now, "updated_at": now}
+		a.State, a.ReviewerID, a.ReviewReason, a.ReviewedAt, a.UpdatedAt, a.DecisionUnseen = next, &who.ID, reason, &now, now, true
+		change := map[string]any{"state": next, "reviewer_id": who.ID, "review_reason": reason, "reviewed_at": now, "updated_at": now,
+			"decision_unseen": true}
 		if next == ActivityApproved && a.SaleMode == SaleQueue {
 			opens := a.StartsAt.Add(-queueOpens)
 			if opens.Before(now) {
@@ -148,9 +167,41 @@ func Review(ctx context.Context, db *gorm.DB, who Actor, id int64, approve bool,
 			a.EligibleThrough = &newest
 			change["eligible_through"] = newest
 		}
-		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(change).Error
-		return before, auditOf(a), err
+		if err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(change).Error; err != nil {
+			return nil, nil, err
+		}
+		if decided != nil {
+			if err := decided(tx, a); err != nil {
+				return nil, nil, err
+			}
+		}
+		return before, auditOf(a), nil
 	})
+}
+
+// UnseenDecisions counts the merchant's sales whose review decision it has not seen yet.
+func UnseenDecisions(ctx context.Context, db *gorm.DB, merchantID int64) (int64, error) {
+	var n int64
+	err := db.WithContext(ctx).Model(&Activity{}).Where("merchant_id = ? AND decision_unseen", merchantID).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("unseen decisions of merchant %d: %w", merchantID, err)
+	}
+	return n, nil
+}
+
+// SeeDecisions marks every decision on the merchant's sales seen (the console's list, which shows them,
+// was opened).
+// With ids, only those sales' (one sale's page was opened).
+func SeeDecisions(ctx context.Context, db *gorm.DB, merchantID int64, ids ...int64) error {
+	q := db.WithContext(ctx).Model(&Activity{}).Where("merchant_id = ? AND decision_unseen", merchantID)
+	if len(ids) > 0 {
+		q = q.Where("id IN ?", ids)
+	}
+	err := q.Update("decision_unseen", false).Error
+	if err != nil {
+		return fmt.Errorf("see decisions of merchant %d: %w", merchantID, err)
+	}
+	return nil
 }
 
 // RecentlyReviewed lists the activities approved or rejected most recently, at most limit, with items.
@@ -192,18 +243,36 @@ func checkReason(reason string, required bool) (string, error) {
 
 // Stop is an admin's emergency stop of an approved sale that has not ended: pause (buying, purchase
 // paths and the waiting room's turns stop; the line keeps its order), resume, or end now. Each is audited
-// with its reason, which the merchant sees. Pausing a paused sale, or resuming a running one, answers
+// with its reason, which the merchant sees (a pause's and an end's reason is required; a resume needs
+// none). Pausing a paused sale, or resuming a running one, answers
 // activity_state; so does any of them on a sale that has ended. resumed, when not nil, is called on a
 // resume once everything else was checked, before it is written, with the sale and when its pause
 // began: what it does before the sale goes on (the waiting room's turns given their time back); its
 // error leaves the sale paused.
 func Stop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason string, now time.Time,
 	resumed func(a *Activity, paused time.Time) error) (*Activity, error) {
-	reason, err := checkReason(reason, true)
+	return stopSale(ctx, db, who, 0, id, action, reason, now, resumed)
+}
+
+// MerchantStop is the same emergency stop in the hands of the sale's merchant (who): only its own sales
+// (another's answers not found), and a resume only of a pause it made itself (an admin's pause stays
+// until an admin resumes it: forbidden).
+func MerchantStop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason string, now time.Time,
+	resumed func(a *Activity, paused time.Time) error) (*Activity, error) {
+	return stopSale(ctx, db, who, who.ID, id, action, reason, now, resumed)
+}
+
+func stopSale(ctx context.Context, db *gorm.DB, who Actor, merchantID, id int64, action, reason string, now time.Time,
+	resumed func(a *Activity, paused time.Time) error) (*Activity, error) {
+	reason, err := checkReason(reason, action != ActResume)
 	if err != nil {
 		return nil, err
 	}
-	return changeActivity(ctx, db, who, 0, id, action, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
+	by := StopByAdmin
+	if merchantID != 0 {
+		by = StopByMerchant
+	}
+	return changeActivity(ctx, db, who, merchantID, id, action, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
 		if !now.Before(a.EndsAt) {
 			return nil, nil, errs.New(errs.ActivityState, "this sale has ended")
 		}
@@ -214,31 +283,86 @@ func Stop(ctx context.Context, db *gorm.DB, who Actor, id int64, action, reason 
 			if a.PausedAt != nil {
 				return nil, nil, errs.New(errs.ActivityState, "this sale is paused already")
 			}
-			a.PausedAt = &now
-			change["paused_at"] = now
+			a.PausedAt, a.StoppedBy = &now, by
+			change["paused_at"], change["stopped_by"] = now, by
 		case ActResume:
 			if a.PausedAt == nil {
 				return nil, nil, errs.New(errs.ActivityState, "this sale is not paused")
+			}
+			if merchantID != 0 && !a.PausedByMerchant() {
+				return nil, nil, errs.New(errs.Forbidden, "only an admin can resume a sale an admin paused")
 			}
 			if resumed != nil {
 				if err := resumed(a, *a.PausedAt); err != nil {
 					return nil, nil, err
 				}
 			}
-			a.PausedAt = nil
-			change["paused_at"] = nil
+			a.PausedAt, a.StoppedBy = nil, ""
+			change["paused_at"], change["stopped_by"] = nil, ""
 		case ActEnd:
 			ends := now
 			if ends.Before(a.StartsAt) {
 				ends = a.StartsAt // a sale ended before its start never opens (and never ends before it starts)
 			}
-			a.EndsAt, a.PausedAt, a.EndedEarly = ends, nil, true
-			change["ends_at"], change["paused_at"], change["ended_early"] = ends, nil, true
+			a.EndsAt, a.PausedAt, a.StoppedBy, a.EndedEarly = ends, nil, by, true
+			change["ends_at"], change["paused_at"], change["stopped_by"], change["ended_early"] = ends, nil, by, true
 		}
 		a.StopReason, a.UpdatedAt = reason, now
 		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(change).Error
 		return before, stopAuditOf(a), err
 	})
+}
+
+// PausedByMerchant reports whether the sale is paused by its own merchant (not by an admin).
+func (a Activity) PausedByMerchant() bool { return a.PausedAt != nil && a.StoppedByMerchant() }
+
+// StoppedByMerchant reports whether the sale's last pause or early end was its merchant's own.
+func (a Activity) StoppedByMerchant() bool { return a.StoppedBy == StopByMerchant }
+
+// Who made a sale's last pause or early end (Activity.StoppedBy).
+const (
+	StopByMerchant = "merchant"
+	StopByAdmin    = "admin"
+)
+
+// (Value receivers: the pages' templates call them on the activities they range over.)
+
+// Phases of a sale as a person names them (Phase).
+const (
+	PhaseDraft    = "draft"
+	PhaseInReview = "in_review"
+	PhaseRejected = "rejected"
+	PhaseUpcoming = "upcoming"
+	PhaseLive     = "live"
+	PhasePaused   = "paused"
+	PhaseOver     = "over"
+)
+
+// Phase says where the sale is at now as a person says it: a draft, in review or rejected; once
+// approved, upcoming, live, paused (before or during its window) or over (ended, early or on time).
+func (a Activity) Phase(now time.Time) string {
+	switch a.State {
+	case ActivityDraft:
+		return PhaseDraft
+	case ActivityPendingReview:
+		return PhaseInReview
+	case ActivityRejected:
+		return PhaseRejected
+	}
+	switch {
+	case !now.Before(a.EndsAt):
+		return PhaseOver
+	case a.PausedAt != nil:
+		return PhasePaused
+	case now.Before(a.StartsAt):
+		return PhaseUpcoming
+	}
+	return PhaseLive
+}
+
+// Stoppable reports whether the emergency stop can still act on the sale at now: approved and not over.
+func (a Activity) Stoppable(now time.Time) bool {
+	return a.State == ActivityApproved && now.Before(a.EndsAt)
 }
 
 type stopAudit struct {

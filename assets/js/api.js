@@ -160,6 +160,18 @@
         console.href = me.role === "admin" ? "/admin" : "/merchant";
         console.textContent = me.role === "admin" ? nav.dataset.admin : nav.dataset.merchant;
         nav.appendChild(console);
+        if (me.role === "merchant") { // its sales decided since it last looked: a badge on the link
+          api("GET", "/api/merchant/decisions").then(function (d) {
+            if (!(d.unseen > 0)) return;
+            var badge = document.createElement("span");
+            badge.className = "badge unseen";
+            badge.id = "unseen-decisions";
+            badge.textContent = d.unseen;
+            badge.title = nav.dataset.unseen;
+            console.appendChild(document.createTextNode(" "));
+            console.appendChild(badge);
+          }).catch(function () {});
+        }
       }
       var who = document.createElement("span");
       who.textContent = me.username;

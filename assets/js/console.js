@@ -36,9 +36,23 @@
     mode.addEventListener("change", follow);
     follow();
   });
+  // missing says, beside each required field left empty that names its message (data-missing), that it
+  // is missing, and focuses the first: checked before any "are you sure?", which would ask in vain.
+  function missing(form) {
+    var first = null;
+    form.querySelectorAll("[data-missing]").forEach(function (el) {
+      var slot = form.querySelector('[data-error-for="' + el.name + '"]');
+      var empty = el.value.trim() === "";
+      if (slot) slot.textContent = empty ? el.dataset.missing : "";
+      if (empty && !first) first = el;
+    });
+    if (first) first.focus();
+    return first !== null;
+  }
   document.querySelectorAll("form[data-api]").forEach(function (form) {
     form.addEventListener("submit", function (ev) {
       ev.preventDefault();
+      if (missing(form)) return;
       if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
       var body = {};
       form.querySelectorAll("input[name], textarea[name], select[name]").forEach(function (el) {
@@ -72,11 +86,19 @@
     });
   });
 
-  // The emergency stop: Pause, Resume or End with the reason typed beside them (End asks first).
+  // The emergency stop: Pause, Resume or End with the reason typed beside them. Pause and End need the
+  // reason, said before End asks "are you sure?"; Resume needs none.
   document.querySelectorAll("form[data-stop]").forEach(function (form) {
     form.addEventListener("submit", function (ev) { ev.preventDefault(); });
     form.querySelectorAll("button[data-action]").forEach(function (btn) {
       btn.addEventListener("click", function () {
+        var slot = form.querySelector('[data-error-for="reason"]');
+        slot.textContent = "";
+        if (btn.dataset.action !== "resume" && form.reason.value.trim() === "") {
+          slot.textContent = form.dataset.missing;
+          form.reason.focus();
+          return;
+        }
         if (btn.dataset.action === "end" && !window.confirm(form.dataset.confirmEnd)) return;
         btn.disabled = true;
         api("POST", form.dataset.stop + "/" + btn.dataset.action, { reason: form.reason.value })
