@@ -57,11 +57,10 @@ func NextActivityState(state, action string) (string, error) {
 			return t.to, nil
 		}
 	}
-	return "", errs.Newf(errs.ActivityState, "a %s activity cannot be %s", strings.ReplaceAll(state, "_", " "), pastTense[action])
+	// What can be done instead, in the person's words (i18n/words_salestate.go): a page that lost a race
+	// (a withdraw after the reviewer decided) is told what happened and to reload.
+	return "", errs.Say(errs.ActivityState, "sale_state."+action)
 }
-
-var pastTense = map[string]string{ActEdit: "changed", ActSubmit: "submitted", ActApprove: "approved", ActReject: "rejected", ActWithdraw: "withdrawn",
-	ActPause: "paused", ActResume: "resumed", ActEnd: "ended"}
 
 // changeActivity runs fn on a merchant's or any (merchantID 0) activity inside a transaction, with the
 // row locked, after checking that action is allowed from its state; fn returns what to audit.
