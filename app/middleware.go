@@ -129,7 +129,9 @@ type header struct{ key, value []byte }
 // a document a person sees, so it carries only what protects it as data: no sniffing it as a script or a
 // page, no reading it from another site's page, and the CSP that loads nothing and lets nobody frame it
 // (X-Frame-Options, Referrer-Policy and the opener policy are a page's: a JSON answer has no links, no
-// clicks and no window).
+// clicks and no window). A JSON answer is also kept by no cache unless its handler says it may be (the
+// catalog, the line's document, the edge's answers say public): an order, an address book, a buy's answer
+// is no proxy's or browser cache's to keep.
 func securityHeaderList(page, hsts bool, imageHosts []string) []header {
 	csp := apiContentSecurityPolicy
 	if page {
@@ -143,6 +145,8 @@ func securityHeaderList(page, hsts bool, imageHosts []string) []header {
 	if page {
 		list = append(list, [2]string{fiber.HeaderXFrameOptions, "DENY"}, [2]string{fiber.HeaderReferrerPolicy, "same-origin"},
 			[2]string{"Cross-Origin-Opener-Policy", "same-origin"})
+	} else {
+		list = append(list, [2]string{fiber.HeaderCacheControl, "no-store"})
 	}
 	if hsts {
 		list = append(list, [2]string{fiber.HeaderStrictTransportSecurity, "max-age=31536000; includeSubDomains"})

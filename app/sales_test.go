@@ -22,7 +22,7 @@ func TestMerchantStopsOnlyItsOwnSale(t *testing.T) {
 	noToken.noAutoCSRF = true
 	expect(t, "a pause without the CSRF token", noToken.call("POST", mine+"/pause", map[string]any{"reason": "x"}), 403, "csrf")
 	expect(t, "a withdraw without the CSRF token", noToken.call("POST", mine+"/withdraw", nil), 403, "csrf")
-	expect(t, "a reason over 2,000 bytes", shop.call("POST", mine+"/pause", map[string]any{"reason": strings.Repeat("x", 2001)}), 400, "bad_request")
+	expect(t, "a reason over 2,000 characters", shop.call("POST", mine+"/pause", map[string]any{"reason": strings.Repeat("价", 2001)}), 400, "bad_request")
 	expect(t, "another merchant pausing", other.call("POST", mine+"/pause", map[string]any{"reason": "x"}), 404, "not_found")
 	expect(t, "another merchant ending", other.call("POST", mine+"/end", map[string]any{"reason": "x"}), 404, "not_found")
 	expect(t, "a pause without a reason", shop.call("POST", mine+"/pause", map[string]any{"reason": " "}), 400, "bad_request")
@@ -37,6 +37,9 @@ func TestMerchantStopsOnlyItsOwnSale(t *testing.T) {
 	}
 	// Resumed by the merchant itself, with no reason (no body at all).
 	expect(t, "the merchant resumes its own pause", shop.call("POST", mine+"/resume", nil), 200, "")
+	// A reason is counted as the page's field counts it: 2,000 Chinese characters (6,000 bytes) pass.
+	expect(t, "a pause with 2,000 Chinese characters", shop.call("POST", mine+"/pause", map[string]any{"reason": strings.Repeat("价", 2000)}), 200, "")
+	expect(t, "the merchant resumes it", shop.call("POST", mine+"/resume", nil), 200, "")
 	// An admin's pause only an admin resumes.
 	expect(t, "an admin pauses", admin.call("POST", "/api/admin/activities/"+itoa(sale.ID)+"/pause", map[string]any{"reason": "bots"}), 200, "")
 	expect(t, "the merchant resumes the admin's pause", shop.call("POST", mine+"/resume", map[string]any{}), 403, "forbidden")
@@ -53,7 +56,8 @@ func TestMerchantStopsOnlyItsOwnSale(t *testing.T) {
 	for _, row := range rows {
 		got = append(got, row.Action+" by "+row.Actor)
 	}
-	want := "activity.pause by own_stop_shop, activity.resume by own_stop_shop, activity.pause by own_stop_admin, " +
+	want := "activity.pause by own_stop_shop, activity.resume by own_stop_shop, " +
+		"activity.pause by own_stop_shop, activity.resume by own_stop_shop, activity.pause by own_stop_admin, " +
 		"activity.resume by own_stop_admin, activity.end by own_stop_shop"
 	if strings.Join(got, ", ") != want {
 		t.Errorf("the audit says %q, want %q", strings.Join(got, ", "), want)

@@ -664,3 +664,33 @@ func TestRawBytesInAnOrderNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateAnswersAreKeptByNoCache: every JSON answer is no-store unless its handler says a cache may
+// keep it: a buy's answers (queued, a refused path), a shopper's orders and addresses, a 404; the
+// catalog stays public, for nginx.
+func TestPrivateAnswersAreKeptByNoCache(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, 10, now.Add(-time.Minute), now.Add(time.Hour))
+	alice := newBrowser(t, s.URL)
+	alice.register("alice", passwordOf("alice"))
+	itemPath := "/api/items/" + itoa(item.ID)
+	r := getPath(t, s, alice, item.ID)
+	expect(t, "a path", r, 200, "")
+	path := r.json(t)["path"].(string)
+	for what, a := range map[string]reply{
+		"a refused path":   alice.call("POST", itemPath+"/buy/"+strings.Repeat("0", 32), nil),
+		"a buy":            alice.call("POST", itemPath+"/buy/"+path, nil),
+		"the buy's result": alice.call("GET", itemPath+"/result", nil),
+		"the orders":       alice.call("GET", "/api/orders", nil),
+		"the addresses":    alice.call("GET", "/api/addresses", nil),
+		"an unknown route": alice.call("GET", "/api/nothing-here", nil),
+	} {
+		if cc := a.Header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("%s (%d): Cache-Control %q, want no-store", what, a.Status, cc)
+		}
+	}
+	if cc := alice.call("GET", itemPath, nil).Header.Get("Cache-Control"); !strings.HasPrefix(cc, "public") {
+		t.Errorf("GET %s: Cache-Control %q, want public", itemPath, cc) // the line's document: app/line_test.go
+	}
+}

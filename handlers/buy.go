@@ -259,6 +259,5 @@ func (h *Buy) Result(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	setCache(c, cacheNoStore)
-	return c.JSON(r)
+	return c.JSON(r) // no-store: every JSON answer's unless said otherwise (app's front)
 }

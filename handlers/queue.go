@@ -285,8 +285,7 @@ type proven struct {
 // memory while the line has not reached it.
 func (h *Queue) answerAt(c *fiber.Ctx, it *models.Item, a *models.Activity, userID int64, at proven) error {
 	now := h.Now()
-	paused := h.Stops.Paused(it.ID)
-	setCache(c, cacheNoStore)
+	paused := h.Stops.Paused(it.ID) // no-store: every JSON answer's unless said otherwise (app's front)
 	scene := stock.Scene{Now: now, Ends: a.EndsAt, Paused: paused, PausedAt: a.PausedAt}
 	var t stock.Told
 	var err error

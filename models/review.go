@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -57,11 +58,10 @@ func NextActivityState(state, action string) (string, error) {
 			return t.to, nil
 		}
 	}
-	return "", errs.Newf(errs.ActivityState, "a %s activity cannot be %s", strings.ReplaceAll(state, "_", " "), pastTense[action])
+	// What can be done instead, in the person's words (i18n/words_salestate.go): a page that lost a race
+	// (a withdraw after the reviewer decided) is told what happened and to reload.
+	return "", errs.Say(errs.ActivityState, "sale_state."+action)
 }
-
-var pastTense = map[string]string{ActEdit: "changed", ActSubmit: "submitted", ActApprove: "approved", ActReject: "rejected", ActWithdraw: "withdrawn",
-	ActPause: "paused", ActResume: "resumed", ActEnd: "ended"}
 
 // changeActivity runs fn on a merchant's or any (merchantID 0) activity inside a transaction, with the
 // row locked, after checking that action is allowed from its state; fn returns what to audit.
@@ -226,15 +226,16 @@ func PendingReviews(ctx context.Context, db *gorm.DB) ([]Activity, error) {
 	return acts, nil
 }
 
-// checkReason checks a person's reason for an action (others see it): at most 2,000 bytes of text,
-// and not empty when required. It answers it trimmed.
+// checkReason checks a person's reason for an action (others see it): at most 2,000 characters of text
+// (as the pages' fields count them: 2,000 Chinese characters are 6,000 bytes), and not empty when
+// required. It answers it trimmed.
 func checkReason(reason string, required bool) (string, error) {
 	reason = strings.TrimSpace(reason)
 	switch {
 	case required && strings.TrimFunc(reason, invisible) == "":
 		return "", errs.Bad(errs.W("reason", "reason_required"))
-	case len(reason) > 2000:
-		return "", errs.Bad(errs.W("reason", "max_bytes", 2000))
+	case utf8.RuneCountInString(reason) > 2000:
+		return "", errs.Bad(errs.W("reason", "max_chars", 2000))
 	case BadText(reason, true):
 		return "", errs.Bad(errs.W("reason", "control_chars"))
 	}

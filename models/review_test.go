@@ -1,12 +1,31 @@
 package models_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"seckill/errs"
+	"seckill/i18n"
 	"seckill/models"
 )
+
+// A withdraw that lost its race to the reviewer's decision says what happened, in the person's words,
+// with the shop's word for a sale.
+func TestAWithdrawTooLateSaysTheReviewerDecided(t *testing.T) {
+	_, err := models.NextActivityState(models.ActivityApproved, models.ActWithdraw)
+	var e *errs.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("%v: not an errs.Error", err)
+	}
+	for lang, want := range map[string]string{"en": "a reviewer has decided on it already", "zh": "审核员已作出决定"} {
+		got := e.Localize(lang, i18n.For(lang).T).Message
+		if !strings.Contains(got, want) || strings.Contains(got, "activity") {
+			t.Errorf("in %s: %q, want it to say %q", lang, got, want)
+		}
+	}
+}
 
 // The activities' transitions, as the table says: withdraw leads only from review back to the drafts.
 func TestActivityTransitions(t *testing.T) {

@@ -1,6 +1,9 @@
 // The login page (password and QR code) and the register page.
 (function () {
   "use strict";
+  // Whoever logs in here may be someone else than who used this browser before: what remind.js learnt of
+  // the last account's reminders is forgotten.
+  try { localStorage.removeItem("sk_reminded"); } catch (e) { /* nothing kept */ }
   function nextURL() {
     return localPath(new URLSearchParams(location.search).get("next") || "/");
   }

@@ -9,7 +9,8 @@
   "use strict";
   var signedIn = /(^|; )sk_in=1/.test(document.cookie);
   var CROWD = 15 * 60 * 1000, KEY = "sk_reminded";
-  // What this browser learnt is its signed-in shopper's: a page seen logged out forgets it.
+  // What this browser learnt is its signed-in shopper's: a page seen logged out, and the login and register
+  // pages (accounts.js), forget it.
   if (!signedIn) { try { localStorage.removeItem(KEY); } catch (e) { /* nothing kept */ } }
   var boxes = Array.prototype.slice.call(document.querySelectorAll("[data-remind]")).filter(function (box) {
     return Date.parse(box.dataset.starts) > Date.now();
