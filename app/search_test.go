@@ -49,6 +49,11 @@ func TestAdminSearchAnswersThePagedObjects(t *testing.T) {
 		{"/api/admin/audit?actor=a%00b", "actor"},
 		{"/api/admin/audit?action=" + strings.Repeat("a", 41), "action"},
 		{"/api/admin/audit?on=%ff%fe", "on"},
+		{"/api/admin/audit?action=bogus", "action"},
+		{"/api/admin/audit?action=order.cancel", "action"},
+		{"/api/admin/audit?on=activity:abc", "on"},
+		{"/api/admin/audit?on=planet:3", "on"},
+		{"/api/admin/audit?on=order:" + strings.Repeat("1", 33), "on"},
 		{"/api/admin/audit?to=2030-02-30", "to"},
 		{"/api/admin/audit?page=0", "page"},
 	} {

@@ -186,9 +186,11 @@ func (h *AdminOrders) Page(c *fiber.Ctx) error {
 				if err != nil {
 					return err
 				}
-				if data["Story"], err = auditViews(ctx, h.DB, story, tr); err != nil {
+				views, err := auditViews(ctx, h.DB, story, tr)
+				if err != nil {
 					return err
 				}
+				data["Story"] = orderStory(v.Order, v.Buyer, story, views, tr)
 				say := strings.NewReplacer("{amount}", fmt.Sprintf("¥%d.%02d", v.Order.PriceCents/100, v.Order.PriceCents%100), "{buyer}", v.Buyer)
 				data["RefundConfirm"] = say.Replace(tr.T("srch.refundConfirm"))
 				if c.Query("refunded") == "1" && v.Order.Status == models.OrderRefunded {

@@ -93,7 +93,9 @@ const (
 
 // AuditShipments writes, in tx, one audit row per order a merchant shipped (action AuditShip) or whose
 // shipping it corrected (AuditShipFix), as the merchant: each order's story says how and when it left.
-func AuditShipments(tx *gorm.DB, merchantID int64, action string, orders []*Order, now time.Time) error {
+// was holds a corrected order's carrier and tracking number before (by order number): a correction's
+// row keeps them, and names only the fields it changed.
+func AuditShipments(tx *gorm.DB, merchantID int64, action string, orders []*Order, was map[string]Shipment, now time.Time) error {
 	if len(orders) == 0 {
 		return nil
 	}
@@ -103,13 +105,30 @@ func AuditShipments(tx *gorm.DB, merchantID int64, action string, orders []*Orde
 	}
 	rows := make([]AuditLog, 0, len(orders))
 	for _, o := range orders {
-		after, _ := json.Marshal(map[string]string{"status": o.Status, "carrier": o.Carrier, "tracking_no": o.TrackingNo})
-		before := ""
+		var before, after map[string]string
 		if action == AuditShip {
-			before = `{"status":"` + OrderPaid + `"}`
+			before = map[string]string{"status": OrderPaid}
+			after = map[string]string{"status": o.Status, "carrier": o.Carrier, "tracking_no": o.TrackingNo}
+		} else {
+			w := was[o.OrderNo]
+			before, after = map[string]string{}, map[string]string{}
+			if w.Carrier != o.Carrier {
+				before["carrier"], after["carrier"] = w.Carrier, o.Carrier
+			}
+			if w.TrackingNo != o.TrackingNo {
+				before["tracking_no"], after["tracking_no"] = w.TrackingNo, o.TrackingNo
+			}
+			if len(after) == 0 {
+				continue // a batch's rows corrected it and back: nothing changed
+			}
 		}
+		b, _ := json.Marshal(before)
+		a, _ := json.Marshal(after)
 		rows = append(rows, AuditLog{ActorID: who.ID, Actor: who.Username, Action: action, Target: "order:" + o.OrderNo,
-			Before: before, After: string(after), CreatedAt: now})
+			Before: string(b), After: string(a), CreatedAt: now})
+	}
+	if len(rows) == 0 {
+		return nil
 	}
 	if err := tx.CreateInBatches(rows, 500).Error; err != nil {
 		return fmt.Errorf("audit %s: %w", action, err)

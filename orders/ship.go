@@ -35,7 +35,7 @@ func (s *Service) Ship(ctx context.Context, merchantID int64, orderNo string, sh
 		if o, err = models.LockMerchantOrder(tx, merchantID, orderNo); err != nil {
 			return err
 		}
-		was := o.Status
+		was, sent := o.Status, models.Shipment{Carrier: o.Carrier, TrackingNo: o.TrackingNo}
 		if outcome, err = shipped(o, sh, now); err != nil {
 			return err
 		}
@@ -45,12 +45,12 @@ func (s *Service) Ship(ctx context.Context, merchantID int64, orderNo string, sh
 			if err := change(tx, o, models.OrderShipped, now, map[string]any{"shipped_at": now, "carrier": o.Carrier, "tracking_no": o.TrackingNo}); err != nil {
 				return err
 			}
-			return models.AuditShipments(tx, merchantID, models.AuditShip, []*models.Order{o}, now)
+			return models.AuditShipments(tx, merchantID, models.AuditShip, []*models.Order{o}, nil, now)
 		case ShipCorrected:
 			if err := models.CorrectShipments(tx, []*models.Order{o}, now); err != nil {
 				return err
 			}
-			return models.AuditShipments(tx, merchantID, models.AuditShipFix, []*models.Order{o}, now)
+			return models.AuditShipments(tx, merchantID, models.AuditShipFix, []*models.Order{o}, map[string]models.Shipment{o.OrderNo: sent}, now)
 		}
 		return nil
 	})
@@ -135,6 +135,7 @@ func (s *Service) ShipAll(ctx context.Context, merchantID, activityID int64, row
 				}
 			}
 			done, corrected := map[int64]*models.Order{}, map[int64]*models.Order{}
+			sent := map[string]models.Shipment{} // a shipped order's carrier and number before this batch
 			for i := range chunk {
 				r := &chunk[i]
 				o, ok := byNo[r.OrderNo]
@@ -146,6 +147,9 @@ func (s *Service) ShipAll(ctx context.Context, merchantID, activityID int64, row
 					continue
 				}
 				_, before := done[o.ID]
+				if _, seen := sent[o.OrderNo]; !seen && o.Status == models.OrderShipped {
+					sent[o.OrderNo] = models.Shipment{Carrier: o.Carrier, TrackingNo: o.TrackingNo}
+				}
 				switch r.Outcome, r.Err = shipped(o, r.Shipment, now); {
 				case r.Outcome == ShipDone || before && r.Outcome == ShipCorrected:
 					done[o.ID] = o // shipped by this batch (a second row of it corrects what the first wrote)
@@ -160,10 +164,10 @@ func (s *Service) ShipAll(ctx context.Context, merchantID, activityID int64, row
 				return err
 			}
 			// Each order's story says how it left: one audit row per order, as the merchant.
-			if err := models.AuditShipments(tx, merchantID, models.AuditShip, list(done), now); err != nil {
+			if err := models.AuditShipments(tx, merchantID, models.AuditShip, list(done), nil, now); err != nil {
 				return err
 			}
-			return models.AuditShipments(tx, merchantID, models.AuditShipFix, list(corrected), now)
+			return models.AuditShipments(tx, merchantID, models.AuditShipFix, list(corrected), sent, now)
 		})
 		if err != nil {
 			for i := range chunk {
