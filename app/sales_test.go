@@ -104,3 +104,29 @@ func draftWithItem(t *testing.T, s *liveServer, shop *browser, name string) int6
 	}
 	return id
 }
+
+// A rejection the merchant had not looked at is no decision to see once the sale is sent again: the
+// console's badge stops counting it (outside review: a resubmitted sale still counted, marked "New").
+func TestAResubmittedSaleLeavesTheBadge(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	shop := withRole(t, s, "badge_shop", models.RoleMerchant)
+	admin := withRole(t, s, "badge_admin", models.RoleAdmin)
+	id := draftWithItem(t, s, shop, "Badge sale")
+	path := "/api/merchant/activities/" + itoa(id)
+	unseen := func() float64 {
+		r := shop.call("GET", "/api/merchant/decisions", nil)
+		if r.Status != 200 {
+			t.Fatalf("decisions: %d %s", r.Status, r.Body)
+		}
+		return r.json(t)["unseen"].(float64)
+	}
+	expect(t, "submit", shop.call("POST", path+"/submit", nil), 200, "")
+	expect(t, "reject", admin.call("POST", "/api/admin/activities/"+itoa(id)+"/reject", map[string]any{"reason": "a wrong price"}), 200, "")
+	if n := unseen(); n != 1 {
+		t.Fatalf("after the rejection the badge counts %v, want 1", n)
+	}
+	expect(t, "submit again", shop.call("POST", path+"/submit", nil), 200, "")
+	if n := unseen(); n != 0 {
+		t.Errorf("after sending it again the badge counts %v, want 0", n)
+	}
+}

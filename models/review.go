@@ -113,8 +113,10 @@ func SubmitActivity(ctx context.Context, db *gorm.DB, who Actor, id int64, now t
 			return nil, nil, errs.Bad(why...)
 		}
 		before := auditOf(a)
-		a.State, a.UpdatedAt = next, now
-		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(map[string]any{"state": next, "updated_at": now}).Error
+		// A decision the merchant had not looked at is moot once the sale is sent again: no badge for it.
+		a.State, a.UpdatedAt, a.DecisionUnseen = next, now, false
+		err := tx.Model(&Activity{}).Where("id = ?", a.ID).Updates(map[string]any{"state": next, "updated_at": now,
+			"decision_unseen": false}).Error
 		return before, auditOf(a), err
 	})
 }
