@@ -151,7 +151,7 @@
       sayQueue(parts.join(" · ") + (s.ahead >= s.stock_left ? " " + w("queue.likely") : ""));
     } else if (s.state === "sold_out") sayQueue(fmt("queue.soldOut", s.position), "bad");
     else if (s.state === "missed") sayQueue(w("queue.missed"), "bad");
-    else if (s.state === "out" && !queueOpen() && window.serverNow() < opens) sayQueue(fmt("queue.notOpen", new Date(opens).toLocaleTimeString()));
+    else if (s.state === "out" && !queueOpen() && window.serverNow() < opens) sayQueue(fmt("queue.notOpen", new Date(opens).toLocaleTimeString(document.documentElement.lang || undefined, { hour: "2-digit", minute: "2-digit" })));
     else sayQueue("");
     if (s.state === "bought" && busy !== "queued" && !failedOrder) { busy = "queued"; say(w("buy.queued")); follow(); }
     if (s.state === "ended") { final = true; say(w("err.ended"), "bad"); }
