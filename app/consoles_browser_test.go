@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -278,9 +279,31 @@ func TestConsoleWordsInChinese(t *testing.T) {
 	withRole(t, s, "words_admin", models.RoleAdmin)
 	ctx := chrome(t)
 	loginInBrowser(t, ctx, s.URL, "words_admin", passwordOf("words_admin"))
-	for lang, want := range map[string]struct{ roles, payment string }{"en": {"Shopper|Merchant|Admin", "Paid"}, "zh": {"顾客|商家|管理员", "已支付"}} {
+	for lang, want := range map[string]struct{ roles, payment, job, counts string }{
+		"en": {"Shopper|Merchant|Admin", "Paid", "Payment check", `^([a-z ,-]+ \d+( · |$))+$`},
+		"zh": {"顾客|商家|管理员", "已支付", "支付核对", `^([^\x00-\x7f]+ \d+(，|$))+$`},
+	} {
 		inLanguage(t, ctx, s.URL, lang)
 		var roles, payment string
+		var jobs [][]string
+		run(t, ctx, lang+": the background jobs",
+			chromedp.Navigate(s.URL+"/admin"),
+			chromedp.WaitVisible("#jobs", chromedp.ByID),
+			chromedp.Evaluate(`[...document.getElementById("jobs").parentElement.querySelectorAll("tbody tr")].map(r => [r.cells[0].textContent.trim(), r.cells[3].textContent.trim()])`, &jobs),
+		)
+		named := false
+		for _, j := range jobs {
+			if strings.Contains(j[0], "_") || j[0] == "preheat" {
+				t.Errorf("%s: a job reads as its code %q", lang, j[0])
+			}
+			named = named || j[0] == want.job
+			if j[1] != "" && !regexp.MustCompile(want.counts).MatchString(j[1]) {
+				t.Errorf("%s: the job %q's counts read %q, not words and numbers", lang, j[0], j[1])
+			}
+		}
+		if !named {
+			t.Errorf("%s: no job reads %q among %q", lang, want.job, jobs)
+		}
 		run(t, ctx, lang+": the users and the order",
 			chromedp.Navigate(s.URL+"/admin/users?q=words_"),
 			chromedp.WaitVisible("table.users", chromedp.ByQuery),
