@@ -274,7 +274,7 @@ func TestConsoleActionsOnAPhone(t *testing.T) {
 func TestConsoleWordsInChinese(t *testing.T) {
 	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer", "payment_poll"}})
-	_, _, item := merchantSale(t, s, "words_merchant", 5)
+	_, act, item := merchantSale(t, s, "words_merchant", 5)
 	_, order := paidOrderFor(t, s, item, "words_shopper", homeAddress)
 	withRole(t, s, "words_admin", models.RoleAdmin)
 	ctx := chrome(t)
@@ -286,11 +286,18 @@ func TestConsoleWordsInChinese(t *testing.T) {
 		inLanguage(t, ctx, s.URL, lang)
 		var roles, payment string
 		var jobs [][]string
+		var ascii string
 		run(t, ctx, lang+": the background jobs",
 			chromedp.Navigate(s.URL+"/admin"),
 			chromedp.WaitVisible("#jobs", chromedp.ByID),
 			chromedp.Evaluate(`[...document.getElementById("jobs").parentElement.querySelectorAll("tbody tr")].map(r => [r.cells[0].textContent.trim(), r.cells[3].textContent.trim()])`, &jobs),
+			chromedp.Navigate(s.URL+"/admin/activities/"+itoa(act.ID)+"/live"),
+			chromedp.WaitVisible("#live", chromedp.ByID),
+			chromedp.Evaluate(`(document.body.innerText.match(/[\u4e00-\u9fff][:(]|[:(][\u4e00-\u9fff]|[\u4e00-\u9fff]: /g) || []).join(" | ")`, &ascii),
 		)
+		if lang == "zh" && ascii != "" {
+			t.Errorf("zh: the live page writes ASCII punctuation beside Chinese: %s", ascii)
+		}
 		named := false
 		for _, j := range jobs {
 			if strings.Contains(j[0], "_") || j[0] == "preheat" {

@@ -136,10 +136,10 @@
     btn.hidden = !(joinable || s.state === "your_turn");
     if (s.state === "your_turn" && s.paused) {
       // The pause holds the turn: its time is given back when the sale resumes.
-      btn.textContent = w("queue.turn") + " (" + w("queue.turnHeld") + ")";
+      btn.textContent = w("queue.turn") + (document.documentElement.lang === "zh-CN" ? "（" : " (") + w("queue.turnHeld") + (document.documentElement.lang === "zh-CN" ? "）" : ")");
     } else if (s.state === "your_turn") {
       var secs = Math.max(0, Math.ceil((Date.parse(s.turn_ends_at) - window.serverNow()) / 1000));
-      btn.textContent = w("queue.turn") + " (" + fmt("queue.turnLeft", secs) + ")";
+      btn.textContent = w("queue.turn") + (document.documentElement.lang === "zh-CN" ? "（" : " (") + fmt("queue.turnLeft", secs) + (document.documentElement.lang === "zh-CN" ? "）" : ")");
     } else {
       btn.textContent = w("queue.join");
     }
