@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -273,14 +274,43 @@ func TestConsoleActionsOnAPhone(t *testing.T) {
 func TestConsoleWordsInChinese(t *testing.T) {
 	testenv.Long(t)
 	s := startLive(t, liveOpts{only: []string{"order_consumer", "payment_poll"}})
-	_, _, item := merchantSale(t, s, "words_merchant", 5)
+	_, act, item := merchantSale(t, s, "words_merchant", 5)
 	_, order := paidOrderFor(t, s, item, "words_shopper", homeAddress)
 	withRole(t, s, "words_admin", models.RoleAdmin)
 	ctx := chrome(t)
 	loginInBrowser(t, ctx, s.URL, "words_admin", passwordOf("words_admin"))
-	for lang, want := range map[string]struct{ roles, payment string }{"en": {"Shopper|Merchant|Admin", "Paid"}, "zh": {"顾客|商家|管理员", "已支付"}} {
+	for lang, want := range map[string]struct{ roles, payment, job, counts string }{
+		"en": {"Shopper|Merchant|Admin", "Paid", "Payment check", `^([a-z ,-]+ \d+( · |$))+$`},
+		"zh": {"顾客|商家|管理员", "已支付", "支付核对", `^([^\x00-\x7f]+ \d+(，|$))+$`},
+	} {
 		inLanguage(t, ctx, s.URL, lang)
 		var roles, payment string
+		var jobs [][]string
+		var ascii string
+		run(t, ctx, lang+": the background jobs",
+			chromedp.Navigate(s.URL+"/admin"),
+			chromedp.WaitVisible("#jobs", chromedp.ByID),
+			chromedp.Evaluate(`[...document.getElementById("jobs").parentElement.querySelectorAll("tbody tr")].map(r => [r.cells[0].textContent.trim(), r.cells[3].textContent.trim()])`, &jobs),
+			chromedp.Navigate(s.URL+"/admin/activities/"+itoa(act.ID)+"/live"),
+			chromedp.WaitVisible("#live", chromedp.ByID),
+			chromedp.Evaluate(`(document.body.innerText.match(/[\u4e00-\u9fff][:(]|[:(][\u4e00-\u9fff]|[\u4e00-\u9fff]: /g) || []).join(" | ")`, &ascii),
+		)
+		if lang == "zh" && ascii != "" {
+			t.Errorf("zh: the live page writes ASCII punctuation beside Chinese: %s", ascii)
+		}
+		named := false
+		for _, j := range jobs {
+			if strings.Contains(j[0], "_") || j[0] == "preheat" {
+				t.Errorf("%s: a job reads as its code %q", lang, j[0])
+			}
+			named = named || j[0] == want.job
+			if j[1] != "" && !regexp.MustCompile(want.counts).MatchString(j[1]) {
+				t.Errorf("%s: the job %q's counts read %q, not words and numbers", lang, j[0], j[1])
+			}
+		}
+		if !named {
+			t.Errorf("%s: no job reads %q among %q", lang, want.job, jobs)
+		}
 		run(t, ctx, lang+": the users and the order",
 			chromedp.Navigate(s.URL+"/admin/users?q=words_"),
 			chromedp.WaitVisible("table.users", chromedp.ByQuery),

@@ -55,7 +55,22 @@ func Say(code, key string) *Error {
 
 // SayWith is Say of a sentence with verbs (fmt's), filled with args in every language.
 func SayWith(code, key string, args ...any) *Error {
-	return &Error{Code: code, Key: key, Args: args, Message: fmt.Sprintf(i18n.For("en").T("msg."+key), args...)}
+	return &Error{Code: code, Key: key, Args: args, Message: fmt.Sprintf(i18n.For("en").T("msg."+key), inLang("en", args)...)}
+}
+
+// ByLang is an argument of SayWith said in each reader's language (a moment, in their words and zone).
+type ByLang func(lang string) string
+
+// inLang answers args with each ByLang said in lang.
+func inLang(lang string, args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if f, ok := a.(ByLang); ok {
+			a = f(lang)
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // Localize answers the error as a person reading lang's words (tr) sees it: a form's fields each with
@@ -75,7 +90,7 @@ func (e *Error) Localize(lang string, tr Words) *Error {
 	if e.Key != "" {
 		out.Message = tr("msg." + e.Key)
 		if len(e.Args) > 0 {
-			out.Message = fmt.Sprintf(out.Message, e.Args...)
+			out.Message = fmt.Sprintf(out.Message, inLang(lang, e.Args)...)
 		}
 		return &out
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"seckill/errs"
+	"seckill/i18n"
 	"seckill/stock"
 )
 
@@ -32,7 +33,8 @@ func niceTop(peak int64) int64 {
 
 // chartSVG draws the buy endpoint's answers per second as an SVG line chart, one line per answer seen;
 // with none, it says empty.
-func chartSVG(points []stock.Point, title, empty string) []byte {
+func chartSVG(points []stock.Point, title string, tr i18n.Tr) []byte {
+	empty := tr.T("live.noAnswers")
 	const w, h, left, right, top, bottom = 860, 300, 50, 150, 16, 30
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	var peak int64 = 1
@@ -77,7 +79,7 @@ func chartSVG(points []stock.Point, title, empty string) []byte {
 		b.WriteString(`"/>`)
 		ly := top + 14 + row*18
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="4" fill="%s"/><text x="%d" y="%d" font-size="12" font-family="sans-serif" fill="#1d2330">%s</text>`,
-			w-right+12, ly-4, color, w-right+30, ly, kind)
+			w-right+12, ly-4, color, w-right+30, ly, html.EscapeString(tr.T("chart."+kind)))
 		row++
 	}
 	b.WriteString(`</svg>`)

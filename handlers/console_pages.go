@@ -123,7 +123,7 @@ func (h *Consoles) chart(c *fiber.Ctx, a *models.Activity) error {
 	}
 	noStore(c)
 	c.Set(fiber.HeaderContentType, "image/svg+xml")
-	return c.Send(chartSVG(st.Answers, a.Name, i18n.For(Lang(c)).T("live.noAnswers")))
+	return c.Send(chartSVG(st.Answers, a.Name, i18n.For(Lang(c))))
 }
 
 func (h *Consoles) merchantOwn(c *fiber.Ctx) (*models.Activity, bool, error) {

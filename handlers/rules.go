@@ -9,6 +9,7 @@ import (
 
 	"seckill/auth"
 	"seckill/errs"
+	sendmail "seckill/mail"
 	"seckill/models"
 	"seckill/ratelimit"
 	"seckill/stock"
@@ -19,6 +20,8 @@ import (
 
 var errStaff = errs.Static(errs.Staff, "merchants and admins do not join lines or buy: use a shopper's account")
 
+var errNotEligible = errs.Static(errs.NotEligible, "This sale is only for accounts made before it was announced.")
+
 // mayTakePart answers why the session may not join the activity's lines or buy in it: staff never do, and
 // under accounts_before_approval an account made after the sale was approved does not.
 func mayTakePart(s *auth.Session, a *models.Activity) error {
@@ -26,11 +29,12 @@ func mayTakePart(s *auth.Session, a *models.Activity) error {
 		return errStaff
 	}
 	if !a.Eligible(s.UserID) {
-		since := "its approval"
-		if a.ReviewedAt != nil {
-			since = a.ReviewedAt.UTC().Format("2006-01-02 15:04 UTC")
+		if a.ReviewedAt == nil {
+			return errNotEligible
 		}
-		return errs.SayWith(errs.NotEligible, "not_eligible_since", since)
+		at := *a.ReviewedAt
+		// The moment as the mails say it (Beijing time, in the reader's words), not the server's UTC.
+		return errs.SayWith(errs.NotEligible, "not_eligible_since", errs.ByLang(func(lang string) string { return sendmail.When(lang, at) }))
 	}
 	return nil
 }

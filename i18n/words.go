@@ -354,7 +354,7 @@ var catalog = map[string]map[string]string{
 		"why.no_order":                "names no order",
 		"why.file_empty":              "holds no rows: send back the CSV downloaded from this page, with carrier and tracking_no filled in",
 		"msg.block_yourself":          "You cannot block your own account.",
-		"msg.not_eligible_since":      "This sale is only for accounts made before it was announced on %s; this account was made later.",
+		"msg.not_eligible_since":      "This sale is only for accounts made before it was announced, at %s; this account was made later.",
 		"msg.blocked_already":         "This account is blocked already.",
 		"msg.not_blocked":             "This account is not blocked.",
 		"msg.no_refused_refund":       "This order has no refused refund to try again.",

@@ -140,7 +140,7 @@
       var it = JSON.parse(btn.dataset.editItem);
       form.dataset.api = form.dataset.api.replace(/\/items(\/\d+)?$/, "/items/" + it.id);
       form.dataset.method = "PUT";
-      title.textContent = title.dataset.edit + ": " + it.name;
+      title.textContent = title.dataset.edit + (document.documentElement.lang === "zh-CN" ? "：" : ": ") + it.name;
       form.name.value = it.name; form.title.value = it.title; form.description.value = it.description;
       form.image_url.value = it.image_url;
       form.original_price_cents.value = (it.original_price_cents / 100).toFixed(2);
@@ -183,7 +183,7 @@
       on.appendChild(e.on_url ? el("a", e.on, { href: e.on_url }) : document.createTextNode(e.on));
       if (e.target) {
         on.appendChild(document.createTextNode(" "));
-        on.appendChild(el("a", "(" + table.dataset.only + ")", { href: "/admin/audit?on=" + encodeURIComponent(e.target), "class": "only" }));
+        on.appendChild(el("a", (document.documentElement.lang === "zh-CN" ? "（" : "(") + table.dataset.only + (document.documentElement.lang === "zh-CN" ? "）" : ")"), { href: "/admin/audit?on=" + encodeURIComponent(e.target), "class": "only" }));
       }
       tr.appendChild(on);
       if (e.changes.length) {

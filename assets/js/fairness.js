@@ -27,7 +27,7 @@
     tr = document.createElement("tr");
     tr.dataset.figure = figure; tr.className = "refused";
     var th = document.createElement("th");
-    th.scope = "row"; th.textContent = box.dataset.refused + ": " + code;
+    th.scope = "row"; th.textContent = box.dataset.refused + (document.documentElement.lang === "zh-CN" ? "：" : ": ") + code;
     tr.appendChild(th);
     items.forEach(function (it) {
       var td = document.createElement("td");

@@ -36,7 +36,7 @@
       r.errors.forEach(function (e) {
         var li = document.createElement("li");
         var why = e.message; // in the page's words, with the fields' labels
-        li.textContent = up.dataset.line.replace("{line}", e.line) + (e.order_no ? " (" + e.order_no + ")" : "") + ": " + why;
+        li.textContent = up.dataset.line.replace("{line}", e.line) + (e.order_no ? (document.documentElement.lang === "zh-CN" ? "（" : " (") + e.order_no + (document.documentElement.lang === "zh-CN" ? "）" : ")") : "") + (document.documentElement.lang === "zh-CN" ? "：" : ": ") + why;
         ul.appendChild(li);
       });
       box.appendChild(ul);

@@ -136,10 +136,10 @@
     btn.hidden = !(joinable || s.state === "your_turn");
     if (s.state === "your_turn" && s.paused) {
       // The pause holds the turn: its time is given back when the sale resumes.
-      btn.textContent = w("queue.turn") + " (" + w("queue.turnHeld") + ")";
+      btn.textContent = w("queue.turn") + (document.documentElement.lang === "zh-CN" ? "（" : " (") + w("queue.turnHeld") + (document.documentElement.lang === "zh-CN" ? "）" : ")");
     } else if (s.state === "your_turn") {
       var secs = Math.max(0, Math.ceil((Date.parse(s.turn_ends_at) - window.serverNow()) / 1000));
-      btn.textContent = w("queue.turn") + " (" + fmt("queue.turnLeft", secs) + ")";
+      btn.textContent = w("queue.turn") + (document.documentElement.lang === "zh-CN" ? "（" : " (") + fmt("queue.turnLeft", secs) + (document.documentElement.lang === "zh-CN" ? "）" : ")");
     } else {
       btn.textContent = w("queue.join");
     }
@@ -151,7 +151,7 @@
       sayQueue(parts.join(" · ") + (s.ahead >= s.stock_left ? " " + w("queue.likely") : ""));
     } else if (s.state === "sold_out") sayQueue(fmt("queue.soldOut", s.position), "bad");
     else if (s.state === "missed") sayQueue(w("queue.missed"), "bad");
-    else if (s.state === "out" && !queueOpen() && window.serverNow() < opens) sayQueue(fmt("queue.notOpen", new Date(opens).toLocaleTimeString()));
+    else if (s.state === "out" && !queueOpen() && window.serverNow() < opens) sayQueue(fmt("queue.notOpen", new Date(opens).toLocaleTimeString(document.documentElement.lang || undefined, { hour: "2-digit", minute: "2-digit" })));
     else sayQueue("");
     if (s.state === "bought" && busy !== "queued" && !failedOrder) { busy = "queued"; say(w("buy.queued")); follow(); }
     if (s.state === "ended") { final = true; say(w("err.ended"), "bad"); }

@@ -38,7 +38,7 @@
       box.querySelectorAll(".pc-city").forEach(function (el) { el.hidden = false; });
     }
     box.querySelector("dd.pc-ua").textContent = browserName(r.pc.user_agent);
-    box.querySelector("dd.pc-when").textContent = new Date(r.pc.created_at).toLocaleString();
+    box.querySelector("dd.pc-when").textContent = new Date(r.pc.created_at).toLocaleString(document.documentElement.lang || undefined, { dateStyle: "medium", timeStyle: "short" });
     box.querySelector(".qr-elsewhere").hidden = r.same_network;
     (r.choices || []).forEach(function (n) {
       var label = document.createElement("label"), input = document.createElement("input"), span = document.createElement("span");
