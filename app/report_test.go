@@ -1,10 +1,12 @@
 package app
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"seckill/internal/testenv"
 	"seckill/models"
 )
 
@@ -103,4 +105,37 @@ func TestFairnessReportPage(t *testing.T) {
 			t.Errorf("the %s page: %d, want %q, one entrant and the item's name:\n%.3000s", lang, r.Status, want, body)
 		}
 	}
+}
+
+// Shoppers who join a queue sale after its start (behind the draw) joined its line all the same: the
+// report's entrants and the line's document count them with the draw's, as the merchant's figures do,
+// and name the draw's own count apart.
+func TestReportCountsWhoJoinedAfterTheStart(t *testing.T) {
+	s := startLive(t, liveOpts{})
+	act, item := queueSale(t, s.DB, s, 5)
+	early := newBrowser(t, s.URL)
+	early.register("joined_early", passwordOf("joined_early"))
+	expect(t, "joining before the start", early.join(item.ID), 200, "")
+	s.Clock.Set(act.StartsAt.Add(time.Second))
+	if _, err := s.Srv.Line.Draw(context.Background(), item.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		b := newBrowser(t, s.URL)
+		b.register("joined_late_"+itoa(int64(i)), passwordOf("joined_late"))
+		expect(t, "joining after the start", b.join(item.ID), 200, "")
+	}
+	admin := withRole(t, s, "joined_admin", models.RoleAdmin)
+	r := admin.call("GET", "/api/activities/"+itoa(act.ID)+"/report", nil)
+	if r.Status != 200 {
+		t.Fatalf("the report: %d %s", r.Status, r.Body)
+	}
+	got := r.json(t)["items"].([]any)[0].(map[string]any)
+	if got["entrants"] != 3.0 || got["in_draw"] != 1.0 {
+		t.Errorf("the report says entrants %v, in_draw %v; want 3 who joined, 1 in the draw", got["entrants"], got["in_draw"])
+	}
+	testenv.Eventually(t, 5*time.Second, "the line's document to count the 3 who joined", func() bool {
+		doc, _ := lineDoc(t, s.URL, item.ID)
+		return doc["joined"] == 3.0 && doc["entrants"] == 1.0
+	})
 }

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"seckill/internal/testenv"
 	"seckill/models"
 )
 
@@ -128,5 +130,63 @@ func TestAResubmittedSaleLeavesTheBadge(t *testing.T) {
 	expect(t, "submit again", shop.call("POST", path+"/submit", nil), 200, "")
 	if n := unseen(); n != 0 {
 		t.Errorf("after sending it again the badge counts %v, want 0", n)
+	}
+}
+
+// A sale ended before its start (its window moves to start..start, still in the future) is over for the
+// stop in both roles' hands: pausing, resuming or ending it again answers 409 activity_state, writes no
+// audit row and keeps the end's reason; the admins' dashboard no longer lists it among the running sales,
+// the merchant's pages offer no stop, and the shoppers' catalog leaves it out.
+func TestSaleEndedBeforeItsStartIsOver(t *testing.T) {
+	s := startLive(t, liveOpts{noBackground: true})
+	admin := withRole(t, s, "early_end_admin", models.RoleAdmin)
+	for _, by := range []string{"admin", "merchant"} {
+		t.Run("ended by the "+by, func(t *testing.T) {
+			shop := withRole(t, s, "early_shop_"+by, models.RoleMerchant)
+			now := s.Clock.Now()
+			a, _ := testenv.Sale(t, s.DB, 5, now.Add(4*time.Hour), now.Add(6*time.Hour))
+			u, err := models.UserByUsername(context.Background(), s.DB, "early_shop_"+by)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.DB.Model(&models.Activity{}).Where("id = ?", a.ID).Update("merchant_id", u.ID)
+			adminBase, mine := "/api/admin/activities/"+itoa(a.ID), "/api/merchant/activities/"+itoa(a.ID)
+			ender, endBase := admin, adminBase
+			if by == "merchant" {
+				ender, endBase = shop, mine
+			}
+			r := ender.call("POST", endBase+"/end", map[string]any{"reason": "x"})
+			if j := r.json(t); r.Status != 200 || j["phase"] != "over" || j["ended_early"] != true {
+				t.Fatalf("the end before the start: %d %s", r.Status, r.Body)
+			}
+			for _, who := range []struct {
+				b    *browser
+				base string
+			}{{admin, adminBase}, {shop, mine}} {
+				expect(t, "pausing it", who.b.call("POST", who.base+"/pause", map[string]any{"reason": "y"}), 409, "activity_state")
+				expect(t, "resuming it", who.b.call("POST", who.base+"/resume", nil), 409, "activity_state")
+				expect(t, "ending it again", who.b.call("POST", who.base+"/end", map[string]any{"reason": "again"}), 409, "activity_state")
+			}
+			var n int64
+			s.DB.Model(&models.AuditLog{}).Where("target = ? AND action LIKE 'activity.%'", "activity:"+itoa(a.ID)).Count(&n)
+			if n != 1 {
+				t.Errorf("%d audit rows, want the end's only", n)
+			}
+			got := shop.call("GET", mine, nil).json(t)
+			if got["stop_reason"] != "x" || got["phase"] != "over" {
+				t.Errorf("the merchant sees reason %v, phase %v; want the end's reason x, over", got["stop_reason"], got["phase"])
+			}
+			stopForm := `data-stop="/api/admin/activities/` + itoa(a.ID) + `"`
+			if pg := string(admin.call("GET", "/admin", nil).Body); strings.Contains(pg, stopForm) {
+				t.Error("the admins' dashboard offers to pause or end a sale that is over")
+			}
+			if cat := string(newBrowser(t, s.URL).call("GET", "/api/activities", nil).Body); strings.Contains(cat, `"id":`+itoa(a.ID)+`,`) {
+				t.Error("the shoppers' catalog still lists a sale that is over")
+			}
+			pg := string(shop.call("GET", "/merchant/activities/"+itoa(a.ID), nil).Body)
+			if strings.Contains(pg, `data-stop="/api/merchant/activities/`+itoa(a.ID)+`"`) || !strings.Contains(pg, "This sale is over") {
+				t.Error("the merchant's page offers to pause or end a sale that is over")
+			}
+		})
 	}
 }

@@ -46,10 +46,10 @@ type Snapshot struct {
 // caller must not change them.
 func (s *Snapshot) Open(now time.Time) []models.Activity {
 	for i := range s.open {
-		if !now.Before(s.open[i].EndsAt) { // one ended since the snapshot was made: leave it out
+		if s.open[i].Over(now) { // one ended since the snapshot was made: leave it out
 			out := make([]models.Activity, 0, len(s.open))
 			for j := range s.open {
-				if now.Before(s.open[j].EndsAt) {
+				if !s.open[j].Over(now) {
 					out = append(out, s.open[j])
 				}
 			}
@@ -144,7 +144,7 @@ func (c *Catalog) rebuild(ctx context.Context) (*Snapshot, error) {
 		for j := range a.Items {
 			s.items[a.Items[j].ID] = &a.Items[j]
 		}
-		if now.Before(a.EndsAt) {
+		if !a.Over(now) { // ended early before its start: over, though its window is still to come
 			s.open = append(s.open, *a)
 		}
 	}

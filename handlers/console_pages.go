@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -201,6 +202,8 @@ func (h *Consoles) AdminHome(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// A sale ended early before its start still ends after now (at its start): it is over all the same.
+	approved = slices.DeleteFunc(approved, func(a models.Activity) bool { return a.Over(h.Now()) })
 	decided, err := models.RecentlyReviewed(ctx, h.DB, 30)
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ type lineJSON struct {
 	Rate        float64 `json:"rate"`
 	Drawn       bool    `json:"drawn"`
 	Entrants    int64   `json:"entrants"` // in the draw (before it is closed: joined so far)
+	Joined      int64   `json:"joined"`   // joined the line: the draw's entrants and who joined after the start
 	Readmitted  int64   `json:"readmitted"`
 	Held        int64   `json:"held"`
 	TurnSeconds int64   `json:"turn_seconds"`
@@ -116,7 +117,7 @@ func (h *Queue) lineDocOf(ctx context.Context, it *models.Item, a *models.Activi
 func (h *Queue) makeLineDoc(ctx context.Context, it *models.Item, a *models.Activity, v stock.LineView) (lineDoc, error) {
 	now := h.Now()
 	doc := lineJSON{ItemID: it.ID, LetIn: v.Cursor, SoldOut: h.Watch.SoldOut(it.ID), Rate: lineRate(v.RoomView),
-		Drawn: v.State == stock.RoomDrawn, Entrants: v.Entrants, Readmitted: v.Readmitted, Held: v.Held, TurnSeconds: int64(h.Turn / time.Second)}
+		Drawn: v.State == stock.RoomDrawn, Entrants: v.Entrants, Joined: v.Joined(), Readmitted: v.Readmitted, Held: v.Held, TurnSeconds: int64(h.Turn / time.Second)}
 	doc.State = lineState(now, a, doc.Drawn, h.Stops.Ended(it.ID), h.Stops.Paused(it.ID), doc.SoldOut)
 	doc.StockLeft = h.lineLeft(ctx, it, v)
 	content, err := json.Marshal(doc)

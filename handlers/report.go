@@ -43,8 +43,11 @@ type reportJSON struct {
 }
 
 type itemReportJSON struct {
-	ItemID   int64            `json:"item_id"`
+	ItemID int64 `json:"item_id"`
+	// Who joined the line, before the start or after it; of them, those in the draw (who joined before the
+	// start: the later ones queue behind it).
 	Entrants int64            `json:"entrants"`
+	InDraw   int64            `json:"in_draw"`
 	Refused  map[string]int64 `json:"refused"`
 	// The draw's entrants flagged as one person's many accounts; of them, those who waited in the shadow
 	// line (not cleared), those an admin cleared and those an admin confirmed.
@@ -134,7 +137,7 @@ func (h *Report) make(ctx context.Context, a *models.Activity) (*reportJSON, err
 				return nil, err
 			}
 			// Every turn given counts in let_in once, the held's and the shadowed's let in again too.
-			r.Entrants, r.Turns, r.Missed = st.Entrants, st.LetIn, st.Missed
+			r.Entrants, r.InDraw, r.Turns, r.Missed = st.Joined(), st.Entrants, st.LetIn, st.Missed
 			sh, err := h.Line.ShadowOf(ctx, it.ID)
 			if err != nil {
 				return nil, err

@@ -92,8 +92,7 @@ func (h *Live) of(c *fiber.Ctx, a *models.Activity) (*activityStats, error) {
 		st.Queued = queued[it.ID]
 		if a.SaleMode == models.SaleQueue {
 			if r, err := h.Line.RoomOf(ctx, it.ID); err == nil {
-				joined := max(r.Tail, r.Entrants)
-				st.Line = &lineStats{State: r.State, Joined: joined, LetIn: r.LetIn, Bought: r.Bought, Missed: r.Missed,
+				st.Line = &lineStats{State: r.State, Joined: r.Joined(), LetIn: r.LetIn, Bought: r.Bought, Missed: r.Missed,
 					Waiting: max(r.Tail-r.Cursor, 0), SeedHash: r.SeedHash, Seed: r.Seed}
 			}
 		}

@@ -276,7 +276,7 @@ func stopSale(ctx context.Context, db *gorm.DB, who Actor, merchantID, id int64,
 		by = StopByMerchant
 	}
 	return changeActivity(ctx, db, who, merchantID, id, action, now, func(tx *gorm.DB, a *Activity, _ string) (any, any, error) {
-		if !now.Before(a.EndsAt) {
+		if a.Over(now) {
 			return nil, nil, errs.New(errs.ActivityState, "this sale has ended")
 		}
 		before := stopAuditOf(a)
@@ -353,7 +353,7 @@ func (a Activity) Phase(now time.Time) string {
 		return PhaseRejected
 	}
 	switch {
-	case !now.Before(a.EndsAt):
+	case a.Over(now):
 		return PhaseOver
 	case a.PausedAt != nil:
 		return PhasePaused
@@ -363,9 +363,14 @@ func (a Activity) Phase(now time.Time) string {
 	return PhaseLive
 }
 
+// Over reports whether the sale is over at now: ended early (an end before its start leaves its window,
+// start to start, still in the future), or its end has come. The one test of "ended" that the stop, the
+// phases and the pages share.
+func (a Activity) Over(now time.Time) bool { return a.EndedEarly || !now.Before(a.EndsAt) }
+
 // Stoppable reports whether the emergency stop can still act on the sale at now: approved and not over.
 func (a Activity) Stoppable(now time.Time) bool {
-	return a.State == ActivityApproved && now.Before(a.EndsAt)
+	return a.State == ActivityApproved && !a.Over(now)
 }
 
 type stopAudit struct {

@@ -115,6 +115,10 @@ type Room struct {
 	Readmitted         int64 // let in again below the cursor (held after a turn that ended sold out, or an order that failed)
 }
 
+// Joined counts the shoppers who joined the line: the draw's entrants and, once it is drawn, those who
+// joined after its start (placed behind the draw: the tail counts them all).
+func (r Room) Joined() int64 { return max(r.Tail, r.Entrants) }
+
 // OpenRoom opens the item's waiting room with a fresh seed, unless it is open already.
 func (l *Line) OpenRoom(ctx context.Context, itemID int64, w Window) error {
 	raw := make([]byte, 32)
