@@ -205,14 +205,6 @@ func (s *Sessions) keep(ctx context.Context, sess Session, u *models.User) (Sess
 	return s.encode(sess)
 }
 
-// Seen notes that a request came with sess: at most once in seenEvery it takes a write lock, and Run
-// writes the notes to the database in batches. It costs a request a read lock and a map look-up.
-func (s *Sessions) Seen(sess *Session) {
-	if s.seen.due(sess.ID) {
-		s.seen.note(sess.ID, s.now())
-	}
-}
-
 // writeSeen writes the sessions seen every seenFlush until ctx ends, and once more then.
 func (s *Sessions) writeSeen(ctx context.Context) {
 	t := time.NewTicker(seenFlush)

@@ -1,7 +1,6 @@
 package models
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -42,15 +41,6 @@ func Audit(tx *gorm.DB, who Actor, action, target string, before, after any, now
 		return fmt.Errorf("audit %s: %w", action, err)
 	}
 	return nil
-}
-
-// AuditTrail lists the newest audit rows, at most limit.
-func AuditTrail(ctx context.Context, db *gorm.DB, limit int) ([]AuditLog, error) {
-	var rows []AuditLog
-	if err := db.WithContext(ctx).Order("id DESC").Limit(limit).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("audit trail: %w", err)
-	}
-	return rows, nil
 }
 
 type activityAudit struct {
