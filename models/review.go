@@ -283,11 +283,18 @@ func stopSale(ctx context.Context, db *gorm.DB, who Actor, merchantID, id int64,
 		change := map[string]any{"updated_at": now, "stop_reason": reason}
 		switch action {
 		case ActPause:
-			if a.PausedAt != nil {
+			switch {
+			case a.PausedAt == nil:
+				a.PausedAt, a.StoppedBy = &now, by
+				change["paused_at"], change["stopped_by"] = now, by
+			case by == StopByAdmin && a.PausedByMerchant():
+				// An admin takes a merchant's pause over: the sale stays paused from when it was, and
+				// now only an admin resumes it.
+				a.StoppedBy = by
+				change["stopped_by"] = by
+			default:
 				return nil, nil, errs.New(errs.ActivityState, "this sale is paused already")
 			}
-			a.PausedAt, a.StoppedBy = &now, by
-			change["paused_at"], change["stopped_by"] = now, by
 		case ActResume:
 			if a.PausedAt == nil {
 				return nil, nil, errs.New(errs.ActivityState, "this sale is not paused")
