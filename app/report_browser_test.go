@@ -43,7 +43,7 @@ func TestNotEligibleAndTheReportInABrowser(t *testing.T) {
 			words := map[string][3]string{ // the rule, the refusal, the report's line for it
 				"en": {"Only accounts made before this sale was announced", "only for accounts made before it was announced, at 17:00 Beijing time (UTC+08:00), Fri 20 Nov 2026",
 					"Accounts made after the announcement: 1"},
-				"zh": {"仅限活动公布前注册的账号参加", "本次活动仅限 2026年11月20日 17:00（北京时间） 活动公布前注册的账号参加", "公布后注册的账号: 1"},
+				"zh": {"仅限活动公布前注册的账号参加", "本次活动仅限 2026年11月20日 17:00（北京时间） 活动公布前注册的账号参加", "公布后注册的账号：1"},
 			}[lang]
 			var rules, captchaID, said string
 			run(t, cdp, "the item page",

@@ -35,7 +35,7 @@ func TestOrderStoryTellsCancelsShippingAndRefunds(t *testing.T) {
 	buyer, byBuyer := orderFor(t, s, item, "story_buyer")
 	expect(t, "the buyer's cancel", buyer.call("POST", "/api/orders/"+byBuyer.OrderNo+"/cancel", nil), 200, "")
 	st := storyOf(t, admin, byBuyer.OrderNo)
-	if !strings.Contains(st, "story_buyer · <strong>取消了订单</strong>") || !strings.Contains(st, "原因: 买家取消") || strings.Contains(st, "此后没有其他操作") {
+	if !strings.Contains(st, "story_buyer · <strong>取消了订单</strong>") || !strings.Contains(st, "原因：买家取消") || strings.Contains(st, "此后没有其他操作") {
 		t.Errorf("the story of an order its buyer cancelled: %s", st)
 	}
 
