@@ -166,7 +166,7 @@ func TestChangingTheEmailTellsTheOldAddressAndTakenAddresses(t *testing.T) {
 		t.Errorf("/api/me while the change waits = %v; want the verified address", j)
 	}
 	notice := s.mailTo(t, "ada@example.com", 2)
-	if notice.Header("Subject") != "Your account's e-mail address was changed" || !strings.Contains(notice.Part("text/plain"), "ada@new.example") {
+	if notice.Header("Subject") != "A change of your account's e-mail address was asked" || !strings.Contains(notice.Part("text/plain"), "ada@new.example") {
 		t.Errorf("the old address was told %q: %q", notice.Header("Subject"), notice.Part("text/plain"))
 	}
 	if strings.Contains(notice.Part("text/plain"), "token=") {

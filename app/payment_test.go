@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"seckill/handlers"
+	"seckill/i18n"
 	"seckill/internal/testenv"
 	"seckill/jobs"
 	"seckill/models"
@@ -185,9 +186,9 @@ func TestUnpaidOrderIsCancelledAndItsStockSoldAgain(t *testing.T) {
 	if releases != 1 {
 		t.Errorf("%d release logs after a second round, want 1", releases)
 	}
-	// The admins see the job's last round and what it did.
+	// The admins see the job's last round and what it did, in words.
 	ops := withRole(t, s, "ops", models.RoleAdmin)
-	if page := ops.call("GET", "/admin", nil); page.Status != 200 || !bytes.Contains(page.Body, []byte("unpaid_timeout")) {
+	if page := ops.call("GET", "/admin", nil); page.Status != 200 || !bytes.Contains(page.Body, []byte(i18n.For("en").T("job.unpaid_timeout"))) {
 		t.Errorf("the admin page does not show the unpaid timeout's last round: %d", page.Status)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/internal/testenv"
+	"seckill/mail"
 	"seckill/models"
 )
 
@@ -83,7 +84,7 @@ func TestAccountsMadeAfterApprovalMayNotTakePart(t *testing.T) {
 	}
 	r := path(late)
 	expect(t, "an account made after approval asking a path", r, 403, "not_eligible")
-	if _, msg := errorOf(t, r); !strings.Contains(msg, approved.ReviewedAt.UTC().Format("2006-01-02")) {
+	if _, msg := errorOf(t, r); !strings.Contains(msg, mail.When("en", *approved.ReviewedAt)) {
 		t.Errorf("the refusal does not say since when: %q", msg)
 	}
 	late.setCookie("lang", "zh")
