@@ -69,7 +69,11 @@ func (p *parser) mailConfig(baseURL string) MailConfig {
 	if u, err := url.Parse(baseURL); err == nil && u.Hostname() != "" {
 		host = u.Hostname()
 	}
-	m.From = p.str("MAIL_FROM", "Seckill <noreply@"+host+">")
+	from := "Seckill <noreply@" + host + ">"
+	if mail.DomainOf(from) == "" {
+		from = "Seckill <noreply@localhost>" // a BASE_URL no mail domain comes of is BASE_URL's error, said apart
+	}
+	m.From = p.str("MAIL_FROM", from)
 	if mail.DomainOf(m.From) == "" {
 		p.fail("MAIL_FROM", fmt.Sprintf("must be an address such as noreply@shop.example or \"Shop <noreply@shop.example>\", got %q", m.From))
 	}
