@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"time"
 )
 
@@ -19,6 +20,7 @@ const (
 	StatusCancelled = "cancelled" // the payer pressed Cancel
 	StatusClosed    = "closed"    // the shop closed it (order cancelled); it can no longer be paid
 	StatusRefunded  = "refunded"  // it was paid, and the money went back to the payer
+	StatusRefunding = "refunding" // a refund was asked for and the provider is making it (ask again later)
 )
 
 // ErrUnavailable means the provider cannot be reached (it is down, slow, or the breaker is open).
@@ -30,8 +32,18 @@ var ErrNotFound = errors.New("payment not found at the provider")
 // Request asks the provider for a payment.
 type Request struct {
 	OrderNo     string `json:"order_no"`
-	AmountCents int64  `json:"amount_cents"`
-	NotifyURL   string `json:"notify_url"` // where the provider calls back when paid ("" for none)
+	AmountCents int64  `json:"amount_cents"` // in the shop's cents: fen, for the providers that take CNY
+	NotifyURL   string `json:"notify_url"`   // where the provider calls back when paid ("" for none)
+	// PaymentNo is the shop's own number of this payment (a provider's out_trade_no), 6 to 32 letters,
+	// digits or "_" (ValidPaymentNo): asked again with the same number, a provider gives the same payment
+	// back. Providers that make their own ids (the sandbox, the http protocol) ignore it.
+	PaymentNo string `json:"payment_no,omitempty"`
+	// Subject says what is paid for (the item's name), as the payer's app shows it: at most 120 bytes of
+	// UTF-8 (the providers' limits are 127 and 256).
+	Subject string `json:"subject,omitempty"`
+	// ExpiresAt is when the payment must stop being payable (the order's deadline): sent to the provider,
+	// which closes the payment itself then. Zero for the provider's default.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // RefundRequest asks the provider to give a paid payment's money back. RefundID is the shop's own id of
@@ -40,6 +52,11 @@ type RefundRequest struct {
 	RefundID    string `json:"refund_id"`
 	AmountCents int64  `json:"amount_cents"`
 	Reason      string `json:"reason"`
+	// TotalCents is the paid payment's whole amount (WeChat Pay asks for it beside the refund's).
+	TotalCents int64 `json:"total_cents,omitempty"`
+	// NotifyURL is where the provider calls back when the refund is done, for providers whose refunds
+	// take time ("" for none).
+	NotifyURL string `json:"notify_url,omitempty"`
 }
 
 // ErrNotRefundable means the provider will not refund the payment: it was never paid (open, closed or
@@ -61,17 +78,30 @@ type Provider interface {
 	// came in first.
 	Close(ctx context.Context, id string) (string, error)
 	// Refund gives a paid payment's money back and answers StatusRefunded, also when it was refunded
-	// before (a retry); a payment that was not paid answers ErrNotRefundable.
+	// before (a retry), or StatusRefunding while the provider is still making it (asked again with the
+	// same RefundID, it answers how far it got); a payment that was not paid answers ErrNotRefundable.
 	Refund(ctx context.Context, id string, r RefundRequest) (string, error)
+}
+
+// Notifier is a provider that tells the shop its news by signed HTTP callbacks
+// (POST /api/payments/notify/{provider}).
+type Notifier interface {
+	// ReadNotify checks a callback as the provider's documentation says (its signature with the
+	// provider's key, its freshness, its decryption) and reads it. Anything not genuine, not fresh or not
+	// understood answers an error, and the shop changes nothing.
+	ReadNotify(ctx context.Context, header http.Header, body []byte) (Notification, error)
+	// Ack is the answer the provider expects to a callback: taken (ok), or to be sent again later.
+	Ack(ok bool) (status int, contentType string, body []byte)
 }
 
 // Notification is the provider's callback that a payment was paid, or refunded.
 type Notification struct {
-	PaymentID   string `json:"payment_id"`
-	OrderNo     string `json:"order_no"`
-	AmountCents int64  `json:"amount_cents"`
-	Status      string `json:"status"`
-	At          int64  `json:"at"` // unix seconds: a callback older than five minutes is refused as a replay
+	PaymentID   string `json:"payment_id"`          // the id Create answered (the shop's PaymentNo for WeChat Pay and Alipay)
+	OrderNo     string `json:"order_no,omitempty"`  // the shop's order, for providers that say it ("" otherwise)
+	AmountCents int64  `json:"amount_cents"`        // the payment's whole amount, in cents
+	Status      string `json:"status"`              // StatusPaid or StatusRefunded (others are taken and change nothing)
+	At          int64  `json:"at"`                  // unix seconds: a callback older than five minutes is refused as a replay
+	RefundID    string `json:"refund_id,omitempty"` // the shop's RefundID, for a refund's news when the provider says it
 }
 
 // SignatureHeader carries the HMAC-SHA256 of a callback's body, in hex.
