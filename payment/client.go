@@ -15,41 +15,52 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// Client is the shop's side of a provider's HTTP API: every call has a timeout, reads are retried, and a
-// circuit breaker stops calling a provider that keeps failing, so that a dead provider costs the shop
-// nothing but a quick ErrUnavailable.
+// Client is the shop's side of a provider's HTTP API (this project's own protocol, which the sandbox
+// speaks): every call has a timeout, reads are retried, and a circuit breaker stops calling a provider
+// that keeps failing, so that a dead provider costs the shop nothing but a quick ErrUnavailable.
 type Client struct {
-	base    string
-	key     string // the API key, sent as a bearer token
-	http    *http.Client
-	breaker *gobreaker.CircuitBreaker[[]byte]
+	base  string
+	key   string // the API key, sent as a bearer token
+	http  *http.Client
+	guard *Guard
 }
 
 // NewClient talks to the provider at base (the sandbox's /sandbox, say) with its API key and a per-call
 // timeout.
 func NewClient(base, key string, timeout time.Duration) *Client {
-	return &Client{
-		base: base,
-		key:  key,
-		http: &http.Client{Timeout: timeout},
-		breaker: gobreaker.NewCircuitBreaker[[]byte](gobreaker.Settings{
-			Name:        "payment",
-			Timeout:     10 * time.Second, // open this long before letting one call through
-			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 5 },
-			IsSuccessful: func(err error) bool {
-				// An answer, even "unknown" or "bad request", means the provider works.
-				return err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, errRefused)
-			},
-			// A call we gave up on (shutdown, a caller's deadline) says nothing about the provider.
-			IsExcluded: func(err error) bool {
-				return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-			},
-		}),
-	}
+	return &Client{base: base, key: key, http: &http.Client{Timeout: timeout}, guard: NewGuard("payment")}
 }
 
 // BreakerState is the breaker's state: closed, half-open or open.
-func (c *Client) BreakerState() string { return c.breaker.State().String() }
+func (c *Client) BreakerState() string { return c.guard.State() }
+
+// Guard wraps a provider's calls, whatever speaks them (this package's Client, a provider's SDK): a call
+// the provider did not answer is retried with a growing wait, and a circuit breaker stops calling a
+// provider that keeps failing (five failures in a row open it for ten seconds), so that a dead provider
+// costs the shop a quick ErrUnavailable.
+type Guard struct {
+	breaker *gobreaker.CircuitBreaker[struct{}]
+}
+
+// NewGuard makes a guard; name names its breaker in logs.
+func NewGuard(name string) *Guard {
+	return &Guard{breaker: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        name,
+		Timeout:     10 * time.Second, // open this long before letting one call through
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 5 },
+		IsSuccessful: func(err error) bool {
+			// An answer, even "unknown" or "bad request", means the provider works.
+			return err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, errRefused) || errors.Is(err, ErrNotRefundable)
+		},
+		// A call we gave up on (shutdown, a caller's deadline) says nothing about the provider.
+		IsExcluded: func(err error) bool {
+			return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		},
+	})}
+}
+
+// State is the breaker's state: closed, half-open or open.
+func (g *Guard) State() string { return g.breaker.State().String() }
 
 // ErrRefused is a provider's answer (a 4xx) that it will not do what was asked of this payment: it works,
 // and asking again the same way gets the same answer. It comes wrapped in ErrUnavailable too (the caller
@@ -72,38 +83,55 @@ type statusBody struct {
 	Status string `json:"status"`
 }
 
-// call sends one request through the breaker; tries > 1 retries it when the provider did not answer.
-func (c *Client) call(ctx context.Context, method, path string, body any, tries int) ([]byte, error) {
-	var payload []byte
-	if body != nil {
-		payload, _ = json.Marshal(body)
-	}
+// Do runs one call of the provider's API through the breaker; tries > 1 retries it when the provider did
+// not answer. fn answers nil, an error wrapping ErrNotFound or ErrNotRefundable (the provider's word:
+// no retry, returned as it is), one wrapping ErrRefused (the provider refuses this request: no retry,
+// returned wrapped in ErrUnavailable too), or any other error (the provider did not answer: retried).
+// Whatever else fails comes back wrapped in ErrUnavailable, or as the context's error.
+func (g *Guard) Do(ctx context.Context, tries int, fn func(ctx context.Context) error) error {
 	// Retried with waits of about 200 ms, 400 ms, ... between tries.
 	wait := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 2 * time.Second}
-	out, err := backoff.Retry(ctx, func() ([]byte, error) {
-		out, err := c.breaker.Execute(func() ([]byte, error) { return c.once(ctx, method, path, payload) })
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		_, err := g.breaker.Execute(func() (struct{}, error) { return struct{}{}, fn(ctx) })
 		switch {
-		case err == nil, errors.Is(err, ErrNotFound):
-			return out, backoff.Permanent(err)
+		case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrNotRefundable):
+			return struct{}{}, backoff.Permanent(err)
 		case errors.Is(err, errRefused), ctx.Err() != nil:
 			// No retry: the same request gets the same answer.
-			return nil, backoff.Permanent(fmt.Errorf("%w: %w", ErrUnavailable, err))
+			return struct{}{}, backoff.Permanent(fmt.Errorf("%w: %w", ErrUnavailable, err))
 		case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
-			return nil, backoff.Permanent(fmt.Errorf("%w: circuit open", ErrUnavailable))
+			return struct{}{}, backoff.Permanent(fmt.Errorf("%w: circuit open", ErrUnavailable))
 		}
-		return nil, err
+		return struct{}{}, err
 	}, backoff.WithBackOff(wait), backoff.WithMaxTries(uint(max(tries, 1))))
 	// Retry hands back a permanent error still wrapped when it came on the last try.
 	if pe := (*backoff.PermanentError)(nil); errors.As(err, &pe) {
 		err = pe.Err
 	}
 	switch {
-	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrUnavailable):
-		return out, err
+	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrNotRefundable), errors.Is(err, ErrUnavailable):
+		return err
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// call sends one request through the guard; tries > 1 retries it when the provider did not answer.
+func (c *Client) call(ctx context.Context, method, path string, body any, tries int) ([]byte, error) {
+	var payload []byte
+	if body != nil {
+		payload, _ = json.Marshal(body)
+	}
+	var out []byte
+	err := c.guard.Do(ctx, tries, func(ctx context.Context) (err error) {
+		out, err = c.once(ctx, method, path, payload)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *Client) once(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
