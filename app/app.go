@@ -56,21 +56,22 @@ type Deps struct {
 
 // Server is the application and the background work it needs while it serves.
 type Server struct {
-	Fiber    *fiber.App
-	Sessions *auth.Sessions
-	Ledger   *stock.Ledger
-	Line     *stock.Line // the waiting rooms, beside the ledger's stock
-	Flags    *stock.Flags
-	Answers  *stock.Answers
-	Runs     *jobs.Runs
-	Provider *payment.Client
-	Hashing  *gate.Gate // the turns of password hashing (a quarter of the cores)
-	Drawing  *gate.Gate // the turns of captcha drawing (half of the cores)
-	Captchas *captcha.Captchas
-	Stops    *catalog.Stops     // the sales an admin has paused, in memory
-	Metrics  http.Handler       // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
-	Conns    *connlimit.Limiter // the public port's connections: the caps, which are idle, the counts
-	NoFile   uint64             // the open-file limit the caps were derived from
+	Fiber     *fiber.App
+	Sessions  *auth.Sessions
+	Ledger    *stock.Ledger
+	Line      *stock.Line // the waiting rooms, beside the ledger's stock
+	Flags     *stock.Flags
+	Answers   *stock.Answers
+	Runs      *jobs.Runs
+	Provider  *payment.Client    // the http protocol's client (the sandbox's, or PAY_PROVIDER_URL's)
+	Providers *payment.Providers // the providers shoppers pay with (PAY_PROVIDERS), and their payments are at
+	Hashing   *gate.Gate         // the turns of password hashing (a quarter of the cores)
+	Drawing   *gate.Gate         // the turns of captcha drawing (half of the cores)
+	Captchas  *captcha.Captchas
+	Stops     *catalog.Stops     // the sales an admin has paused, in memory
+	Metrics   http.Handler       // /metrics, for the operators' listener (METRICS_LISTEN), never the public one
+	Conns     *connlimit.Limiter // the public port's connections: the caps, which are idle, the counts
+	NoFile    uint64             // the open-file limit the caps were derived from
 
 	// Orders makes every change of an order's life after the win, for the handlers and the jobs.
 	Orders *orders.Service
@@ -349,10 +350,17 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		return models.UsersMadeAt(ctx, d.DB, ids)
 	}, cfg.Shadow, cfg.ShadowLine)
 	s.Line.Sift(s.Sifter)
-	s.Orders = &orders.Service{DB: d.DB, Provider: s.Provider, Ledger: ledger, Flags: flags, Claims: s.Claims,
+	s.Providers = payment.NewProviders()
+	for _, name := range cfg.payProviderNames() {
+		switch name {
+		case payment.NameSandbox, payment.NameHTTP:
+			s.Providers.Add(name, s.Provider)
+		}
+	}
+	s.Orders = &orders.Service{DB: d.DB, Providers: s.Providers, Ledger: ledger, Flags: flags, Claims: s.Claims,
 		NotifyURL: cfg.BaseURL + handlers.NotifyPath, Now: d.Now, Log: d.Log}
-	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Orders: s.Orders, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
-	s.Refunds = &jobs.Refunds{DB: d.DB, Provider: s.Provider, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
+	s.PaymentPoll = &jobs.PaymentPoll{DB: d.DB, Orders: s.Orders, Providers: s.Providers, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
+	s.Refunds = &jobs.Refunds{DB: d.DB, Providers: s.Providers, Runs: s.Runs, Interval: cfg.PayPollInterval, Now: d.Now, Log: d.Log}
 	s.UnpaidTimeout = &jobs.UnpaidTimeout{DB: d.DB, Orders: s.Orders, Runs: s.Runs, Interval: 2 * time.Second, Now: d.Now, Log: d.Log}
 	s.Reconcile = &jobs.Reconcile{DB: d.DB, Ledger: ledger, Runs: s.Runs, Interval: 10 * time.Second, Now: d.Now, Log: d.Log, Gauge: jobs.NewReconcileGauge(reg)}
 
@@ -459,7 +467,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 	s.site = site{
 		health:   &handlers.Health{DB: d.DB, Redis: d.Redis},
 		static:   &handlers.Static{Files: files},
-		pages:    &handlers.Pages{DB: d.DB, Catalog: shop, Left: left, Now: d.Now, Views: views, PhoneRegion: cfg.PhoneRegion},
+		pages:    &handlers.Pages{DB: d.DB, Catalog: shop, Left: left, Now: d.Now, Views: views, PhoneRegion: cfg.PhoneRegion, PayWith: cfg.payProviderNames()},
 		accounts: accounts,
 		qr:       &handlers.QRLoginAPI{Accounts: accounts, QR: auth.NewQRLogin(d.Redis, cfg.QRTTL, d.Now), BaseURL: cfg.BaseURL, Now: d.Now, Places: places},
 		catalog:  &handlers.CatalogAPI{Catalog: shop, Left: left, Now: d.Now},
@@ -482,7 +490,7 @@ func (s *Server) buildSite(cfg Config, d Deps, files *assets.Set, views fiber.Vi
 		ship:     &handlers.Fulfilment{DB: d.DB, Orders: s.Orders, Now: d.Now},
 		refunds:  &handlers.AdminOrders{DB: d.DB, Orders: s.Orders, Refunds: s.Refunds, Now: d.Now},
 		images:   handlers.NewImages(d.DB, d.Redis, d.Now, d.Log),
-		pay:      &handlers.Payments{DB: d.DB, Orders: s.Orders, Secret: cfg.callbackSecret(), Now: d.Now},
+		pay:      &handlers.Payments{DB: d.DB, Orders: s.Orders, Providers: s.Providers, Secret: cfg.callbackSecret(), Now: d.Now, Log: d.Log},
 		merchant: &handlers.Merchant{DB: d.DB, Stats: stats, ImageHosts: cfg.imageHostList(), Stop: saleStop, Now: d.Now},
 		admin: &handlers.Admin{Catalog: shop, Stops: s.Stops, QueueOpens: cfg.QueueOpens, DB: d.DB, Ledger: s.Ledger, Stop: saleStop, Books: books, Stats: stats,
 			PreheatWindow: cfg.PreheatWindow, Now: d.Now, Decided: (&mail.Decisions{Queue: s.Mail, BaseURL: cfg.BaseURL}).Decided},
@@ -690,6 +698,7 @@ func routes(f *fiber.App, h *site) {
 	api.Put("/addresses/:id", user, h.book.Update)
 	api.Delete("/addresses/:id", user, h.book.Delete)
 	api.Post("/payments/notify", pay.Notify)
+	api.Post("/payments/notify/:provider", pay.NotifyFrom)
 
 	// The built-in payment provider, as another site would serve it (seckill sandbox-pay serves it alone):
 	// in demo mode or with PAY_SANDBOX=on only, never beside a real provider.

@@ -86,12 +86,12 @@ func TestPaymentMadeDuringTheCancelIsClosed(t *testing.T) {
 	b, o := buy("cancel_racer")
 	first := pay(t, b, o.OrderNo)["payment_id"].(string)
 	var second string
-	s.Srv.Orders.Provider = &payDuringClose{Provider: s.Srv.Orders.Provider, pay: func() {
+	s.Srv.Orders.Providers = only(&payDuringClose{Provider: s.Srv.Orders.Providers.Of(""), pay: func() {
 		// Another payment, as a Pay in a second tab would make it (the first one is being closed).
 		s.Redis.HSet(context.Background(), "sandbox:pay:{"+first+"}", "status", payment.StatusClosed)
 		s.DB.Model(&models.Payment{}).Where("order_id = ?", o.ID).Update("status", models.PaymentClosed)
 		second = pay(t, b, o.OrderNo)["payment_id"].(string)
-	}}
+	}})
 	if r := b.call("POST", "/api/orders/"+o.OrderNo+"/cancel", nil); r.Status != 200 || r.json(t)["status"] != models.OrderCancelled {
 		t.Fatalf("cancel: %d %s", r.Status, r.Body)
 	}

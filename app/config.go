@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"seckill/auth"
+	"seckill/payment"
 	"seckill/pow"
 	"seckill/sift"
 )
@@ -54,7 +56,9 @@ type Config struct {
 	ClaimIdle       time.Duration // ORDER_CLAIM_IDLE: how long a queued order waits on a silent instance before another takes it
 	SaleKeep        time.Duration // SALE_KEEP: how long a sale's keys stay in Redis once it is over and drained
 	TrustedProxies  string        // TRUSTED_PROXIES: comma-separated IPs and CIDR ranges whose X-Real-IP is the client's address; empty trusts none
-	PaySandbox      bool          // PAY_SANDBOX: mount the built-in payment sandbox and pay through it; on in demo mode, else off
+	PaySandbox      bool          // "sandbox" in PAY_PROVIDERS (or the deprecated PAY_SANDBOX=on): mount the built-in payment sandbox and pay through it; on in demo mode, else off
+	PayProviders    string        // PAY_PROVIDERS: the providers a shopper may pay with, in the order offered: wechat, alipay, http, sandbox
+	PayCurrency     string        // PAY_CURRENCY: the currency of the shop's prices (its cents are its hundredths); CNY, the only one WeChat Pay and Alipay take here
 	PayNotifyURL    string        // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
 	MetricsListen   string        // METRICS_LISTEN: the operators' listener for /metrics (host:port), or off
 	NginxStatusURL  string        // NGINX_STATUS_URL: nginx's stub_status page, whose counts /metrics shows as seckill_nginx_*; empty for none
@@ -126,20 +130,81 @@ func (c Config) callbackSecret() string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// payProviders reads PAY_PROVIDERS and PAY_CURRENCY. Without PAY_PROVIDERS the older settings say it:
+// the sandbox with PAY_SANDBOX=on (demo mode's default), else the http protocol's PAY_PROVIDER_URL.
+// PAY_SANDBOX is deprecated beside it: set, it must agree ("sandbox" in the list or not).
+func (c *Config) payProviders(p *parser, getenv func(string) string) {
+	c.PayCurrency = strings.ToUpper(p.str("PAY_CURRENCY", "CNY"))
+	list := strings.TrimSpace(getenv("PAY_PROVIDERS"))
+	if list == "" {
+		switch {
+		case c.PaySandbox:
+			c.PayProviders = payment.NameSandbox
+		case c.PayProviderURL != "":
+			c.PayProviders = payment.NameHTTP
+		}
+		return
+	}
+	var names []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		switch {
+		case !slices.Contains(payment.Names, name):
+			p.fail("PAY_PROVIDERS", fmt.Sprintf("names %q: must be a comma-separated list of %s", name, strings.Join(payment.Names, ", ")))
+		case slices.Contains(names, name):
+			p.fail("PAY_PROVIDERS", fmt.Sprintf("names %q twice", name))
+		default:
+			names = append(names, name)
+		}
+	}
+	c.PayProviders = strings.Join(names, ",")
+	withSandbox := slices.Contains(names, payment.NameSandbox)
+	if v := strings.TrimSpace(getenv("PAY_SANDBOX")); v != "" && (v == "on") != withSandbox {
+		p.fail("PAY_SANDBOX", "is deprecated and disagrees with PAY_PROVIDERS: leave it unset, and name sandbox in PAY_PROVIDERS to mount the sandbox")
+	}
+	c.PaySandbox = withSandbox
+}
+
+// payProviderNames are the providers the shop offers, in order.
+func (c Config) payProviderNames() []string {
+	if c.PayProviders == "" {
+		return nil
+	}
+	return strings.Split(c.PayProviders, ",")
+}
+
+// offers reports whether the shop offers the named provider.
+func (c Config) offers(name string) bool { return slices.Contains(c.payProviderNames(), name) }
+
 // checkPayment checks what serving needs of the payment settings (seckill sandbox-pay and migrate do not).
 func (c Config) checkPayment() error {
 	var errs []error
 	if c.PaySandbox && !c.Demo && !c.PaySandboxAnyone {
-		errs = append(errs, errors.New("PAY_SANDBOX=on with real PostgreSQL and Redis lets anyone pay any order for nothing (the sandbox's Pay button moves no money): "+
-			"set PAY_SANDBOX_ANYONE_CAN_PAY=yes as well to run it so on purpose (a trial, a load test), or set a real provider's PAY_PROVIDER_URL and PAY_SECRET with PAY_SANDBOX=off"))
+		errs = append(errs, errors.New("the sandbox (PAY_PROVIDERS=sandbox, or PAY_SANDBOX=on) with real PostgreSQL and Redis lets anyone pay any order for nothing (the sandbox's Pay button moves no money): "+
+			"set PAY_SANDBOX_ANYONE_CAN_PAY=yes as well to run it so on purpose (a trial, a load test), or offer real providers in PAY_PROVIDERS (wechat, alipay, http)"))
+	}
+	real := slices.DeleteFunc(c.payProviderNames(), func(n string) bool { return n == payment.NameSandbox })
+	switch {
+	case len(c.PayProviders) == 0:
+		errs = append(errs, errors.New("PAY_PROVIDERS is required outside demo mode: the providers shoppers pay with (wechat, alipay, http), or sandbox to try the product"))
+	case c.PaySandbox && len(real) > 0:
+		errs = append(errs, fmt.Errorf("PAY_PROVIDERS offers the sandbox beside %s: a shopper could choose the sandbox and take the goods for nothing; never both", strings.Join(real, ", ")))
+	}
+	if (c.offers(payment.NameWeChat) || c.offers(payment.NameAlipay)) && c.PayCurrency != "CNY" {
+		errs = append(errs, fmt.Errorf("PAY_CURRENCY is %s, but WeChat Pay and Alipay take CNY here (the shop's cents are fen): set PAY_CURRENCY=CNY, or offer other providers", c.PayCurrency))
 	}
 	switch {
+	case !c.offers(payment.NameHTTP) && !c.PaySandbox:
+		// No http-protocol provider: PAY_PROVIDER_URL and PAY_SECRET have nothing to do.
+		if c.PayProviderURL != "" || c.PaySecret != "" {
+			errs = append(errs, errors.New("PAY_PROVIDER_URL and PAY_SECRET are for the http provider, which PAY_PROVIDERS does not name: add http to PAY_PROVIDERS or unset them"))
+		}
 	case c.PaySandbox && c.PaySecret != "":
 		errs = append(errs, errors.New("PAY_SECRET is a real provider's secret: the built-in sandbox (PAY_SANDBOX=on) signs with one of its own; set one or the other"))
 	case c.PaySandbox && c.PayProviderURL != "" && !strings.HasSuffix(c.PayProviderURL, "/sandbox"):
 		errs = append(errs, errors.New("PAY_PROVIDER_URL names a real provider, but PAY_SANDBOX=on mounts the sandbox: never both (with the sandbox, PAY_PROVIDER_URL may only name its address, ending in /sandbox)"))
 	case !c.PaySandbox && c.PayProviderURL == "":
-		errs = append(errs, errors.New("PAY_PROVIDER_URL is required outside demo mode: the payment provider's API (or PAY_SANDBOX=on to try the product with the built-in sandbox)"))
+		errs = append(errs, errors.New("PAY_PROVIDER_URL is required with the http provider (PAY_PROVIDERS=http): the API of the provider that speaks this project's protocol"))
 	case !c.PaySandbox && c.PaySecret == "":
 		errs = append(errs, errors.New("PAY_SECRET is required with PAY_PROVIDER_URL: the provider's secret, which checks its callbacks"))
 	}
@@ -323,6 +388,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		p.fail("PAY_SECRET", "must be at least 16 characters")
 	}
 	c.PaySandbox = p.oneOf("PAY_SANDBOX", map[bool]string{true: "on", false: "off"}[c.Demo], "on", "off") == "on"
+	c.payProviders(&p, getenv)
 	c.PaySandboxAnyone = p.oneOf("PAY_SANDBOX_ANYONE_CAN_PAY", "no", "yes", "no") == "yes"
 	c.ImageHosts = p.hosts("IMAGE_HOSTS")
 	if c.PayNotifyURL = strings.TrimSpace(getenv("PAY_NOTIFY_URL")); c.PayNotifyURL != "" {

@@ -23,7 +23,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 	if !cfg.Demo {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
-	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: time.Minute, QueueTurnSeen: 90 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, SessionMax: 20, RateLimitIP: true,
+	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, PayProviders: "sandbox", PayCurrency: "CNY", MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: time.Minute, QueueTurnSeen: 90 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, SessionMax: 20, RateLimitIP: true,
 		GroupCommit: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 64 << 10, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, SaleKeep: 24 * time.Hour, Demo: true,
@@ -116,31 +116,47 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			if c.PaySandbox || c.listenAddr() != ":8080" || c.MetricsListen != "127.0.0.1:9090" {
 				t.Errorf("PaySandbox = %v, listenAddr = %q, MetricsListen = %q", c.PaySandbox, c.listenAddr(), c.MetricsListen)
 			}
-			if err := c.checkPayment(); err == nil || !strings.Contains(err.Error(), "PAY_PROVIDER_URL") {
-				t.Errorf("serving with no payment provider and no sandbox: %v, want an error naming PAY_PROVIDER_URL", err)
+			if err := c.checkPayment(); err == nil || !strings.Contains(err.Error(), "PAY_PROVIDERS") {
+				t.Errorf("serving with no payment provider and no sandbox: %v, want an error naming PAY_PROVIDERS", err)
 			}
 		}},
-		{"payment settings that cannot work are refused at serve", map[string]string{
-			"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret,
-		}, func(t *testing.T, c Config) {
+		{"payment settings that cannot work are refused at serve", map[string]string{}, func(t *testing.T, _ Config) {
+			// docs/payments.md's table of the settings' combinations, each as an operator sets it.
 			for _, tt := range []struct {
-				sandbox, anyone  bool
-				provider, secret string
-				want             string // "" for a good combination, else the variable the error names
+				env  string // space-separated NAME=value
+				want string // "" for a good combination, else what the refusal names
 			}{
-				{true, true, "", "", ""},
-				{true, true, "http://10.0.0.5:8080/sandbox", "", ""},
-				{true, false, "", "", "PAY_SANDBOX_ANYONE_CAN_PAY"}, // beside real services, only by the second switch
-				{false, false, "https://pay.example/v1", "a real provider's secret", ""},
-				{true, true, "", "a real provider's secret", "PAY_SECRET"},
-				{true, true, "https://pay.example/v1", "", "PAY_PROVIDER_URL"},
-				{false, false, "https://pay.example/v1", "", "PAY_SECRET"},
-				{false, false, "", "", "PAY_PROVIDER_URL"},
+				{"PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes", ""},
+				{"PAY_PROVIDERS=sandbox PAY_SANDBOX_ANYONE_CAN_PAY=yes", ""},
+				{"PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes PAY_PROVIDER_URL=http://10.0.0.5:8080/sandbox", ""},
+				{"PAY_SANDBOX=on", "PAY_SANDBOX_ANYONE_CAN_PAY"}, // beside real services, only by the second switch
+				{"PAY_PROVIDERS=sandbox", "PAY_SANDBOX_ANYONE_CAN_PAY"},
+				{"PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret", ""},
+				{"PAY_PROVIDERS=http PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret", ""},
+				{"PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes PAY_SECRET=a-real-providers-secret", "PAY_SECRET"},
+				{"PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes PAY_PROVIDER_URL=https://pay.example/v1", "PAY_PROVIDER_URL"},
+				{"PAY_PROVIDER_URL=https://pay.example/v1", "PAY_SECRET"},
+				{"PAY_PROVIDERS=http", "PAY_PROVIDER_URL"},
+				{"", "PAY_PROVIDERS"},
+				{"PAY_PROVIDERS=sandbox,http PAY_SANDBOX_ANYONE_CAN_PAY=yes PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret", "sandbox beside http"},
+				{"PAY_PROVIDERS=paypal", "PAY_PROVIDERS"},
+				{"PAY_PROVIDERS=http,http PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret", "twice"},
+				{"PAY_PROVIDERS=http PAY_SANDBOX=on PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret", "PAY_SANDBOX"},
+				{"PAY_PROVIDERS=sandbox PAY_SANDBOX=off PAY_SANDBOX_ANYONE_CAN_PAY=yes", "PAY_SANDBOX"},
+				{"PAY_PROVIDERS=sandbox PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes", ""},
+				{"PAY_PROVIDERS=sandbox PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret PAY_SANDBOX_ANYONE_CAN_PAY=yes", "PAY_"},
 			} {
-				c.PaySandbox, c.PaySandboxAnyone, c.PayProviderURL, c.PaySecret = tt.sandbox, tt.anyone, tt.provider, tt.secret
-				err := c.checkPayment()
+				env := map[string]string{"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret}
+				for _, kv := range strings.Fields(tt.env) {
+					k, v, _ := strings.Cut(kv, "=")
+					env[k] = v
+				}
+				c, err := LoadConfig(envOf(env))
+				if err == nil {
+					err = c.checkPayment()
+				}
 				if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-					t.Errorf("sandbox %v, provider %q, secret %q: %v, want an error naming %q", tt.sandbox, tt.provider, tt.secret, err, tt.want)
+					t.Errorf("%s: %v, want an error naming %q", tt.env, err, tt.want)
 				}
 			}
 		}},

@@ -29,6 +29,7 @@ import (
 	"seckill/captcha"
 	"seckill/handlers"
 	"seckill/internal/testenv"
+	"seckill/payment"
 	"seckill/pow"
 )
 
@@ -428,4 +429,9 @@ func serveOn(t testing.TB, f *fiber.App, ln net.Listener) {
 		cancel()
 		<-done
 	})
+}
+
+// only is a set of providers with p alone, as the sandbox (and the payments of before, provider "").
+func only(p payment.Provider) *payment.Providers {
+	return payment.NewProviders().Add(payment.NameSandbox, p)
 }

@@ -278,7 +278,7 @@ func TestProviderDown(t *testing.T) {
 
 	// An order past its deadline with an open payment: the provider cannot be asked to close it, so the
 	// order is not cancelled.
-	if _, _, err := models.AddPayment(context.Background(), s.DB, &o, "sbx_unknowable", s.Clock.Now()); err != nil {
+	if _, _, err := models.AddPayment(context.Background(), s.DB, &o, models.NewPayment{ProviderID: "sbx_unknowable"}, s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	s.Clock.Advance(s.Cfg.PayTimeout + time.Minute)
@@ -430,7 +430,7 @@ func TestDoubleClickOnPay(t *testing.T) {
 		t.Errorf("ten Pay clicks at once made %d payments, want 1", len(seen))
 	}
 	// Even with a second open payment recorded (say from an older provider), the deadline closes both.
-	if _, _, err := models.AddPayment(context.Background(), s.DB, &o, "sbx_second", s.Clock.Now()); err != nil {
+	if _, _, err := models.AddPayment(context.Background(), s.DB, &o, models.NewPayment{ProviderID: "sbx_second"}, s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	extra, err := payment.NewSandbox(s.Redis, s.URL+"/sandbox", s.Cfg.callbackSecret(), "", time.Now).Create(context.Background(),

@@ -76,9 +76,9 @@ func TestLatePaymentIsRefundedOnceThoughTheProviderFailsTwice(t *testing.T) {
 		t.Errorf("the shopper's order says refund_status %v, want pending", got)
 	}
 
-	flaky := &flakyRefunds{Provider: s.Srv.Refunds.Provider}
+	flaky := &flakyRefunds{Provider: s.Srv.Refunds.Providers.Of("")}
 	flaky.fail.Store(2)
-	s.Srv.Refunds.Provider = flaky
+	s.Srv.Refunds.Providers = only(flaky)
 	for round := 1; round <= 2; round++ {
 		if err := s.Srv.Refunds.Once(context.Background()); !errors.Is(err, payment.ErrUnavailable) {
 			t.Fatalf("round %d with the provider down answered %v", round, err)
@@ -315,19 +315,19 @@ func TestPaymentTheCancelCannotCloseIsFollowed(t *testing.T) {
 	s := startLive(t, liveOpts{only: []string{"order_consumer"}})
 	_, buy := newPaySale(t, s, 3)
 	ctx := context.Background()
-	provider := &failClose{Provider: s.Srv.Orders.Provider, fail: map[string]bool{}, queryOpen: map[string]bool{}}
+	provider := &failClose{Provider: s.Srv.Orders.Providers.Of(""), fail: map[string]bool{}, queryOpen: map[string]bool{}}
 	cancelWithPaymentInAnotherTab := func(name string) (models.Order, string) {
 		b, o := buy(name)
 		first := pay(t, b, o.OrderNo)["payment_id"].(string)
 		var second string
-		s.Srv.Orders.Provider = &payDuringClose{Provider: provider, pay: func() {
+		s.Srv.Orders.Providers = only(&payDuringClose{Provider: provider, pay: func() {
 			s.Redis.HSet(ctx, "sandbox:pay:{"+first+"}", "status", payment.StatusClosed)
 			s.DB.Model(&models.Payment{}).Where("order_id = ?", o.ID).Update("status", models.PaymentClosed)
 			second = pay(t, b, o.OrderNo)["payment_id"].(string)
 			provider.mu.Lock()
 			provider.fail[second] = true // the provider cannot close it now
 			provider.mu.Unlock()
-		}}
+		}})
 		if r := b.call("POST", "/api/orders/"+o.OrderNo+"/cancel", nil); r.Status != 200 {
 			t.Fatalf("cancel: %d %s", r.Status, r.Body)
 		}
@@ -345,7 +345,7 @@ func TestPaymentTheCancelCannotCloseIsFollowed(t *testing.T) {
 	provider.queryOpen[paidJustBefore] = true
 	provider.mu.Unlock()
 	s.Redis.HSet(ctx, "sandbox:pay:{"+paidJustBefore+"}", "status", payment.StatusPaid)
-	s.Srv.PaymentPoll.Provider = provider
+	s.Srv.PaymentPoll.Providers = only(provider)
 	if err := s.Srv.PaymentPoll.Once(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -104,8 +104,15 @@ func (h *Accounts) LoadSession(c *fiber.Ctx) error {
 }
 
 // NotifyPath is the payment provider's callback: the one unsafe API request a browser never makes, so
-// the one that carries no CSRF token (its signature is checked instead).
+// the one that carries no CSRF token (its signature is checked instead). A named provider's callbacks
+// come to NotifyPath/{provider}, in the provider's own form (Alipay posts a form, not JSON).
 const NotifyPath = "/api/payments/notify"
+
+// isNotify reports whether path is a provider's callback.
+func isNotify(path string) bool {
+	rest, ok := strings.CutPrefix(path, NotifyPath)
+	return ok && (rest == "" || rest[0] == '/' && !strings.Contains(rest[1:], "/"))
+}
 
 var (
 	errCSRF      = errs.Static(errs.CSRF, "missing or wrong "+CSRFHeader+" header: get a token from GET /api/csrf")
@@ -124,11 +131,13 @@ func (h *Accounts) RequireCSRF(c *fiber.Ctx) error {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 		return c.Next()
 	}
-	if c.Path() != NotifyPath && !h.CSRF.Valid(c.Get(CSRFHeader), requestCookie(c, CSRFCookie)) {
+	notify := isNotify(c.Path())
+	if !notify && !h.CSRF.Valid(c.Get(CSRFHeader), requestCookie(c, CSRFCookie)) {
 		return errCSRF
 	}
-	// Bodies are JSON, but for the upload routes' files (which carry the CSRF token all the same).
-	if len(c.Body()) > 0 && !isJSON(c.Get(fiber.HeaderContentType)) && !IsUpload(c.Path()) {
+	// Bodies are JSON, but for the upload routes' files (which carry the CSRF token all the same) and
+	// the named providers' callbacks (signed, in their own forms).
+	if len(c.Body()) > 0 && !isJSON(c.Get(fiber.HeaderContentType)) && !IsUpload(c.Path()) && (!notify || c.Path() == NotifyPath) {
 		return errNotJSON
 	}
 	return c.Next()

@@ -57,6 +57,8 @@ type Pages struct {
 	// PhoneRegion is the country (ISO 3166) of a phone number written without a country code (PHONE_REGION),
 	// which the address form says.
 	PhoneRegion string
+	// PayWith are the payment providers an order page offers (PAY_PROVIDERS), in order.
+	PayWith []string
 
 	once   sync.Once
 	cache  *memo.Timed[string, renderedPage]
@@ -218,7 +220,7 @@ func (h *Pages) Order(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	data := PageData(c, h.Now(), "orders.title", "Order", views[0], "Addresses", book, "AddressFields", addressFields,
-		"PhoneHelp", h.phoneHelp(c))
+		"PhoneHelp", h.phoneHelp(c), "PayWith", h.PayWith)
 	data["Title"] = views[0].Name
 	return c.Render("order", data, Layout)
 }

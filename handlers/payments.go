@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,10 +18,12 @@ import (
 
 // Payments serves paying for an order and the provider's callback.
 type Payments struct {
-	DB     *gorm.DB
-	Orders *orders.Service
-	Secret string // checks the provider's callbacks
-	Now    func() time.Time
+	DB        *gorm.DB
+	Orders    *orders.Service
+	Providers *payment.Providers // the named providers' callbacks (WeChat Pay, Alipay)
+	Secret    string             // checks the http protocol's callbacks
+	Now       func() time.Time
+	Log       *slog.Logger
 }
 
 // payTime is how long making a payment (or cancelling an order, closing its payments) may take.
@@ -34,7 +38,15 @@ func (h *Payments) Pay(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.Orders.Pay(ctx, s.UserID, no)
+	var in struct {
+		Provider string `json:"provider"` // optional when the shop offers one
+	}
+	if len(c.Body()) > 0 {
+		if err := parseJSON(c, &in); err != nil {
+			return err
+		}
+	}
+	p, err := h.Orders.Pay(ctx, s.UserID, no, in.Provider)
 	if err != nil {
 		return err
 	}
@@ -42,7 +54,60 @@ func (h *Payments) Pay(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"payment_id": p.ID, "pay_url": p.PayURL, "image": img})
+	return c.JSON(fiber.Map{"payment_id": p.ID, "pay_url": p.PayURL, "image": img, "provider": p.Provider})
+}
+
+// NotifyFrom takes a named provider's callback (POST /api/payments/notify/{provider}) in its own form,
+// checked as the provider's documentation says (the provider's Notifier), and answers in the form the
+// provider expects: taken, or to be sent again. Genuine news of a known payment of the right amount
+// marks its order paid (once), or its refund done; a payment paid for an order that no longer needs it
+// is refunded. Anything else changes nothing.
+func (h *Payments) NotifyFrom(c *fiber.Ctx) error {
+	name := c.Params("provider")
+	n := h.Providers.Notifier(name)
+	if n == nil {
+		return errs.New(errs.NotFound, "no such payment provider")
+	}
+	ack := func(ok bool) error {
+		status, ct, body := n.Ack(ok)
+		c.Set(fiber.HeaderContentType, ct)
+		return c.Status(status).Send(body)
+	}
+	header := http.Header{}
+	c.Request().Header.VisitAll(func(k, v []byte) { header.Add(string(k), string(v)) })
+	ctx := c.UserContext()
+	news, err := n.ReadNotify(ctx, header, c.Body())
+	if err != nil {
+		h.Log.WarnContext(ctx, "a payment callback was refused", "provider", name, "ip", c.IP(), "err", err)
+		return ack(false)
+	}
+	p, err := models.PaymentByProviderID(ctx, h.DB, news.PaymentID)
+	if errs.Is(err, errs.NotFound) || err == nil && p.Provider != name {
+		// Genuine, but of no payment the shop made there: nothing to change, nothing to send again.
+		h.Log.ErrorContext(ctx, "refund_needed: the provider's news is of a payment the shop does not know", "provider", name,
+			"payment_id", news.PaymentID, "status", news.Status, "amount_cents", news.AmountCents)
+		return ack(true)
+	}
+	if err != nil {
+		return ack(false) // the database: the provider sends it again
+	}
+	if news.AmountCents != p.AmountCents {
+		h.Log.ErrorContext(ctx, "a signed payment callback names another amount than the payment's: nothing changed", "provider", name,
+			"payment_id", p.ProviderID, "amount_cents", news.AmountCents, "want_cents", p.AmountCents)
+		return ack(false)
+	}
+	switch news.Status {
+	case payment.StatusPaid:
+		if _, err := h.Orders.Paid(ctx, p); err != nil {
+			h.Log.ErrorContext(ctx, "a paid payment could not be recorded: the provider sends it again", "payment_id", p.ProviderID, "err", err)
+			return ack(false)
+		}
+	case payment.StatusRefunded:
+		if err := models.RefundDoneByProvider(ctx, h.DB, p.ID, h.Now()); err != nil {
+			return ack(false)
+		}
+	}
+	return ack(true)
 }
 
 // Notify takes the provider's signed callback: a genuine, fresh one for a known payment of the right

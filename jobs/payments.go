@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
 	"seckill/models"
@@ -17,13 +19,16 @@ import (
 // the provider's callback never comes. While the provider is unavailable it waits longer between rounds,
 // up to a minute.
 type PaymentPoll struct {
-	DB       *gorm.DB
-	Orders   *orders.Service // records the provider's news
-	Provider payment.Provider
-	Runs     *Runs
-	Interval time.Duration
-	Now      func() time.Time
-	Log      *slog.Logger
+	DB        *gorm.DB
+	Orders    *orders.Service // records the provider's news
+	Providers *payment.Providers
+	Runs      *Runs
+	Interval  time.Duration
+	Now       func() time.Time
+	Log       *slog.Logger
+
+	limitsOnce sync.Once
+	limits     map[string]*rate.Limiter // pace's, by provider
 }
 
 // Run polls until ctx ends.
@@ -71,7 +76,23 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 		return err
 	}
 	for i := range ps {
-		st, err := p.Provider.Query(ctx, ps[i].ProviderID)
+		prov := p.Providers.Of(ps[i].Provider)
+		if prov == nil {
+			counts["no_provider"]++
+			p.Log.Error("refund_needed: an open payment is at a provider the shop no longer has (PAY_PROVIDERS): it is followed by nobody",
+				"payment", ps[i].ProviderID, "provider", ps[i].Provider)
+			if err := models.PaymentChecked(ctx, p.DB, ps[i].ID, p.Now()); err != nil {
+				return err
+			}
+			continue
+		}
+		if !p.due(&ps[i]) {
+			continue
+		}
+		if err := p.pace(ctx, ps[i].Provider); err != nil {
+			return err
+		}
+		st, err := prov.Query(ctx, ps[i].ProviderID)
 		if errors.Is(err, payment.ErrRefused) {
 			// The provider refuses this payment alone: the others are asked about, this one later.
 			counts["refused"]++
@@ -99,14 +120,15 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 			if err := p.Orders.Closed(ctx, &ps[i]); err != nil {
 				return err
 			}
-		case cancelled[ps[i].ID] && st == "" && p.Now().Sub(ps[i].CreatedAt) > 10*time.Minute:
-			// A cancelled order's payment the provider has long forgotten: it can no longer be paid.
+		case cancelled[ps[i].ID] && st == "" && orders.Forgotten(&ps[i], p.Now()):
+			// A cancelled order's payment the provider has long forgotten, or never made and past its
+			// expiry (an Alipay QR code no one scanned): it can no longer be paid.
 			counts["closed_late"]++
 			if err := p.Orders.Closed(ctx, &ps[i]); err != nil {
 				return err
 			}
 		case st == payment.StatusOpen && cancelled[ps[i].ID]:
-			closed, err := p.Provider.Close(ctx, ps[i].ProviderID)
+			closed, err := prov.Close(ctx, ps[i].ProviderID)
 			switch {
 			case errors.Is(err, payment.ErrRefused):
 				counts["refused"]++
@@ -136,6 +158,44 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 		}
 	}
 	return nil
+}
+
+// due reports whether an open payment is to be asked about in this round. Callbacks come first; the poll
+// is the fallback, and at WeChat Pay and Alipay it asks about a payment less often as it ages: every
+// round for its first minute, then at most every 15 seconds, and every minute after ten minutes (an
+// unpaid order's payment lives for PAY_TIMEOUT), so that thousands of open payments after a sale stay
+// within the providers' query limits.
+func (p *PaymentPoll) due(pay *models.Payment) bool {
+	if pay.Provider != payment.NameWeChat && pay.Provider != payment.NameAlipay {
+		return true
+	}
+	now := p.Now()
+	gap := time.Duration(0)
+	switch age := now.Sub(pay.CreatedAt); {
+	case age > 10*time.Minute:
+		gap = time.Minute
+	case age > time.Minute:
+		gap = 15 * time.Second
+	}
+	return now.Sub(pay.UpdatedAt) >= gap
+}
+
+// pollRate is how many queries a second the poll sends to one of WeChat Pay or Alipay at most: far
+// under their documented limits for a merchant's order queries.
+const pollRate = 20
+
+// pace waits for the named provider's turn to be asked (WeChat Pay, Alipay), at most pollRate a second.
+func (p *PaymentPoll) pace(ctx context.Context, provider string) error {
+	if provider != payment.NameWeChat && provider != payment.NameAlipay {
+		return nil
+	}
+	p.limitsOnce.Do(func() {
+		p.limits = map[string]*rate.Limiter{}
+		for _, n := range []string{payment.NameWeChat, payment.NameAlipay} {
+			p.limits[n] = rate.NewLimiter(pollRate, pollRate)
+		}
+	})
+	return p.limits[provider].Wait(ctx)
 }
 
 // settlePaid records a paid payment; money that came in for an order no longer waiting for it (cancelled,

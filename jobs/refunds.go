@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,12 +19,12 @@ import (
 // provider refunds a payment once however often it is asked (the shop's refund id), so a retry after a
 // lost answer gives nothing back twice.
 type Refunds struct {
-	DB       *gorm.DB
-	Provider payment.Provider
-	Runs     *Runs
-	Interval time.Duration
-	Now      func() time.Time
-	Log      *slog.Logger
+	DB        *gorm.DB
+	Providers *payment.Providers
+	Runs      *Runs
+	Interval  time.Duration
+	Now       func() time.Time
+	Log       *slog.Logger
 }
 
 // Run refunds until ctx ends.
@@ -52,12 +53,28 @@ func (r *Refunds) round(ctx context.Context, counts map[string]int64) error {
 // attempt asks the provider for one refund and records its answer. It answers an error only when the
 // provider could not be reached (the refund stays pending) or the database failed.
 func (r *Refunds) attempt(ctx context.Context, f *models.Refund, counts map[string]int64) error {
-	st, err := r.Provider.Refund(ctx, f.ProviderID, payment.RefundRequest{RefundID: f.RefundID(), AmountCents: f.AmountCents, Reason: f.Reason})
+	pay, err := models.PaymentByID(ctx, r.DB, f.PaymentID)
+	if err != nil {
+		return err
+	}
+	prov := r.Providers.Of(pay.Provider)
+	if prov == nil {
+		counts["no_provider"]++
+		why := fmt.Sprintf("the payment is at provider %q, which the shop no longer has (PAY_PROVIDERS)", pay.Provider)
+		r.Log.ErrorContext(ctx, "refund_needed: "+why, "order_no", f.OrderNo, "payment_id", f.ProviderID)
+		return models.RefundSettled(ctx, r.DB, f.ID, models.RefundPending, why, r.Now())
+	}
+	st, err := prov.Refund(ctx, f.ProviderID, payment.RefundRequest{RefundID: f.RefundID(), AmountCents: f.AmountCents, Reason: f.Reason, TotalCents: pay.AmountCents})
 	now := r.Now()
 	switch {
 	case err == nil && st == payment.StatusRefunded:
 		counts["refunded"]++
 		return models.RefundSettled(ctx, r.DB, f.ID, models.RefundDone, "", now)
+	case err == nil && st == payment.StatusRefunding:
+		// The provider is making it (WeChat Pay's PROCESSING): asked again next round with the same
+		// refund id, which answers how far it got; its callback may settle it first.
+		counts["refunding"]++
+		return models.RefundSettled(ctx, r.DB, f.ID, models.RefundPending, "the provider is making the refund", now)
 	case errors.Is(err, payment.ErrNotRefundable), payment.IsNotFound(err), err == nil:
 		// The provider will not: a person must look (the admin pages show failed refunds).
 		counts["refused"]++

@@ -420,6 +420,7 @@ var sinceVersion1 = map[string]bool{
 	"orders.cancel_reason":   true,                                     // 00006
 	"mails.list_unsubscribe": true,                                     // 00007
 	"activities.stopped_by":  true, "activities.decision_unseen": true, // 00009
+	"payments.provider": true, "payments.pay_url": true, "payments.expires_at": true, // 00010
 }
 
 // tablesSinceVersion1 are the models' tables that later migrations made: a database of version 1 has none

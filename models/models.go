@@ -200,6 +200,14 @@ type Payment struct {
 	AmountCents int64     `gorm:"not null"`
 	CreatedAt   time.Time `gorm:"not null"`
 	UpdatedAt   time.Time `gorm:"not null"`
+	// Provider names the provider the payment is at (PAY_PROVIDERS' names; "" for the http-protocol
+	// provider of before, the sandbox or PAY_PROVIDER_URL).
+	Provider string `gorm:"size:16;not null;default:''"`
+	// PayURL is what the payer opens (the QR code's content), kept for the providers that make a payment
+	// once and give it back (WeChat Pay, Alipay); "" for the others, which are asked again.
+	PayURL string `gorm:"size:512;not null;default:''"`
+	// ExpiresAt is when the provider stops taking the payment (the order's deadline), if it was told.
+	ExpiresAt *time.Time
 }
 
 // All lists every model, in the order the migrations create them.

@@ -20,17 +20,30 @@ func OpenPayments(ctx context.Context, db *gorm.DB, orderID int64) ([]Payment, e
 	return ps, nil
 }
 
+// NewPayment is a payment a provider made, as the shop keeps it.
+type NewPayment struct {
+	Provider   string    // the provider's name ("" for the http protocol's of before)
+	ProviderID string    // its id at the provider
+	PayURL     string    // what the payer opens, kept for the providers that give a payment back ("" otherwise)
+	ExpiresAt  time.Time // when the provider stops taking it, if it was told (zero otherwise)
+}
+
 // AddPayment records a payment the provider made for an order, only while the order still waits for
 // payment: it answers false when the order was paid or cancelled meanwhile (the caller closes the
 // payment at the provider).
-func AddPayment(ctx context.Context, db *gorm.DB, o *Order, providerID string, now time.Time) (*Payment, bool, error) {
+func AddPayment(ctx context.Context, db *gorm.DB, o *Order, np NewPayment, now time.Time) (*Payment, bool, error) {
 	var p Payment
+	providerID := np.ProviderID
 	if err := db.WithContext(ctx).Where("provider_id = ?", providerID).Take(&p).Error; err == nil {
 		return &p, true, nil // the provider gave back the open payment we hold
 	}
-	res := db.WithContext(ctx).Exec(`INSERT INTO payments (order_id, order_no, provider_id, status, amount_cents, created_at, updated_at)
-		SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM orders WHERE id = ? AND status = ?)`,
-		o.ID, o.OrderNo, providerID, PaymentOpen, o.PriceCents, now, now, o.ID, OrderPendingPayment)
+	var expires *time.Time
+	if !np.ExpiresAt.IsZero() {
+		expires = &np.ExpiresAt
+	}
+	res := db.WithContext(ctx).Exec(`INSERT INTO payments (order_id, order_no, provider_id, status, amount_cents, created_at, updated_at, provider, pay_url, expires_at)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM orders WHERE id = ? AND status = ?)`,
+		o.ID, o.OrderNo, providerID, PaymentOpen, o.PriceCents, now, now, np.Provider, np.PayURL, expires, o.ID, OrderPendingPayment)
 	if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
 		err := db.WithContext(ctx).Where("provider_id = ?", providerID).Take(&p).Error
 		return &p, err == nil, err
@@ -55,6 +68,15 @@ func LatestPayment(ctx context.Context, db *gorm.DB, orderID int64) (*Payment, e
 		return nil, nil
 	}
 	return &ps[0], nil
+}
+
+// PaymentByID finds a payment by the shop's id.
+func PaymentByID(ctx context.Context, db *gorm.DB, id int64) (*Payment, error) {
+	var p Payment
+	if err := db.WithContext(ctx).Where("id = ?", id).Take(&p).Error; err != nil {
+		return nil, fmt.Errorf("payment %d: %w", id, err)
+	}
+	return &p, nil
 }
 
 // PaymentByProviderID finds a payment by the provider's id; none answers errs.NotFound.

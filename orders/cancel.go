@@ -35,6 +35,19 @@ const (
 // forgotten is how long after its making a payment the provider does not know can no longer be paid.
 const forgotten = 10 * time.Minute
 
+// expiryMargin is how long after a payment's expiry the shop still follows it: the provider's clock and
+// its last callbacks may run a little late.
+const expiryMargin = 2 * time.Minute
+
+// Forgotten reports whether a payment the provider does not know can no longer be paid at now: its
+// expiry (told to the provider) is past, or, without one, it was made long ago.
+func Forgotten(p *models.Payment, now time.Time) bool {
+	if p.ExpiresAt != nil {
+		return now.After(p.ExpiresAt.Add(expiryMargin))
+	}
+	return now.Sub(p.CreatedAt) > forgotten
+}
+
 // Cancel cancels an order that waits for payment: its buyer's cancel (handlers/orders.go) and its
 // deadline's (the unpaid timeout, jobs/payments.go) are this one operation. Every open payment is closed
 // at the provider first: if one was paid after all, the order is paid; if the provider cannot say,
@@ -54,10 +67,19 @@ func (s *Service) Cancel(ctx context.Context, o *models.Order, why string) (Canc
 		return 0, err
 	}
 	paid := false
+	unknown := map[string]bool{} // payments the provider does not know yet, followed until they expire
 	for i := range ps {
-		st, err := s.Provider.Close(ctx, ps[i].ProviderID)
-		if payment.IsNotFound(err) && s.Now().Sub(ps[i].CreatedAt) > forgotten {
-			st, err = payment.StatusClosed, nil // the provider has long forgotten it: it cannot be paid
+		prov := s.Providers.Of(ps[i].Provider)
+		if prov == nil {
+			return ProviderDown, fmt.Errorf("%w: payment %s is at provider %q, which the shop no longer has", payment.ErrUnavailable, ps[i].ProviderID, ps[i].Provider)
+		}
+		st, err := prov.Close(ctx, ps[i].ProviderID)
+		if payment.IsNotFound(err) && (s.Now().Sub(ps[i].CreatedAt) > forgotten || ps[i].ExpiresAt != nil) {
+			// The provider has long forgotten it, or (Alipay) has not made it yet: no one has scanned its
+			// QR code. It cannot be paid now; one with an expiry still ahead is followed by the poll
+			// until then (closeLate), in case it is scanned and paid after all.
+			st, err = payment.StatusClosed, nil
+			unknown[ps[i].ProviderID] = ps[i].ExpiresAt != nil
 		}
 		if err != nil && paid {
 			break // the order is paid: what is left open, the poll follows
@@ -82,7 +104,7 @@ func (s *Service) Cancel(ctx context.Context, o *models.Order, why string) (Canc
 	if releaseID == 0 {
 		return NoLongerPending, nil
 	}
-	s.closeLate(ctx, o, ps)
+	s.closeLate(ctx, o, ps, unknown)
 	if err := s.Restock(ctx, releaseID, o.ItemID, o.OrderNo); err != nil {
 		return CancelledRestockLater, err
 	}
@@ -122,7 +144,10 @@ func (s *Service) cancelInBooks(ctx context.Context, o *models.Order, why string
 // the database only. No payment can be made once the order is cancelled. One the provider cannot close
 // is open in the books again, for the poll to follow; one paid meanwhile is recorded paid and its money
 // goes back (a refund).
-func (s *Service) closeLate(ctx context.Context, o *models.Order, closed []models.Payment) {
+//
+// unknown are the payments closed in the books that the provider did not know yet (an Alipay QR code no
+// one has scanned): it may still take them until they expire, so the poll follows them until then.
+func (s *Service) closeLate(ctx context.Context, o *models.Order, closed []models.Payment, unknown map[string]bool) {
 	all, err := models.PaymentsOfOrder(ctx, s.DB, o.ID)
 	if err != nil {
 		s.Log.Error("payments of a cancelled order", "order", o.OrderNo, "err", err)
@@ -131,19 +156,29 @@ func (s *Service) closeLate(ctx context.Context, o *models.Order, closed []model
 	known := map[string]bool{}
 	for _, p := range closed {
 		known[p.ProviderID] = true
+		if unknown[p.ProviderID] && !Forgotten(&p, s.Now()) {
+			if err := models.ReopenPayment(ctx, s.DB, p.ID, s.Now()); err != nil {
+				s.Log.Error("refund_needed: a payment of a cancelled order may be paid later and is followed by nobody", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			}
+		}
 	}
 	for _, p := range all {
 		if known[p.ProviderID] || p.Status != models.PaymentClosed {
 			continue
 		}
 		var st string
-		var err error
-		for attempt := 0; attempt < 3; attempt++ {
-			if st, err = s.Provider.Close(ctx, p.ProviderID); err == nil || payment.IsNotFound(err) {
+		err := fmt.Errorf("%w: payment %s is at provider %q, which the shop no longer has", payment.ErrUnavailable, p.ProviderID, p.Provider)
+		prov := s.Providers.Of(p.Provider)
+		for attempt := 0; prov != nil && attempt < 3; attempt++ {
+			if st, err = prov.Close(ctx, p.ProviderID); err == nil || payment.IsNotFound(err) {
 				break
 			}
 		}
 		switch {
+		case payment.IsNotFound(err) && p.ExpiresAt != nil && !Forgotten(&p, s.Now()):
+			if err := models.ReopenPayment(ctx, s.DB, p.ID, s.Now()); err != nil {
+				s.Log.Error("refund_needed: a payment of a cancelled order may be paid later and is followed by nobody", "order", o.OrderNo, "payment", p.ProviderID, "err", err)
+			}
 		case payment.IsNotFound(err):
 		case err != nil:
 			// Still open at the provider, perhaps: open in the books again, so that the poller keeps asking,

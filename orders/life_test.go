@@ -45,7 +45,7 @@ func TestAfterTheWinOnBothDatabases(t *testing.T) {
 			paid, _ := models.OrderByNo(ctx, db, "SKpaid")
 			pay := func(o *models.Order, id string) *models.Payment {
 				t.Helper()
-				p, ok, err := models.AddPayment(ctx, db, o, id, now)
+				p, ok, err := models.AddPayment(ctx, db, o, models.NewPayment{ProviderID: id}, now)
 				if err != nil || !ok {
 					t.Fatalf("add payment: %v %v", ok, err)
 				}

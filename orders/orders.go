@@ -6,8 +6,11 @@ package orders
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -20,8 +23,8 @@ import (
 // Service makes the operations on orders. The handlers call it for their people, the jobs for the
 // deadline and the provider's news.
 type Service struct {
-	DB       *gorm.DB
-	Provider payment.Provider
+	DB        *gorm.DB
+	Providers *payment.Providers // the providers the shop offers, and those its payments are at
 	// Ledger and Flags put a cancelled order's unit back on sale in Redis.
 	Ledger    *stock.Ledger
 	Flags     *stock.Flags
@@ -89,17 +92,27 @@ func (s *Service) claim(ctx context.Context, o *models.Order, userID int64, d mo
 
 // Payment is where the buyer pays an order: the provider's payment and its page.
 type Payment struct {
-	ID     string
-	PayURL string
+	ID       string
+	PayURL   string
+	Provider string // its name (payment.NameWeChat, ...)
 }
 
 var errAddressRequired = errs.New(errs.AddressRequired, "choose a delivery address for this order before paying")
 
-// Pay makes (or gives back) a payment of one of the user's orders at the provider, while the order waits
-// for payment, well before its deadline, with its address chosen. A provider that cannot be reached
-// answers payment_unavailable; an order paid or cancelled while its payment was being made answers
-// order_state, and that payment is closed at the provider.
-func (s *Service) Pay(ctx context.Context, userID int64, orderNo string) (*Payment, error) {
+// Pay makes (or gives back) a payment of one of the user's orders at the provider the buyer chose (""
+// when the shop offers one), while the order waits for payment, well before its deadline, with its
+// address chosen. A provider that cannot be reached answers payment_unavailable; an order paid or
+// cancelled while its payment was being made answers order_state, and that payment is closed at the
+// provider.
+//
+// At WeChat Pay and Alipay a payment is made once and its QR code given back: the payment's number is
+// the order's and a sequence ("SK…P1", "SK…P2" after the first was closed), so two presses at once ask
+// the provider twice for one payment, and it answers the same.
+func (s *Service) Pay(ctx context.Context, userID int64, orderNo, provider string) (*Payment, error) {
+	name, prov, ok := s.Providers.Choose(provider)
+	if !ok {
+		return nil, errs.Bad(errs.W("provider", "provider_one_of", strings.Join(s.Providers.Names(), ", ")))
+	}
 	o, err := models.OrderOfUser(ctx, s.DB, userID, orderNo)
 	if err != nil {
 		return nil, err
@@ -114,21 +127,56 @@ func (s *Service) Pay(ctx context.Context, userID int64, orderNo string) (*Payme
 	if o.Address == nil {
 		return nil, errAddressRequired
 	}
-	created, err := s.Provider.Create(ctx, payment.Request{OrderNo: o.OrderNo, AmountCents: o.PriceCents, NotifyURL: s.NotifyURL})
+	req := payment.Request{OrderNo: o.OrderNo, AmountCents: o.PriceCents, NotifyURL: s.NotifyURL, ExpiresAt: o.PayDeadline}
+	if name == payment.NameWeChat || name == payment.NameAlipay {
+		mine, err := models.PaymentsOfOrder(ctx, s.DB, o.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range mine {
+			if p.Provider == name && p.Status == models.PaymentOpen && p.PayURL != "" {
+				return &Payment{ID: p.ProviderID, PayURL: p.PayURL, Provider: name}, nil
+			}
+		}
+		req.PaymentNo = fmt.Sprintf("%sP%d", o.OrderNo, len(mine)+1)
+		if req.Subject, err = s.subject(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	created, err := prov.Create(ctx, req)
 	if errors.Is(err, payment.ErrUnavailable) {
 		return nil, errs.New(errs.PaymentUnavailable, "payment is unavailable right now: try again in a minute (your order keeps its deadline)")
 	}
 	if err != nil {
 		return nil, err
 	}
-	p, added, err := models.AddPayment(ctx, s.DB, o, created.ID, now)
+	np := models.NewPayment{Provider: name, ProviderID: created.ID}
+	if req.PaymentNo != "" { // a provider that makes a payment once, and closes it itself at its expiry
+		np.PayURL, np.ExpiresAt = created.PayURL, req.ExpiresAt
+	}
+	p, added, err := models.AddPayment(ctx, s.DB, o, np, now)
 	if err != nil {
 		return nil, err
 	}
 	if !added {
 		// The order was paid or cancelled while the payment was being made: it must not be payable.
-		_, _ = s.Provider.Close(context.WithoutCancel(ctx), created.ID)
+		_, _ = prov.Close(context.WithoutCancel(ctx), created.ID)
 		return nil, errs.New(errs.OrderState, "this order no longer waits for payment")
 	}
-	return &Payment{ID: p.ProviderID, PayURL: created.PayURL}, nil
+	return &Payment{ID: p.ProviderID, PayURL: created.PayURL, Provider: name}, nil
+}
+
+// subject is what a payment of order o is for, as the payer's app shows it: the item's name, cut to
+// payment.Request's limit.
+func (s *Service) subject(ctx context.Context, o *models.Order) (string, error) {
+	it, _, err := models.ItemInAnyState(ctx, s.DB, o.ItemID)
+	if err != nil {
+		return "", err
+	}
+	name := it.Name
+	for len(name) > 120 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name, nil
 }

@@ -10,8 +10,8 @@ import (
 // fen. WeChat Pay takes fen as an integer; Alipay takes yuan as a decimal with at most two places
 // ("0.01" to "100000000.00").
 
-// MaxCents is the largest amount a payment may have: Alipay's 100,000,000.00 yuan (WeChat Pay's limit,
-// an int32 of fen, is larger).
+// MaxCents is the largest amount Alipay takes: 100,000,000.00 yuan. WeChat Pay's is smaller, an int32
+// of fen (21,474,836.47 yuan): package wechatpay refuses more.
 const MaxCents = 100_000_000_00
 
 // Yuan writes cents as Alipay's yuan with two decimals: 1 → "0.01", 12345 → "123.45".

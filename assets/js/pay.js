@@ -30,13 +30,30 @@
         err.textContent = e.message; ev.target.disabled = false; payButton.disabled = payWas;
       });
   });
+  // The provider chosen (when the shop offers several): choosing another while a code is shown hides it,
+  // and Pay asks for a payment there.
+  var choice = document.getElementById("pay-choice");
+  function chosen() {
+    var c = choice && choice.querySelector("input[name=provider]:checked");
+    return c ? c.value : "";
+  }
+  if (choice) choice.addEventListener("change", function () {
+    if (qr.hidden) return;
+    qr.hidden = true; current = null;
+    payButton.hidden = false; payButton.disabled = false;
+  });
   document.getElementById("pay-start").addEventListener("click", function (ev) {
     ev.target.disabled = true;
     err.textContent = "";
-    api("POST", "/api/orders/" + no + "/pay").then(function (p) {
+    var provider = chosen();
+    api("POST", "/api/orders/" + no + "/pay", provider ? { provider: provider } : undefined).then(function (p) {
       current = p.payment_id;
       qr.querySelector("img").src = p.image;
-      document.getElementById("pay-link").href = p.pay_url;
+      qr.querySelectorAll(".pay-scan").forEach(function (el) { el.hidden = el.dataset.provider !== p.provider; });
+      // A web page can be opened here; WeChat Pay's weixin:// code only by scanning it.
+      var link = document.getElementById("pay-link"), web = /^https?:\/\//.test(p.pay_url);
+      link.href = web ? p.pay_url : "#";
+      document.getElementById("pay-link-line").hidden = !web;
       qr.hidden = false;
       ev.target.hidden = true;
       follow();
