@@ -11,11 +11,11 @@ import (
 	"seckill/payment"
 )
 
-// The callbacks (https://pay.weixin.qq.com/wiki/doc/apiv3/apis/chapter3_3_5.shtml, payment notify and
-// its "通知应答"; the decryption: https://wechatpay-api.gitbook.io/wechatpay-api-v3/qian-ming-zhi-nan-1/zheng-shu-he-hui-tiao-bao-wen-jie-mi):
-// a POST whose headers
-// Wechatpay-Serial/-Signature/-Timestamp/-Nonce sign "timestamp\nnonce\nbody\n" with the platform key,
-// whose body's resource is sealed with AEAD_AES_256_GCM under the API v3 key.
+// The callbacks: https://pay.weixin.qq.com/wiki/doc/apiv3/apis/chapter3_2_5.shtml (payment notify) and
+// .../chapter3_3_5.shtml (its "通知应答"); decryption:
+// https://wechatpay-api.gitbook.io/wechatpay-api-v3/qian-ming-zhi-nan-1/zheng-shu-he-hui-tiao-bao-wen-jie-mi.
+// A POST whose headers Wechatpay-Serial/-Signature/-Timestamp/-Nonce sign "timestamp\nnonce\nbody\n"
+// with the platform key, whose body's resource is sealed with AEAD_AES_256_GCM under the API v3 key.
 
 // StatusOther is the status of a callback the shop has nothing to do with (a refund closed or abnormal,
 // an event this package does not know): read, taken, ignored.
