@@ -16,6 +16,7 @@ import (
 	"math"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -46,6 +47,9 @@ var ErrUserPaying = fmt.Errorf("%w: the payer is paying (USERPAYING): close agai
 // downloaded.
 var errCertsNotReady = errors.New("wechatpay: the platform certificates are not downloaded yet")
 
+// certRefresh is how often the platform certificates are downloaded again.
+const certRefresh = 6 * time.Hour
+
 // Provider is WeChat Pay for the shop.
 type Provider struct {
 	cfg      Config
@@ -59,7 +63,7 @@ type Provider struct {
 	hc       *http.Client
 	mgr      *downloader.CertificateDownloaderMgr // nil with the WeChat Pay public key
 	certMu   sync.Mutex
-	certsOK  bool
+	certsOK  atomic.Bool
 	stopOnce sync.Once
 }
 
@@ -68,7 +72,7 @@ type Provider struct {
 // Starting needs nothing from WeChat Pay: with the WeChat Pay public key nothing is to be fetched; with
 // platform certificates they are downloaded (/v3/certificates) at the first call that needs them, and
 // until that succeeds every call answers ErrUnavailable and every callback an error (WeChat Pay sends it
-// again). Once downloaded they are refreshed every 24 hours by the SDK's downloader manager, one per
+// again). Once downloaded they are refreshed every 6 hours by the SDK's downloader manager, one per
 // Provider (not the SDK's process-wide singleton, which would ignore hc); Stop ends it.
 func New(cfg Config, hc *http.Client) (*Provider, error) {
 	if errs := cfg.Check(); len(errs) > 0 {
@@ -92,9 +96,11 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 		}
 		authOpt = option.WithWechatPayPublicKeyAuthCipher(cfg.MchID, cfg.MchSerial, key, cfg.PublicKeyID, pub)
 		verifier = verifiers.NewSHA256WithRSAPubkeyVerifier(cfg.PublicKeyID, *pub)
-		p.certsOK = true
+		p.certsOK.Store(true)
 	} else {
-		p.mgr = downloader.NewCertificateDownloaderMgr(ctx)
+		// WeChat Pay publishes a new platform certificate 24 hours before using it and asks merchants to
+		// look more often than every 12 hours (the certificates' documentation above).
+		p.mgr = downloader.NewCertificateDownloaderMgrWithInterval(ctx, certRefresh)
 		authOpt = option.WithWechatPayAutoAuthCipherUsingDownloaderMgr(cfg.MchID, cfg.MchSerial, key, p.mgr)
 		verifier = verifiers.NewSHA256WithRSAVerifier(p.mgr.GetCertificateVisitor(cfg.MchID))
 	}
@@ -128,12 +134,12 @@ func (p *Provider) BreakerState() string { return p.guard.State() }
 // ensureCerts downloads the platform certificates the first time they are needed (through the guard's
 // fn, so a failure is an ErrUnavailable like any other).
 func (p *Provider) ensureCerts(ctx context.Context) error {
-	if p.mgr == nil {
+	if p.certsOK.Load() {
 		return nil
 	}
 	p.certMu.Lock()
 	defer p.certMu.Unlock()
-	if p.certsOK {
+	if p.certsOK.Load() {
 		return nil
 	}
 	// The downloader's own client: signed like any request; its first answer is not verified (there is no
@@ -146,7 +152,7 @@ func (p *Provider) ensureCerts(ctx context.Context) error {
 	if err := p.mgr.RegisterDownloaderWithClient(ctx, dc, p.cfg.MchID, p.cfg.APIv3Key); err != nil {
 		return fmt.Errorf("wechatpay: downloading the platform certificates: %w", classify(err))
 	}
-	p.certsOK = true
+	p.certsOK.Store(true)
 	return nil
 }
 

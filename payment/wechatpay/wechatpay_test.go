@@ -334,11 +334,22 @@ func TestAmountsInFen(t *testing.T) {
 			t.Fatalf("%d fen: %v; want a refusal", fen, err)
 		}
 	}
+	// A subject longer than WeChat Pay's 127 bytes is cut at a character's boundary; none names the order.
+	long := req("PAY_LONG_SUBJECT", 100)
+	long.Subject = strings.Repeat("限量秒杀", 20)
+	if _, err := p.Create(c, long); err != nil {
+		t.Fatalf("a long subject: %v", err)
+	}
+	none := req("PAY_NO_SUBJECT", 100)
+	none.Subject = ""
+	if _, err := p.Create(c, none); err != nil {
+		t.Fatalf("no subject: %v", err)
+	}
 	if _, err := p.Create(c, req("bad-no", 100)); !errors.Is(err, payment.ErrRefused) {
 		t.Fatalf("a bad payment number: %v", err)
 	}
-	if after := f.Calls("POST /v3/pay/transactions/native"); after != before {
-		t.Fatalf("%d requests for amounts refused before asking", after-before)
+	if after := f.Calls("POST /v3/pay/transactions/native"); after != before+2 {
+		t.Fatalf("%d prepay requests; want the 2 good ones only (bad amounts and numbers refused before asking)", after-before)
 	}
 	for _, fen := range []int64{0, -5} {
 		if _, err := p.Refund(c, "PAY_EDGE_ONE_FEN", payment.RefundRequest{RefundID: "RF_BAD", AmountCents: fen}); !errors.Is(err, payment.ErrNotRefundable) {
