@@ -488,3 +488,39 @@ func TestAck(t *testing.T) {
 		t.Fatalf("not taken: %d %s %s", st, ct, body)
 	}
 }
+
+// A refund that ends ABNORMAL or CLOSED: its callback is read but changes nothing; asked again, the
+// refund answers ErrNotRefundable, for a person to finish it in the merchant console.
+func TestRefundThatFails(t *testing.T) {
+	for _, end := range []string{"ABNORMAL", "CLOSED"} {
+		f, p := setup(t, wechatfake.Options{})
+		c := ctx(t)
+		r := req("PAY_REFUND_"+end, 300)
+		if _, err := p.Create(c, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Pay(c, r.PaymentNo); err != nil {
+			t.Fatal(err)
+		}
+		rr := payment.RefundRequest{RefundID: "RF_" + end, AmountCents: 300, TotalCents: 300}
+		st, err := p.Refund(c, r.PaymentNo, rr)
+		mustStatus(t, "refund", st, err, payment.StatusRefunding)
+		if err := f.FailRefund(c, rr.RefundID, end); err != nil {
+			t.Fatal(err)
+		}
+		n, err := p.ReadNotify(c, lastNotify(t, f).Header, lastNotify(t, f).Body)
+		if err != nil || n.Status != wechatpay.StatusOther || n.RefundID != rr.RefundID {
+			t.Fatalf("%s callback read as %+v, %v", end, n, err)
+		}
+		if _, err := p.Refund(c, r.PaymentNo, rr); !errors.Is(err, payment.ErrNotRefundable) {
+			t.Fatalf("%s refund asked again: %v", end, err)
+		}
+		if _, err := p.RefundStatus(c, rr.RefundID); !errors.Is(err, payment.ErrNotRefundable) {
+			t.Fatalf("%s refund status: %v", end, err)
+		}
+		// Another total than the payment's is refused before asking.
+		if _, err := p.Refund(c, r.PaymentNo, payment.RefundRequest{RefundID: "RF_OTHER", AmountCents: 1, TotalCents: 301}); !errors.Is(err, payment.ErrNotRefundable) {
+			t.Fatalf("refund with another total: %v", err)
+		}
+	}
+}

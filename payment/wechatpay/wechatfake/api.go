@@ -1,6 +1,7 @@
 package wechatfake
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -279,7 +280,7 @@ func (f *Fake) refund(body []byte) (int, []byte) {
 	f.mu.Unlock()
 	if f.opts.InstantRefunds {
 		// Answered PROCESSING, then done, as WeChat Pay does a moment later.
-		go f.CompleteRefund(contextBackground(), r.OutRefundNo)
+		go f.CompleteRefund(context.Background(), r.OutRefundNo)
 	}
 	return http.StatusOK, out
 }

@@ -314,6 +314,28 @@ func (f *Fake) CompleteRefund(ctx context.Context, outRefundNo string) error {
 	return nil
 }
 
+// FailRefund ends a PROCESSING refund ABNORMAL (the payer's card is gone: the merchant must finish it in
+// the console) or CLOSED, and posts its REFUND.ABNORMAL or REFUND.CLOSED callback.
+func (f *Fake) FailRefund(ctx context.Context, outRefundNo, status string) error {
+	if status != "ABNORMAL" && status != "CLOSED" {
+		return fmt.Errorf("wechatfake: a refund fails ABNORMAL or CLOSED, not %s", status)
+	}
+	f.mu.Lock()
+	r := f.refunds[outRefundNo]
+	if r == nil || r.Status != "PROCESSING" {
+		f.mu.Unlock()
+		return fmt.Errorf("wechatfake: no refund %s in progress", outRefundNo)
+	}
+	r.Status = status
+	f.mu.Unlock()
+	n, err := f.RefundNotify(outRefundNo, NotifyOptions{})
+	if err != nil {
+		return err
+	}
+	f.deliver(ctx, n)
+	return nil
+}
+
 // NotifyOptions forge a callback: another signing key and serial, another time, another amount.
 type NotifyOptions struct {
 	Key    *rsa.PrivateKey // signs (nil: the platform key)
@@ -342,7 +364,8 @@ func (f *Fake) TransactionNotify(outTradeNo string, o NotifyOptions) (Notificati
 	return f.buildNotify(url, "TRANSACTION.SUCCESS", "transaction", "支付成功", res, o)
 }
 
-// RefundNotify builds (does not send) the signed, sealed REFUND.SUCCESS callback of a refund.
+// RefundNotify builds (does not send) the signed, sealed callback of a refund as it is now:
+// REFUND.SUCCESS, REFUND.ABNORMAL or REFUND.CLOSED.
 func (f *Fake) RefundNotify(outRefundNo string, o NotifyOptions) (Notification, error) {
 	f.mu.Lock()
 	r := f.refunds[outRefundNo]
@@ -356,13 +379,20 @@ func (f *Fake) RefundNotify(outRefundNo string, o NotifyOptions) (Notification, 
 	}
 	res := map[string]any{
 		"mchid": f.MchID, "out_trade_no": r.OutTradeNo, "transaction_id": f.trades[r.OutTradeNo].TransactionID,
-		"out_refund_no": r.OutRefundNo, "refund_id": r.RefundID, "refund_status": "SUCCESS",
+		"out_refund_no": r.OutRefundNo, "refund_id": r.RefundID, "refund_status": r.Status,
 		"success_time": rfc3339(r.SuccessTime), "user_received_account": "支付用户零钱",
 		"amount": map[string]any{"total": total, "refund": r.Amount, "payer_total": total, "payer_refund": r.Amount},
 	}
-	url := r.NotifyURL
+	if r.SuccessTime.IsZero() {
+		delete(res, "success_time")
+	}
+	url, status := r.NotifyURL, r.Status
 	f.mu.Unlock()
-	return f.buildNotify(url, "REFUND.SUCCESS", "refund", "退款成功", res, o)
+	event, summary := "REFUND."+status, map[string]string{"SUCCESS": "退款成功", "ABNORMAL": "退款异常", "CLOSED": "退款关闭"}[status]
+	if summary == "" {
+		return Notification{}, fmt.Errorf("wechatfake: refund %s is %s: no callback yet", outRefundNo, status)
+	}
+	return f.buildNotify(url, event, "refund", summary, res, o)
 }
 
 func (f *Fake) buildNotify(url, event, original, summary string, res map[string]any, o NotifyOptions) (Notification, error) {
@@ -541,5 +571,3 @@ func jsonBody(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
-
-func contextBackground() context.Context { return context.Background() }
