@@ -59,7 +59,6 @@ type Provider struct {
 	refunds  refunddomestic.RefundsApiService
 	notify   *notify.Handler
 	guard    *payment.Guard
-	now      func() time.Time
 	hc       *http.Client
 	mgr      *downloader.CertificateDownloaderMgr // nil with the WeChat Pay public key
 	certMu   sync.Mutex
@@ -85,7 +84,7 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("WECHAT_PAY_MCH_KEY: %w", err)
 	}
-	p := &Provider{cfg: cfg, key: key, hc: hc, guard: payment.NewGuard("wechatpay"), now: time.Now}
+	p := &Provider{cfg: cfg, key: key, hc: hc, guard: payment.NewGuard("wechatpay")}
 	ctx := context.Background()
 	var verifier auth.Verifier
 	var authOpt core.ClientOption

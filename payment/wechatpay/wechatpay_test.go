@@ -524,3 +524,38 @@ func TestRefundThatFails(t *testing.T) {
 		}
 	}
 }
+
+// With InstantRefunds the fake finishes a refund by itself a moment after answering PROCESSING.
+func TestInstantRefund(t *testing.T) {
+	f, p := setup(t, wechatfake.Options{InstantRefunds: true})
+	c := ctx(t)
+	r := req("PAY_INSTANT_RF", 700)
+	if _, err := p.Create(c, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Pay(c, r.PaymentNo); err != nil {
+		t.Fatal(err)
+	}
+	rr := payment.RefundRequest{RefundID: "RF_INSTANT", AmountCents: 700}
+	if _, err := p.Refund(c, r.PaymentNo, rr); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := p.RefundStatus(c, rr.RefundID)
+		if err == nil && st == payment.StatusRefunded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refund status %q, %v; want refunded", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for time.Now().Before(deadline) && len(f.Sent()) < 2 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	n, err := p.ReadNotify(c, lastNotify(t, f).Header, lastNotify(t, f).Body)
+	if err != nil || n.Status != payment.StatusRefunded || n.RefundID != rr.RefundID {
+		t.Fatalf("refund callback %+v, %v", n, err)
+	}
+}
