@@ -21,6 +21,7 @@ package alipay
 
 import (
 	"context"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"net/http"
@@ -53,6 +54,9 @@ var (
 	// payment needs a new number.
 	ErrClosedAlready = fmt.Errorf("%w: alipay: the trade of this payment number is closed", payment.ErrRefused)
 )
+
+// errBadSignature is an answer whose signature does not verify with Alipay's key.
+var errBadSignature = errors.New("bad signature")
 
 // Provider is Alipay's face-to-face payment as the shop's payment provider.
 type Provider struct {
@@ -132,6 +136,11 @@ func (p *Provider) sdkError(ctx context.Context, err error) error {
 	}
 	if ctx.Err() != nil {
 		return ctx.Err() // the caller gave up
+	}
+	if errors.Is(err, rsa.ErrVerification) || errors.Is(err, sdk.ErrAliPublicKeyNotFound) {
+		// Not Alipay's answer as far as the shop can tell: a wrong ALIPAY_PUBLIC_KEY (or certificate), or
+		// someone else answering. Believed in nothing, and tried again like no answer.
+		return fmt.Errorf("alipay: the answer's signature is not Alipay's (check ALIPAY_PUBLIC_KEY or ALIPAY_PUBLIC_CERT): %w", errBadSignature)
 	}
 	// A try's own deadline is the provider's slowness, not the caller's: counted by the breaker.
 	return fmt.Errorf("alipay did not answer: %s", err.Error())

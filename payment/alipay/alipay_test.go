@@ -397,7 +397,8 @@ func TestWrongKeys(t *testing.T) {
 	_ = f.Scan("P_wrongkey2")
 	_ = f.Pay("P_wrongkey2")
 	f.SignAnswersWithWrongKey(true)
-	if st, err := good.Query(ctx, "P_wrongkey2"); !errors.Is(err, payment.ErrUnavailable) || errors.Is(err, payment.ErrRefused) || st != "" {
+	if st, err := good.Query(ctx, "P_wrongkey2"); !errors.Is(err, payment.ErrUnavailable) || errors.Is(err, payment.ErrRefused) || st != "" ||
+		!strings.Contains(err.Error(), "not Alipay's") {
 		t.Fatalf("query answered with the wrong key: %q %v", st, err)
 	}
 	f.SignAnswersWithWrongKey(false)
@@ -580,5 +581,38 @@ func TestGateways(t *testing.T) {
 		if len(h.seen) != 1 || h.seen[0] != want {
 			t.Fatalf("sandbox %v called %v", sandbox, h.seen)
 		}
+	}
+}
+
+// TestConcurrent runs payments side by side through one provider, as the shop's handlers and jobs do.
+func TestConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s := setup(t, alipayfake.Options{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(no string) {
+			defer wg.Done()
+			if _, err := s.p.Create(ctx, req(no, 100)); err != nil {
+				errs <- err
+				return
+			}
+			if err := s.f.Pay(no); err != nil {
+				errs <- err
+				return
+			}
+			if st, err := s.p.Query(ctx, no); err != nil || st != payment.StatusPaid {
+				errs <- errors.New(no + " is " + st)
+			}
+		}("P_concurrent_" + string(rune('a'+i)))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := len(s.notifications()); n != 8 {
+		t.Fatalf("%d notifications, want 8", n)
 	}
 }
