@@ -616,3 +616,27 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("%d notifications, want 8", n)
 	}
 }
+
+// TestNotifyCertSerial checks that a notification naming a certificate the shop does not know is checked
+// with the configured certificate, and makes the shop call nobody.
+func TestNotifyCertSerial(t *testing.T) {
+	ctx := context.Background()
+	s := setup(t, alipayfake.Options{CertMode: true})
+	if _, err := s.p.Create(ctx, req("P_certsn_01", 100)); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.f.Scan("P_certsn_01")
+	form, _ := s.f.NotifyForm("P_certsn_01")
+	form.Set("alipay_cert_sn", "0123456789abcdef0123456789abcdef") // outside the signed fields, as the SDK reads them
+	if _, err := s.p.ReadNotify(ctx, http.Header{}, []byte(form.Encode())); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	forged := s.f.Forge(form)
+	forged.Set("alipay_cert_sn", "0123456789abcdef0123456789abcdef")
+	if _, err := s.p.ReadNotify(ctx, http.Header{}, []byte(forged.Encode())); err == nil {
+		t.Fatal("a forged notification naming another certificate was read")
+	}
+	if n := s.f.Calls("alipay.open.app.alipaycert.download"); n != 0 {
+		t.Fatalf("the shop fetched a certificate %d times", n)
+	}
+}
