@@ -16,7 +16,9 @@
 // close answer ACQ.TRADE_NOT_EXIST (payment.ErrNotFound), and the QR code can still be scanned and paid
 // until its time_expire. The shop must therefore send the order's deadline as Request.ExpiresAt and take
 // "not found" as "closed" only once that time is over; money that comes in after the shop gave the
-// order up arrives by notification or poll and is refunded as any late payment.
+// order up arrives by notification or poll and is refunded as any late payment. (The shop's rule that a
+// payment the provider does not know ten minutes after its making can no longer be paid, in
+// orders/cancel.go and jobs/payments.go, does not hold for Alipay before time_expire.)
 package alipay
 
 import (
@@ -63,7 +65,6 @@ type Provider struct {
 	cfg    Config
 	client *sdk.Client
 	guard  *payment.Guard
-	now    func() time.Time
 }
 
 var (
@@ -100,7 +101,7 @@ func New(cfg Config, hc *http.Client) (*Provider, error) {
 			return nil, fmt.Errorf("ALIPAY_PUBLIC_CERT: %w", err)
 		}
 	}
-	return &Provider{cfg: cfg, client: client, guard: payment.NewGuard("alipay"), now: time.Now}, nil
+	return &Provider{cfg: cfg, client: client, guard: payment.NewGuard("alipay")}, nil
 }
 
 // BreakerState is the breaker's state: closed, half-open or open.
