@@ -876,14 +876,23 @@ func (f *Fake) Sent() []Notify {
 	return append([]Notify(nil), f.sent...)
 }
 
-// Resend sends again, freshly timed and signed as Alipay's retries are, every notification of trade
-// outTradeNo the shop did not take; it answers how many it sent.
+// Resend sends again, freshly timed and signed as Alipay's retries are (the same notify_id), every
+// notification of trade outTradeNo the shop did not take; it answers how many it sent.
 func (f *Fake) Resend(ctx context.Context, outTradeNo string) int {
 	n := 0
-	for _, s := range f.Sent() {
-		if s.Acked() || s.Form.Get("out_trade_no") != outTradeNo {
+	sent := f.Sent()
+	taken := map[string]bool{} // notify_id → taken, once any of its sends was
+	for _, s := range sent {
+		if s.Acked() {
+			taken[s.Form.Get("notify_id")] = true
+		}
+	}
+	for _, s := range sent {
+		id := s.Form.Get("notify_id")
+		if taken[id] || s.Form.Get("out_trade_no") != outTradeNo {
 			continue
 		}
+		taken[id] = true // once per call
 		form := url.Values{}
 		for k, v := range s.Form {
 			form[k] = v

@@ -2,12 +2,14 @@ package alipayfake
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/smartwalle/alipay/v3"
 )
@@ -92,5 +94,38 @@ func TestNotificationSigned(t *testing.T) {
 	}
 	if s := f.Sent(); len(s) != 1 || !s[0].Acked() {
 		t.Fatalf("sent %+v", s)
+	}
+}
+
+// TestResend checks that a notification the shop did not take is sent again, signed anew.
+func TestResend(t *testing.T) {
+	f := Start(t, Options{})
+	answers := []string{"fail", "success"}
+	var forms []url.Values
+	f.Deliver = DeliverTo(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		forms = append(forms, r.PostForm)
+		_, _ = w.Write([]byte(answers[len(forms)-1]))
+	}))
+	_ = post(t, f, privatePEMOf(f.appKey), sdk.TradePreCreate{Trade: sdk.Trade{NotifyURL: "https://shop.example/n", OutTradeNo: "P_doc_0003", Subject: "x", TotalAmount: "2.00"}})
+	if err := f.Pay("P_doc_0003"); err != nil {
+		t.Fatal(err)
+	}
+	f.Advance(4 * time.Minute)
+	if n := f.Resend(context.Background(), "P_doc_0003"); n != 1 {
+		t.Fatalf("resent %d", n)
+	}
+	if n := f.Resend(context.Background(), "P_doc_0003"); n != 0 {
+		t.Fatalf("resent %d after it was taken", n)
+	}
+	s := f.Sent()
+	if len(s) != 2 || s[0].Acked() || !s[1].Acked() || len(forms) != 2 {
+		t.Fatalf("sent %+v", s)
+	}
+	if forms[0].Get("notify_time") == forms[1].Get("notify_time") || forms[0].Get("notify_id") != forms[1].Get("notify_id") {
+		t.Fatalf("the retry's notify_time %q, notify_id %q; the first's %q, %q", forms[1].Get("notify_time"), forms[1].Get("notify_id"), forms[0].Get("notify_time"), forms[0].Get("notify_id"))
+	}
+	if !rsa2Verify(&f.alipayKey.PublicKey, []byte(signingString(forms[1], "sign", "sign_type")), forms[1].Get("sign")) {
+		t.Fatal("the retry's sign does not verify")
 	}
 }
