@@ -722,10 +722,16 @@ func (f *Fake) refund(str func(string) string) answer {
 	}
 	id := str("out_request_no")
 	if id == "" {
+		// Without out_request_no only the whole amount is refunded, and the refund is the trade's.
+		if cents != t.totalCents {
+			return failure("ACQ.REFUND_AMT_NOT_EQUAL_TOTAL", "撤销或退款金额与订单金额不一致")
+		}
 		id = t.outTradeNo
 	}
 	if r := t.refunds[id]; r != nil {
 		if r.cents != cents {
+			// The same out_request_no for another amount: the sub-code is the fake's (not in the
+			// documentation read).
 			return failure("ACQ.DISCORDANT_REPEAT_REQUEST", "不一致的请求")
 		}
 		return f.refundAnswer(t, "N")
@@ -734,7 +740,7 @@ func (f *Fake) refund(str func(string) string) answer {
 		return failure("ACQ.TRADE_STATUS_ERROR", "交易状态不合法")
 	}
 	if t.refundedCents+cents > t.totalCents {
-		return failure("ACQ.REFUND_AMT_NOT_EQUAL_TOTAL", "退款金额超限")
+		return failure("ACQ.REASON_TRADE_REFUND_FEE_ERR", "退款金额无效")
 	}
 	now := f.now()
 	t.refunds[id] = &refund{id: id, cents: cents, at: now}
