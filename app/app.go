@@ -39,6 +39,8 @@ import (
 	"seckill/models"
 	"seckill/orders"
 	"seckill/payment"
+	"seckill/payment/alipay"
+	"seckill/payment/wechatpay"
 	"seckill/pow"
 	"seckill/ratelimit"
 	"seckill/stock"
@@ -52,6 +54,9 @@ type Deps struct {
 	Redis redis.UniversalClient
 	Log   *slog.Logger
 	Now   func() time.Time // the clock; tests inject their own
+	// PayClients are the HTTP clients of the named providers' SDKs (WeChat Pay, Alipay), by name; nil
+	// for their own, with timeouts. Tests send the providers' hosts to their fakes.
+	PayClients map[string]*http.Client
 }
 
 // Server is the application and the background work it needs while it serves.
@@ -355,6 +360,19 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		switch name {
 		case payment.NameSandbox, payment.NameHTTP:
 			s.Providers.Add(name, s.Provider)
+		case payment.NameWeChat:
+			wp, err := wechatpay.New(cfg.WeChatPay, d.PayClients[name])
+			if err != nil {
+				return nil, fmt.Errorf("WeChat Pay: %w", err)
+			}
+			s.closers = append(s.closers, func() error { wp.Stop(); return nil })
+			s.Providers.Add(name, wp)
+		case payment.NameAlipay:
+			ap, err := alipay.New(cfg.Alipay, d.PayClients[name])
+			if err != nil {
+				return nil, fmt.Errorf("Alipay: %w", err)
+			}
+			s.Providers.Add(name, ap)
 		}
 	}
 	s.Orders = &orders.Service{DB: d.DB, Providers: s.Providers, Ledger: ledger, Flags: flags, Claims: s.Claims,

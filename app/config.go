@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +22,10 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"seckill/auth"
+	"seckill/handlers"
 	"seckill/payment"
+	"seckill/payment/alipay"
+	"seckill/payment/wechatpay"
 	"seckill/pow"
 	"seckill/sift"
 )
@@ -29,45 +33,47 @@ import (
 // Config is the whole configuration, read once from the environment at start. Every variable is listed,
 // with its default and meaning, in the README's configuration table and in .env.example.
 type Config struct {
-	Port            int           // PORT
-	ListenHost      string        // LISTEN_HOST: the IP address to listen on; empty listens on every interface
-	BaseURL         string        // BASE_URL: the public address, used in QR codes and payment links
-	DatabaseURL     string        // DATABASE_URL: PostgreSQL; empty (with REDIS_URL empty) means demo mode
-	RedisURL        string        // REDIS_URL: redis://host:port/db, or host:port,host:port,... for a cluster
-	SessionSecret   string        // SESSION_SECRET: signs session cookies; required outside demo mode
-	SessionTTL      time.Duration // SESSION_TTL: how long a login lasts
-	SessionMax      int           // SESSION_MAX: the live sessions (devices) an account may have; a login past it ends the oldest
-	RateLimitIP     bool          // RATE_LIMIT_IP: per-IP limits on (off for a load test from one address)
-	GroupCommit     bool          // GROUP_COMMIT: concurrent takes of one stock shard share one script call
-	BcryptCost      int           // BCRYPT_COST
-	PayTimeout      time.Duration // PAY_TIMEOUT: how long an order waits for payment
-	PreheatWindow   time.Duration // PREHEAT_WINDOW: how long before its start a sale is loaded into Redis
-	QRTTL           time.Duration // QR_TTL: how long a login QR code lives
-	GeoIPDB         string        // GEOIP_DB: a MaxMind-format city database (.mmdb); the phone approving a QR login is shown the computer's city; empty shows none
-	NodeID          int64         // NODE_ID: this instance's snowflake node, unique per instance; -1 (unset) leases one from Redis
-	DataDir         string        // DATA_DIR: where demo mode keeps its SQLite file
-	LogLevel        string        // LOG_LEVEL: debug, info, warn, error
-	LogFormat       string        // LOG_FORMAT: text or json
-	BodyLimit       int           // BODY_LIMIT: the largest request body in bytes
-	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT: how long in-flight requests get at a stop
-	PayProviderURL  string        // PAY_PROVIDER_URL: the payment provider's API; default the built-in sandbox, {BASE_URL}/sandbox
-	PaySecret       string        // PAY_SECRET: checks the provider's signed callbacks; default derived from SESSION_SECRET
-	PayPollInterval time.Duration // PAY_POLL_INTERVAL: how often open payments are checked with the provider
-	ClaimIdle       time.Duration // ORDER_CLAIM_IDLE: how long a queued order waits on a silent instance before another takes it
-	SaleKeep        time.Duration // SALE_KEEP: how long a sale's keys stay in Redis once it is over and drained
-	TrustedProxies  string        // TRUSTED_PROXIES: comma-separated IPs and CIDR ranges whose X-Real-IP is the client's address; empty trusts none
-	PaySandbox      bool          // "sandbox" in PAY_PROVIDERS (or the deprecated PAY_SANDBOX=on): mount the built-in payment sandbox and pay through it; on in demo mode, else off
-	PayProviders    string        // PAY_PROVIDERS: the providers a shopper may pay with, in the order offered: wechat, alipay, http, sandbox
-	PayCurrency     string        // PAY_CURRENCY: the currency of the shop's prices (its cents are its hundredths); CNY, the only one WeChat Pay and Alipay take here
-	PayNotifyURL    string        // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
-	MetricsListen   string        // METRICS_LISTEN: the operators' listener for /metrics (host:port), or off
-	NginxStatusURL  string        // NGINX_STATUS_URL: nginx's stub_status page, whose counts /metrics shows as seckill_nginx_*; empty for none
-	NginxEdgeLog    string        // NGINX_EDGE_LOG: nginx's edge log (a line a request it answered without an instance), counted in /metrics; empty for none
-	CaptchaPool     int           // CAPTCHA_POOL: how many captchas each instance may keep drawn ahead of need (about 2.5 kB each)
-	QueueOpens      time.Duration // QUEUE_OPENS: how long before its start a queue sale's waiting room opens
-	QueueOverbook   float64       // QUEUE_OVERBOOK: shoppers let in at a time, per unit of stock left
-	QueueRate       int           // QUEUE_RATE: the most shoppers let in per second per item
-	QueueTurn       time.Duration // QUEUE_TURN: how long a shopper let in has to buy
+	Port            int              // PORT
+	ListenHost      string           // LISTEN_HOST: the IP address to listen on; empty listens on every interface
+	BaseURL         string           // BASE_URL: the public address, used in QR codes and payment links
+	DatabaseURL     string           // DATABASE_URL: PostgreSQL; empty (with REDIS_URL empty) means demo mode
+	RedisURL        string           // REDIS_URL: redis://host:port/db, or host:port,host:port,... for a cluster
+	SessionSecret   string           // SESSION_SECRET: signs session cookies; required outside demo mode
+	SessionTTL      time.Duration    // SESSION_TTL: how long a login lasts
+	SessionMax      int              // SESSION_MAX: the live sessions (devices) an account may have; a login past it ends the oldest
+	RateLimitIP     bool             // RATE_LIMIT_IP: per-IP limits on (off for a load test from one address)
+	GroupCommit     bool             // GROUP_COMMIT: concurrent takes of one stock shard share one script call
+	BcryptCost      int              // BCRYPT_COST
+	PayTimeout      time.Duration    // PAY_TIMEOUT: how long an order waits for payment
+	PreheatWindow   time.Duration    // PREHEAT_WINDOW: how long before its start a sale is loaded into Redis
+	QRTTL           time.Duration    // QR_TTL: how long a login QR code lives
+	GeoIPDB         string           // GEOIP_DB: a MaxMind-format city database (.mmdb); the phone approving a QR login is shown the computer's city; empty shows none
+	NodeID          int64            // NODE_ID: this instance's snowflake node, unique per instance; -1 (unset) leases one from Redis
+	DataDir         string           // DATA_DIR: where demo mode keeps its SQLite file
+	LogLevel        string           // LOG_LEVEL: debug, info, warn, error
+	LogFormat       string           // LOG_FORMAT: text or json
+	BodyLimit       int              // BODY_LIMIT: the largest request body in bytes
+	ShutdownTimeout time.Duration    // SHUTDOWN_TIMEOUT: how long in-flight requests get at a stop
+	PayProviderURL  string           // PAY_PROVIDER_URL: the payment provider's API; default the built-in sandbox, {BASE_URL}/sandbox
+	PaySecret       string           // PAY_SECRET: checks the provider's signed callbacks; default derived from SESSION_SECRET
+	PayPollInterval time.Duration    // PAY_POLL_INTERVAL: how often open payments are checked with the provider
+	ClaimIdle       time.Duration    // ORDER_CLAIM_IDLE: how long a queued order waits on a silent instance before another takes it
+	SaleKeep        time.Duration    // SALE_KEEP: how long a sale's keys stay in Redis once it is over and drained
+	TrustedProxies  string           // TRUSTED_PROXIES: comma-separated IPs and CIDR ranges whose X-Real-IP is the client's address; empty trusts none
+	PaySandbox      bool             // "sandbox" in PAY_PROVIDERS (or the deprecated PAY_SANDBOX=on): mount the built-in payment sandbox and pay through it; on in demo mode, else off
+	PayProviders    string           // PAY_PROVIDERS: the providers a shopper may pay with, in the order offered: wechat, alipay, http, sandbox
+	WeChatPay       wechatpay.Config // WECHAT_PAY_*, with wechat in PAY_PROVIDERS (docs/payments.md)
+	Alipay          alipay.Config    // ALIPAY_*, with alipay in PAY_PROVIDERS (docs/payments.md)
+	PayCurrency     string           // PAY_CURRENCY: the currency of the shop's prices (its cents are its hundredths); CNY, the only one WeChat Pay and Alipay take here
+	PayNotifyURL    string           // PAY_NOTIFY_URL: seckill sandbox-pay only: the shop's callback address
+	MetricsListen   string           // METRICS_LISTEN: the operators' listener for /metrics (host:port), or off
+	NginxStatusURL  string           // NGINX_STATUS_URL: nginx's stub_status page, whose counts /metrics shows as seckill_nginx_*; empty for none
+	NginxEdgeLog    string           // NGINX_EDGE_LOG: nginx's edge log (a line a request it answered without an instance), counted in /metrics; empty for none
+	CaptchaPool     int              // CAPTCHA_POOL: how many captchas each instance may keep drawn ahead of need (about 2.5 kB each)
+	QueueOpens      time.Duration    // QUEUE_OPENS: how long before its start a queue sale's waiting room opens
+	QueueOverbook   float64          // QUEUE_OVERBOOK: shoppers let in at a time, per unit of stock left
+	QueueRate       int              // QUEUE_RATE: the most shoppers let in per second per item
+	QueueTurn       time.Duration    // QUEUE_TURN: how long a shopper let in has to buy
 	// QUEUE_TURN_SEEN_WITHIN: how long a turn waits, from its start, for the shopper's page to see it (at
 	// least a minute: a browser slows a background tab's timers to about once a minute); seen within it, the
 	// turn runs its full QUEUE_TURN from then (docs/api.md, "Your turn, announced").
@@ -163,6 +169,22 @@ func (c *Config) payProviders(p *parser, getenv func(string) string) {
 		p.fail("PAY_SANDBOX", "is deprecated and disagrees with PAY_PROVIDERS: leave it unset, and name sandbox in PAY_PROVIDERS to mount the sandbox")
 	}
 	c.PaySandbox = withSandbox
+	if slices.Contains(names, payment.NameWeChat) {
+		c.WeChatPay = wechatpay.Config{MchID: p.str("WECHAT_PAY_MCH_ID", ""), AppID: p.str("WECHAT_PAY_APP_ID", ""),
+			MchSerial: p.str("WECHAT_PAY_MCH_SERIAL", ""), MchKeyPEM: p.secret("WECHAT_PAY_MCH_KEY"), APIv3Key: p.secret("WECHAT_PAY_API_V3_KEY"),
+			PublicKeyPEM: p.secret("WECHAT_PAY_PUBLIC_KEY"), PublicKeyID: p.str("WECHAT_PAY_PUBLIC_KEY_ID", ""),
+			NotifyURL: c.BaseURL + handlers.NotifyPath + "/" + payment.NameWeChat}
+	}
+	if slices.Contains(names, payment.NameAlipay) {
+		c.Alipay = alipay.Config{AppID: p.str("ALIPAY_APP_ID", ""), PrivateKeyPEM: p.secret("ALIPAY_PRIVATE_KEY"),
+			AlipayPublicKey: p.secret("ALIPAY_PUBLIC_KEY"), AppCertPEM: p.secret("ALIPAY_APP_CERT"), RootCertPEM: p.secret("ALIPAY_ROOT_CERT"),
+			AlipayCertPEM: p.secret("ALIPAY_PUBLIC_CERT"), NotifyURL: c.BaseURL + handlers.NotifyPath + "/" + payment.NameAlipay}
+		sandbox, err := alipay.ParseSandbox(strings.TrimSpace(getenv("ALIPAY_SANDBOX")))
+		if err != nil {
+			p.fail("ALIPAY_SANDBOX", "must be on or off")
+		}
+		c.Alipay.Sandbox = sandbox
+	}
 }
 
 // payProviderNames are the providers the shop offers, in order.
@@ -189,6 +211,12 @@ func (c Config) checkPayment() error {
 		errs = append(errs, errors.New("PAY_PROVIDERS is required outside demo mode: the providers shoppers pay with (wechat, alipay, http), or sandbox to try the product"))
 	case c.PaySandbox && len(real) > 0:
 		errs = append(errs, fmt.Errorf("PAY_PROVIDERS offers the sandbox beside %s: a shopper could choose the sandbox and take the goods for nothing; never both", strings.Join(real, ", ")))
+	}
+	if c.offers(payment.NameWeChat) {
+		errs = append(errs, c.WeChatPay.Check()...)
+	}
+	if c.offers(payment.NameAlipay) {
+		errs = append(errs, c.Alipay.Check()...)
 	}
 	if (c.offers(payment.NameWeChat) || c.offers(payment.NameAlipay)) && c.PayCurrency != "CNY" {
 		errs = append(errs, fmt.Errorf("PAY_CURRENCY is %s, but WeChat Pay and Alipay take CNY here (the shop's cents are fen): set PAY_CURRENCY=CNY, or offer other providers", c.PayCurrency))
@@ -432,6 +460,24 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 type parser struct {
 	getenv func(string) string
 	errs   []error
+}
+
+// secret reads a secret from name's variable, or from the file name_FILE names (a mounted secret); not
+// both. A file's last line break is not part of it.
+func (p *parser) secret(name string) string {
+	v, file := p.getenv(name), strings.TrimSpace(p.getenv(name+"_FILE"))
+	if file == "" {
+		return v
+	}
+	if v != "" {
+		p.fail(name+"_FILE", "and "+name+" are both set: set one")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		p.fail(name+"_FILE", fmt.Sprintf("cannot be read: %v", err))
+		return ""
+	}
+	return strings.TrimRight(string(b), "\r\n")
 }
 
 func (p *parser) fail(name, why string) { p.errs = append(p.errs, fmt.Errorf("%s %s", name, why)) }

@@ -76,13 +76,14 @@ type liveServer struct {
 // liveOpts are the ways a test may change the server it starts; the zero value is a server with fresh
 // services and all its background work running.
 type liveOpts struct {
-	db           *gorm.DB      // nil: a fresh database
-	rdb          *redis.Client // nil: a fresh Redis
-	tune         func(*Config) // changes the configuration before the server is built
-	setup        func(*Server) // adds test routes before the server starts serving
-	noBackground bool          // no background work (for tests that count Redis commands, and the fuzzers)
-	log          *slog.Logger  // nil: discarded
-	only         []string      // the background workers to run (all when empty)
+	db           *gorm.DB                // nil: a fresh database
+	rdb          *redis.Client           // nil: a fresh Redis
+	tune         func(*Config)           // changes the configuration before the server is built
+	setup        func(*Server)           // adds test routes before the server starts serving
+	noBackground bool                    // no background work (for tests that count Redis commands, and the fuzzers)
+	log          *slog.Logger            // nil: discarded
+	only         []string                // the background workers to run (all when empty)
+	payClients   map[string]*http.Client // the named providers' HTTP clients (to their fakes)
 }
 
 // startLive serves a real app until the test (or the fuzz run) ends.
@@ -110,7 +111,7 @@ func startLive(t testing.TB, o liveOpts) *liveServer {
 	if log == nil {
 		log = newLogger(Config{}, io.Discard)
 	}
-	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now})
+	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now, PayClients: o.payClients})
 	if err != nil {
 		t.Fatal(err)
 	}
