@@ -13,6 +13,7 @@ import (
 	"seckill/internal/testenv"
 	"seckill/models"
 	"seckill/payment"
+	"seckill/payment/alipay/alipayfake"
 	"seckill/payment/wechatpay/wechatfake"
 )
 
@@ -139,4 +140,211 @@ func TestWeChatPayRefusesCallbacksThatAreNotItsWord(t *testing.T) {
 	}
 	// A callback for a provider the shop does not offer: not found, in JSON.
 	expect(t, "alipay's callback", newBrowser(t, s.URL).send("POST", "/api/payments/notify/alipay", []byte("a=b"), map[string]string{"Content-Type": "application/x-www-form-urlencoded"}), 404, "not_found")
+}
+
+// startShopOfBoth serves a shop that offers WeChat Pay and Alipay, each through its fake.
+func startShopOfBoth(t *testing.T, only ...string) (*liveServer, *wechatfake.Fake, *alipayfake.Fake) {
+	t.Helper()
+	shop := &shopRoute{}
+	wx := wechatfake.Start(t, wechatfake.Options{NotifyClient: shop.client()})
+	ali := alipayfake.Start(t, alipayfake.Options{})
+	ali.Deliver = shop.RoundTrip
+	clients := map[string]*http.Client{payment.NameWeChat: wx.Client(), payment.NameAlipay: ali.HTTPClient()}
+	s := startLive(t, liveOpts{only: only, payClients: clients, tune: func(c *Config) {
+		c.PaySandbox, c.PayProviders = false, payment.NameWeChat+","+payment.NameAlipay
+		c.WeChatPay = wx.Config(shopNotifyURL + payment.NameWeChat)
+		c.Alipay = ali.Config(shopNotifyURL + payment.NameAlipay)
+		shop.set(c.BaseURL)
+	}})
+	return s, wx, ali
+}
+
+// payWith presses Pay on the order page with a provider chosen: its QR code holds what the payer opens.
+func payWith(t *testing.T, b *browser, no, provider string) (id, url string) {
+	t.Helper()
+	r := b.call("POST", "/api/orders/"+no+"/pay", map[string]any{"provider": provider})
+	if r.Status != 200 {
+		t.Fatalf("pay %s with %s: %d %s", no, provider, r.Status, r.Body)
+	}
+	j := r.json(t)
+	if j["provider"] != provider || decodeQR(t, j["image"].(string)) != j["pay_url"] {
+		t.Fatalf("pay with %s answered %v", provider, j)
+	}
+	return j["payment_id"].(string), j["pay_url"].(string)
+}
+
+// refundOf waits for the order's one refund to reach want, and answers it.
+func refundOf(t *testing.T, s *liveServer, orderID int64, want string) models.Refund {
+	t.Helper()
+	var f models.Refund
+	testenv.EventuallySaw(t, 20*time.Second, "the order's refund to be "+want, func() (bool, string) {
+		var fs []models.Refund
+		s.DB.Where("order_id = ?", orderID).Find(&fs)
+		if len(fs) != 1 {
+			return false, fmt.Sprintf("%d refunds", len(fs))
+		}
+		f = fs[0]
+		return f.Status == want, f.Status + " " + f.LastError
+	})
+	return f
+}
+
+// A shopper offered both opens WeChat Pay's code, then Alipay's, and pays both: the order is paid once,
+// by the first, and the second payment's money goes back by itself, once. Before the payer scans it,
+// an Alipay payment does not exist at Alipay; the poll leaves it open.
+func TestAlipayAndASecondPaymentOfAPaidOrderRefunded(t *testing.T) {
+	s, wx, ali := startShopOfBoth(t, "order_consumer", "payment_poll", "refunds")
+	item, buy := newPaySale(t, s, 3)
+	b, o := buy("both_payer")
+
+	wxID, _ := payWith(t, b, o.OrderNo, payment.NameWeChat)
+	aliID, aliURL := payWith(t, b, o.OrderNo, payment.NameAlipay)
+	if wxID == aliID || aliURL == "" {
+		t.Fatalf("two providers gave payments %s and %s", wxID, aliID)
+	}
+	tr, ok := ali.Trade(aliID)
+	if !ok || tr.TotalCents != item.SeckillPriceCents || tr.Status != "" || !tr.Expire.Equal(o.PayDeadline.Truncate(time.Second)) {
+		t.Fatalf("Alipay holds %+v (%v), want %d unscanned until the order's deadline %v", tr, ok, item.SeckillPriceCents, o.PayDeadline)
+	}
+	// The poll asks Alipay, which does not know the unscanned payment yet: it stays open in the books.
+	testenv.EventuallySaw(t, 10*time.Second, "the poll to ask Alipay", func() (bool, string) {
+		return ali.Calls("alipay.trade.query") > 0, "not asked"
+	})
+	var p models.Payment
+	s.DB.Where("provider_id = ?", aliID).Take(&p)
+	if p.Status != models.PaymentOpen || p.Provider != payment.NameAlipay {
+		t.Fatalf("the unscanned Alipay payment is %+v", p)
+	}
+
+	if err := wx.Pay(context.Background(), wxID); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+	if err := ali.Pay(aliID); err != nil {
+		t.Fatal(err)
+	}
+	if sent := ali.Sent(); len(sent) == 0 || !sent[len(sent)-1].Acked() {
+		t.Fatalf("Alipay's notification was not taken: %+v", sent)
+	}
+	f := refundOf(t, s, o.ID, models.RefundDone)
+	if f.ProviderID != aliID || f.AmountCents != item.SeckillPriceCents || f.Kind != models.RefundLatePayment {
+		t.Errorf("the refund: %+v", f)
+	}
+	if tr, _ := ali.Trade(aliID); tr.RefundedCents != item.SeckillPriceCents || tr.Refunds != 1 {
+		t.Errorf("Alipay refunded %d fen in %d refunds, want the whole %d once", tr.RefundedCents, tr.Refunds, item.SeckillPriceCents)
+	}
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPaid {
+		t.Errorf("the order is %s, want still paid by WeChat Pay", st)
+	}
+	if n, fen := wx.Refunds(wxID); n != 0 || fen != 0 {
+		t.Errorf("WeChat Pay's payment was refunded %d times (%d fen)", n, fen)
+	}
+}
+
+// A shopper cancels an order whose Alipay code nobody has scanned: Alipay cannot close what it does not
+// know, and the cancel goes through; the code could still be scanned until it expires, so the shop
+// follows the payment, and money paid late goes back by itself.
+func TestCancelBeforeTheAlipayCodeIsScannedFollowsItUntilItExpires(t *testing.T) {
+	s, _, ali := startShopOfBoth(t, "order_consumer", "payment_poll", "refunds")
+	item, buy := newPaySale(t, s, 3)
+	b, o := buy("ali_late")
+	id, _ := payWith(t, b, o.OrderNo, payment.NameAlipay)
+	if r := b.call("POST", "/api/orders/"+o.OrderNo+"/cancel", nil); r.Status != 200 {
+		t.Fatalf("cancel with an unscanned Alipay code: %d %s", r.Status, r.Body)
+	}
+	var p models.Payment
+	s.DB.Where("provider_id = ?", id).Take(&p)
+	if p.Status != models.PaymentOpen {
+		t.Errorf("the unscanned payment of the cancelled order is %s, want open (followed until it expires)", p.Status)
+	}
+	// Scanned and paid after the cancel: the money goes back.
+	if err := ali.Pay(id); err != nil {
+		t.Fatal(err)
+	}
+	refundOf(t, s, o.ID, models.RefundDone)
+	if tr, _ := ali.Trade(id); tr.RefundedCents != item.SeckillPriceCents || tr.Refunds != 1 {
+		t.Errorf("Alipay refunded %d in %d refunds, want %d once", tr.RefundedCents, tr.Refunds, item.SeckillPriceCents)
+	}
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderCancelled {
+		t.Errorf("the order is %s, want cancelled", st)
+	}
+
+	// Another nobody ever scans: once it has expired the shop stops following it.
+	b2, o2 := buy("ali_never")
+	id2, _ := payWith(t, b2, o2.OrderNo, payment.NameAlipay)
+	if r := b2.call("POST", "/api/orders/"+o2.OrderNo+"/cancel", nil); r.Status != 200 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	s.Clock.Advance(s.Cfg.PayTimeout + 5*time.Minute)
+	testenv.EventuallySaw(t, 15*time.Second, "the expired payment closed", func() (bool, string) {
+		var p models.Payment
+		s.DB.Where("provider_id = ?", id2).Take(&p)
+		return p.Status == models.PaymentClosed, p.Status
+	})
+}
+
+// The order's deadline comes (or the shopper cancels) while the payer is paying in WeChat
+// (USERPAYING): the close is refused, the order is not cancelled, and the payment, when it completes,
+// pays it.
+func TestWeChatCloseMeetingAPaymentInProgressIsNotLost(t *testing.T) {
+	s, wx, _ := startShopOfBoth(t, "order_consumer")
+	_, buy := newPaySale(t, s, 3)
+	b, o := buy("wx_paying")
+	id, _ := payWith(t, b, o.OrderNo, payment.NameWeChat)
+	if err := wx.Paying(id); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "cancel while paying", b.call("POST", "/api/orders/"+o.OrderNo+"/cancel", nil), 503, "payment_unavailable")
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPendingPayment {
+		t.Fatalf("the order is %s while its payment is being made", st)
+	}
+	if err := wx.Pay(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+}
+
+// An admin refunds a WeChat Pay order: WeChat Pay makes the refund over time (PROCESSING), the shop
+// asks again with the same refund number (one refund), and WeChat Pay's refund callback settles it.
+func TestWeChatRefundIsMadeOnceAndSettledByItsCallback(t *testing.T) {
+	s, wx, _ := startShopOfBoth(t, "order_consumer", "refunds")
+	item, buy := newPaySale(t, s, 3)
+	b, o := buy("wx_refunded")
+	id, _ := payWith(t, b, o.OrderNo, payment.NameWeChat)
+	if err := wx.Pay(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+	admin := withRole(t, s, "wx_refund_admin", models.RoleAdmin)
+	r := admin.call("POST", "/api/admin/orders/"+o.OrderNo+"/refund", map[string]any{"reason": "买家地址无法送达" + strings.Repeat("。", 200)})
+	if r.Status != 200 {
+		t.Fatalf("the refund: %d %s", r.Status, r.Body)
+	}
+	f := refundOf(t, s, o.ID, models.RefundPending)
+	// The refunds job asks again meanwhile: still one refund at WeChat Pay.
+	time.Sleep(3 * s.Cfg.PayPollInterval)
+	if n, fen := wx.Refunds(id); n != 1 || fen != item.SeckillPriceCents {
+		t.Fatalf("WeChat Pay holds %d refunds of %d fen, want one of %d", n, fen, item.SeckillPriceCents)
+	}
+	if err := wx.CompleteRefund(context.Background(), f.RefundID()); err != nil {
+		t.Fatal(err)
+	}
+	refundOf(t, s, o.ID, models.RefundDone)
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderRefunded {
+		t.Errorf("the order is %s, want refunded", st)
+	}
+}
+
+// WeChat Pay is down: Pay says so at once in the shopper's words, and the order keeps its deadline.
+func TestPayWhileWeChatPayIsDown(t *testing.T) {
+	s, wx, _ := startShopOfBoth(t, "order_consumer")
+	_, buy := newPaySale(t, s, 3)
+	b, o := buy("wx_down")
+	wx.SetMode(wechatfake.Unavailable)
+	expect(t, "pay while WeChat Pay is down", b.call("POST", "/api/orders/"+o.OrderNo+"/pay", map[string]any{"provider": "wechat"}), 503, "payment_unavailable")
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPendingPayment {
+		t.Errorf("the order is %s", st)
+	}
+	wx.SetMode(wechatfake.Up)
+	payWith(t, b, o.OrderNo, payment.NameWeChat)
 }
