@@ -294,7 +294,11 @@ func TestWeChatCloseMeetingAPaymentInProgressIsNotLost(t *testing.T) {
 	if err := wx.Paying(id); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, "cancel while paying", b.call("POST", "/api/orders/"+o.OrderNo+"/cancel", nil), 503, "payment_unavailable")
+	r := b.call("POST", "/api/orders/"+o.OrderNo+"/cancel", nil)
+	expect(t, "cancel while paying", r, 503, "payment_unavailable")
+	if msg := r.json(t)["message"].(string); !strings.Contains(msg, "being paid right now") {
+		t.Errorf("the shopper is told %q, want that the order is being paid", msg)
+	}
 	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPendingPayment {
 		t.Fatalf("the order is %s while its payment is being made", st)
 	}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"seckill/errs"
 	"seckill/models"
 	"seckill/orders"
+	"seckill/payment"
 )
 
 // Orders serves the buyer's orders.
@@ -193,6 +195,9 @@ func (h *Orders) cancelled(ctx context.Context, o *models.Order) error {
 		return errs.Newf(errs.OrderState, "this order is %s: it cannot be cancelled", o.Status)
 	case orders.ProviderDown:
 		h.Log.Warn("a shopper's cancel: the payment provider failed", "order", o.OrderNo, "err", err)
+		if errors.Is(err, payment.ErrPaying) {
+			return errs.Say(errs.PaymentUnavailable, "pay_in_progress")
+		}
 		return errs.New(errs.PaymentUnavailable, "the payment provider does not answer: try again in a minute (your order is unchanged)")
 	case orders.PaidMeanwhile:
 		return errs.New(errs.OrderState, "this order was paid meanwhile: it cannot be cancelled")

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -25,6 +26,10 @@ const (
 
 // ErrUnavailable means the provider cannot be reached (it is down, slow, or the breaker is open).
 var ErrUnavailable = errors.New("payment provider unavailable")
+
+// ErrPaying means the payer is paying right now (WeChat Pay's USERPAYING): the payment can be neither
+// closed nor taken for unpaid yet. It is an ErrUnavailable: ask again later.
+var ErrPaying = fmt.Errorf("%w: the payer is paying right now", ErrUnavailable)
 
 // ErrNotFound means the provider knows no such payment.
 var ErrNotFound = errors.New("payment not found at the provider")

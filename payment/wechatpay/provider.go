@@ -41,7 +41,7 @@ const MaxFen = math.MaxInt32
 // ErrUserPaying is a close that met the payer paying (WeChat Pay's USERPAYING / 202 USER_PAYING): the
 // payment is neither closed nor paid yet. It is an ErrUnavailable, so the shop asks again later (the
 // order stays pending until then); it is not retried within the call.
-var ErrUserPaying = fmt.Errorf("%w: the payer is paying (USERPAYING): close again later", payment.ErrUnavailable)
+var ErrUserPaying = fmt.Errorf("%w (USERPAYING): close again later", payment.ErrPaying)
 
 // errCertsNotReady is an answer or callback arriving before the platform certificates could be
 // downloaded.
