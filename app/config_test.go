@@ -1,10 +1,14 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"seckill/payment/alipay/alipayfake"
+	"seckill/payment/wechatpay/wechatfake"
 	"seckill/pow"
 	"seckill/sift"
 )
@@ -121,6 +125,7 @@ func TestLoadConfigGoodValues(t *testing.T) {
 			}
 		}},
 		{"payment settings that cannot work are refused at serve", map[string]string{}, func(t *testing.T, _ Config) {
+			keys := providerKeyFiles(t)
 			// docs/payments.md's table of the settings' combinations, each as an operator sets it.
 			for _, tt := range []struct {
 				env  string // space-separated NAME=value
@@ -145,9 +150,25 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				{"PAY_PROVIDERS=sandbox PAY_SANDBOX=off PAY_SANDBOX_ANYONE_CAN_PAY=yes", "PAY_SANDBOX"},
 				{"PAY_PROVIDERS=sandbox PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes", ""},
 				{"PAY_PROVIDERS=sandbox PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret PAY_SANDBOX_ANYONE_CAN_PAY=yes", "PAY_"},
+				// WeChat Pay and Alipay: their keys from files, the shop's callbacks at an https BASE_URL, CNY.
+				{"PAY_PROVIDERS=wechat BASE_URL=https://shop.example {wechat}", ""},
+				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example {alipay}", ""},
+				{"PAY_PROVIDERS=wechat,alipay BASE_URL=https://shop.example {wechat} {alipay} ALIPAY_SANDBOX=on", ""},
+				{"PAY_PROVIDERS=wechat,alipay BASE_URL=https://shop.example PAY_CURRENCY=CNY {wechat} {alipay}", ""},
+				{"PAY_PROVIDERS=wechat {wechat}", "BASE_URL"}, // its callbacks at http://localhost:8080
+				{"PAY_PROVIDERS=alipay {alipay}", "BASE_URL"},
+				{"PAY_PROVIDERS=wechat BASE_URL=https://shop.example PAY_CURRENCY=USD {wechat}", "PAY_CURRENCY"},
+				{"PAY_PROVIDERS=wechat,sandbox BASE_URL=https://shop.example PAY_SANDBOX_ANYONE_CAN_PAY=yes {wechat}", "sandbox beside wechat"},
+				{"PAY_PROVIDERS=wechat BASE_URL=https://shop.example WECHAT_PAY_MCH_ID=1900000001 WECHAT_PAY_APP_ID=wxd930ea5d5a258f4f WECHAT_PAY_MCH_SERIAL=5157F09EFDC096DE15EBE81A47057A72 WECHAT_PAY_API_V3_KEY_FILE={v3key}", "WECHAT_PAY_MCH_KEY"},
+				{"PAY_PROVIDERS=wechat BASE_URL=https://shop.example {wechat} WECHAT_PAY_MCH_KEY_FILE={junk}", "WECHAT_PAY_MCH_KEY"},
+				{"PAY_PROVIDERS=wechat BASE_URL=https://shop.example {wechat} WECHAT_PAY_MCH_KEY=inline", "WECHAT_PAY_MCH_KEY_FILE"}, // both
+				{"PAY_PROVIDERS=wechat BASE_URL=https://shop.example {wechat} WECHAT_PAY_API_V3_KEY_FILE={missing}", "WECHAT_PAY_API_V3_KEY_FILE"},
+				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example ALIPAY_APP_ID=2021000000000001 ALIPAY_PRIVATE_KEY_FILE={alikey}", "ALIPAY_PUBLIC_KEY"},
+				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example {alipay} ALIPAY_PUBLIC_KEY_FILE={junk}", "ALIPAY_PUBLIC_KEY"},
+				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example {alipay} ALIPAY_SANDBOX=maybe", "ALIPAY_SANDBOX"},
 			} {
 				env := map[string]string{"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret}
-				for _, kv := range strings.Fields(tt.env) {
+				for _, kv := range strings.Fields(keys.Replace(tt.env)) {
 					k, v, _ := strings.Cut(kv, "=")
 					env[k] = v
 				}
@@ -294,4 +315,38 @@ func TestLoadConfigReportsEveryBadVariable(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, name)
 		}
 	}
+}
+
+// providerKeyFiles writes a WeChat Pay merchant's and an Alipay app's keys, made for the test, to files,
+// and answers a replacer of {wechat} and {alipay} (each provider's whole configuration, its secrets as
+// *_FILE), {v3key}, {alikey}, {junk} (a file that holds no key) and {missing} (no file).
+func providerKeyFiles(t *testing.T) *strings.Replacer {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	wx, err := wechatfake.NewKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliKey, _, err := alipayfake.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, aliPublic, err := alipayfake.NewKey() // Alipay's own key pair: the shop holds its public half
+	if err != nil {
+		t.Fatal(err)
+	}
+	mch, v3 := write("apiclient_key.pem", wechatfake.PrivateKeyPEM(wx.MchKey)), write("apiv3.key", wx.APIv3Key)
+	ali, aliPub := write("app_private_key.pem", aliKey), write("alipay_public_key.pem", aliPublic)
+	return strings.NewReplacer(
+		"{wechat}", "WECHAT_PAY_MCH_ID=1900000001 WECHAT_PAY_APP_ID=wxd930ea5d5a258f4f WECHAT_PAY_MCH_SERIAL="+wx.MchSerial+
+			" WECHAT_PAY_MCH_KEY_FILE="+mch+" WECHAT_PAY_API_V3_KEY_FILE="+v3,
+		"{alipay}", "ALIPAY_APP_ID=2021000000000001 ALIPAY_PRIVATE_KEY_FILE="+ali+" ALIPAY_PUBLIC_KEY_FILE="+aliPub,
+		"{v3key}", v3, "{alikey}", ali, "{junk}", write("junk.pem", "not a key"), "{missing}", filepath.Join(dir, "missing.pem"))
 }

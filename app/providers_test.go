@@ -352,3 +352,33 @@ func TestPayWhileWeChatPayIsDown(t *testing.T) {
 	wx.SetMode(wechatfake.Up)
 	payWith(t, b, o.OrderNo, payment.NameWeChat)
 }
+
+// Alipay's notifications never reach the shop (its address unreachable): the poll asks Alipay and finds
+// the money, and a refund asked while Alipay is down waits, pending, until Alipay is back, then is made
+// once.
+func TestLostCallbacksAndADownProviderLoseNoMoney(t *testing.T) {
+	s, _, ali := startShopOfBoth(t, "order_consumer", "payment_poll", "refunds")
+	item, buy := newPaySale(t, s, 3)
+	ali.Deliver = func(*http.Request) (*http.Response, error) { return nil, fmt.Errorf("the shop cannot be reached") }
+	b, o := buy("ali_unheard")
+	id, _ := payWith(t, b, o.OrderNo, payment.NameAlipay)
+	if err := ali.Pay(id); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 15*time.Second)
+
+	ali.SetDown(true)
+	admin := withRole(t, s, "ali_refund_admin", models.RoleAdmin)
+	if r := admin.call("POST", "/api/admin/orders/"+o.OrderNo+"/refund", map[string]any{"reason": "out of stock at the warehouse"}); r.Status != 200 {
+		t.Fatalf("the refund: %d %s", r.Status, r.Body)
+	}
+	if f := refundOf(t, s, o.ID, models.RefundPending); f.LastError == "" {
+		t.Errorf("a refund Alipay could not take says no why: %+v", f)
+	}
+	ali.SetDown(false)
+	refundOf(t, s, o.ID, models.RefundDone)
+	if tr, _ := ali.Trade(id); tr.RefundedCents != item.SeckillPriceCents || tr.Refunds != 1 {
+		t.Errorf("Alipay refunded %d in %d refunds, want %d once", tr.RefundedCents, tr.Refunds, item.SeckillPriceCents)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderRefunded, 10*time.Second)
+}
