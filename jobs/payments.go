@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -66,7 +67,7 @@ func (p *PaymentPoll) Once(ctx context.Context) error {
 }
 
 func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error {
-	ps, err := models.PaymentsToPoll(ctx, p.DB, 200)
+	ps, err := models.PaymentsToPoll(ctx, p.DB, p.Now(), paced, 200)
 	if err != nil {
 		return err
 	}
@@ -86,11 +87,9 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 			}
 			continue
 		}
-		if !p.due(&ps[i]) {
-			continue
-		}
-		if err := p.pace(ctx, ps[i].Provider); err != nil {
-			return err
+		if !p.pace(ps[i].Provider) {
+			counts["paced"]++
+			continue // its provider's share of this second is spent: a later round asks
 		}
 		st, err := prov.Query(ctx, ps[i].ProviderID)
 		if errors.Is(err, payment.ErrRefused) {
@@ -160,42 +159,28 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 	return nil
 }
 
-// due reports whether an open payment is to be asked about in this round. Callbacks come first; the poll
-// is the fallback, and at WeChat Pay and Alipay it asks about a payment less often as it ages: every
-// round for its first minute, then at most every 15 seconds, and every minute after ten minutes (an
-// unpaid order's payment lives for PAY_TIMEOUT), so that thousands of open payments after a sale stay
-// within the providers' query limits.
-func (p *PaymentPoll) due(pay *models.Payment) bool {
-	if pay.Provider != payment.NameWeChat && pay.Provider != payment.NameAlipay {
-		return true
-	}
-	now := p.Now()
-	gap := time.Duration(0)
-	switch age := now.Sub(pay.CreatedAt); {
-	case age > 10*time.Minute:
-		gap = time.Minute
-	case age > time.Minute:
-		gap = 15 * time.Second
-	}
-	return now.Sub(pay.UpdatedAt) >= gap
-}
+// Callbacks come first; the poll is the fallback. At WeChat Pay and Alipay (paced) it asks about a
+// payment less often as the payment ages (models.PaymentsToPoll: an unpaid order's payment lives for
+// PAY_TIMEOUT), and at most pollRate queries a second to each, far under their documented limits for a
+// merchant's order queries, so that thousands of open payments after a sale never crowd them.
+var paced = []string{payment.NameWeChat, payment.NameAlipay}
 
-// pollRate is how many queries a second the poll sends to one of WeChat Pay or Alipay at most: far
-// under their documented limits for a merchant's order queries.
+// pollRate is how many queries a second the poll sends to one paced provider at most.
 const pollRate = 20
 
-// pace waits for the named provider's turn to be asked (WeChat Pay, Alipay), at most pollRate a second.
-func (p *PaymentPoll) pace(ctx context.Context, provider string) error {
-	if provider != payment.NameWeChat && provider != payment.NameAlipay {
-		return nil
+// pace reports whether the named provider may be asked now: always, but for a paced one past its
+// share of this second (then the payment waits for a later round; a round never waits).
+func (p *PaymentPoll) pace(provider string) bool {
+	if !slices.Contains(paced, provider) {
+		return true
 	}
 	p.limitsOnce.Do(func() {
 		p.limits = map[string]*rate.Limiter{}
-		for _, n := range []string{payment.NameWeChat, payment.NameAlipay} {
+		for _, n := range paced {
 			p.limits[n] = rate.NewLimiter(pollRate, pollRate)
 		}
 	})
-	return p.limits[provider].Wait(ctx)
+	return p.limits[provider].Allow()
 }
 
 // settlePaid records a paid payment; money that came in for an order no longer waiting for it (cancelled,

@@ -132,11 +132,16 @@ func OrdersPastDeadline(ctx context.Context, db *gorm.DB, now time.Time, limit i
 	return orders, nil
 }
 
-// PaymentsToPoll lists open payments, least recently checked first (whatever their orders' status:
-// money paid on a cancelled order must be found too).
-func PaymentsToPoll(ctx context.Context, db *gorm.DB, limit int) ([]Payment, error) {
+// PaymentsToPoll lists the open payments due to be asked about at now, least recently checked first
+// (whatever their orders' status: money paid on a cancelled order must be found too). Those at the
+// providers named paced are asked about less often as they age: every round in their first minute, at
+// most every 15 seconds until ten minutes old, then every minute; the others every round.
+func PaymentsToPoll(ctx context.Context, db *gorm.DB, now time.Time, paced []string, limit int) ([]Payment, error) {
 	var ps []Payment
-	if err := db.WithContext(ctx).Where("status = ?", PaymentOpen).Order("updated_at, id").Limit(limit).Find(&ps).Error; err != nil {
+	minute, tenMinutes := now.Add(-time.Minute), now.Add(-10*time.Minute)
+	due := db.Where("provider NOT IN ?", paced).Or("created_at > ?", minute).
+		Or("created_at > ? AND updated_at <= ?", tenMinutes, now.Add(-15*time.Second)).Or("updated_at <= ?", minute)
+	if err := db.WithContext(ctx).Where("status = ?", PaymentOpen).Where(due).Order("updated_at, id").Limit(limit).Find(&ps).Error; err != nil {
 		return nil, fmt.Errorf("payments to poll: %w", err)
 	}
 	return ps, nil
