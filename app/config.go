@@ -143,11 +143,14 @@ func (c *Config) payProviders(p *parser, getenv func(string) string) {
 	c.PayCurrency = strings.ToUpper(p.str("PAY_CURRENCY", "CNY"))
 	list := strings.TrimSpace(getenv("PAY_PROVIDERS"))
 	if list == "" {
+		// PAY_PROVIDER_URL names the http provider unless the sandbox is asked for by name (PAY_SANDBOX=on):
+		// demo mode's default sandbox gives way to it.
+		explicit := strings.TrimSpace(getenv("PAY_SANDBOX")) != ""
 		switch {
-		case c.PaySandbox:
+		case c.PaySandbox && (explicit || c.PayProviderURL == ""):
 			c.PayProviders = payment.NameSandbox
 		case c.PayProviderURL != "":
-			c.PayProviders = payment.NameHTTP
+			c.PayProviders, c.PaySandbox = payment.NameHTTP, false
 		}
 		return
 	}
@@ -205,10 +208,20 @@ func (c Config) checkPayment() error {
 		errs = append(errs, errors.New("the sandbox (PAY_PROVIDERS=sandbox, or PAY_SANDBOX=on) with real PostgreSQL and Redis lets anyone pay any order for nothing (the sandbox's Pay button moves no money): "+
 			"set PAY_SANDBOX_ANYONE_CAN_PAY=yes as well to run it so on purpose (a trial, a load test), or offer real providers in PAY_PROVIDERS (wechat, alipay, http)"))
 	}
+	// Play money paying real orders, through another door: a sandbox served apart (seckill sandbox-pay)
+	// as the http provider, or Alipay's sandbox.
+	if !c.Demo && !c.PaySandboxAnyone && !c.PaySandbox && c.offers(payment.NameHTTP) && strings.HasSuffix(c.PayProviderURL, "/sandbox") {
+		errs = append(errs, errors.New("PAY_PROVIDER_URL names a sandbox (it ends in /sandbox), whose Pay button moves no money, for real PostgreSQL and Redis: "+
+			"set PAY_SANDBOX_ANYONE_CAN_PAY=yes as well to run it so on purpose (a trial, a load test), or name a real provider's API"))
+	}
+	if !c.Demo && !c.PaySandboxAnyone && c.offers(payment.NameAlipay) && c.Alipay.Sandbox {
+		errs = append(errs, errors.New("ALIPAY_SANDBOX=on pays real orders with Alipay's sandbox money: "+
+			"set PAY_SANDBOX_ANYONE_CAN_PAY=yes as well to run it so on purpose (a trial), or ALIPAY_SANDBOX=off for real money"))
+	}
 	real := slices.DeleteFunc(c.payProviderNames(), func(n string) bool { return n == payment.NameSandbox })
 	switch {
 	case len(c.PayProviders) == 0:
-		errs = append(errs, errors.New("PAY_PROVIDERS is required outside demo mode: the providers shoppers pay with (wechat, alipay, http), or sandbox to try the product"))
+		errs = append(errs, errors.New("no payment provider: set PAY_PROVIDERS to the providers shoppers pay with (wechat, alipay, http), or to sandbox to try the product"))
 	case c.PaySandbox && len(real) > 0:
 		errs = append(errs, fmt.Errorf("PAY_PROVIDERS offers the sandbox beside %s: a shopper could choose the sandbox and take the goods for nothing; never both", strings.Join(real, ", ")))
 	}
@@ -228,9 +241,9 @@ func (c Config) checkPayment() error {
 			errs = append(errs, errors.New("PAY_PROVIDER_URL and PAY_SECRET are for the http provider, which PAY_PROVIDERS does not name: add http to PAY_PROVIDERS or unset them"))
 		}
 	case c.PaySandbox && c.PaySecret != "":
-		errs = append(errs, errors.New("PAY_SECRET is a real provider's secret: the built-in sandbox (PAY_SANDBOX=on) signs with one of its own; set one or the other"))
+		errs = append(errs, errors.New("PAY_SECRET is a real provider's secret: the built-in sandbox signs with one of its own; set one or the other"))
 	case c.PaySandbox && c.PayProviderURL != "" && !strings.HasSuffix(c.PayProviderURL, "/sandbox"):
-		errs = append(errs, errors.New("PAY_PROVIDER_URL names a real provider, but PAY_SANDBOX=on mounts the sandbox: never both (with the sandbox, PAY_PROVIDER_URL may only name its address, ending in /sandbox)"))
+		errs = append(errs, errors.New("PAY_PROVIDER_URL names a real provider, but the sandbox is mounted (PAY_PROVIDERS=sandbox, or PAY_SANDBOX=on): never both (with the sandbox, PAY_PROVIDER_URL may only name its address, ending in /sandbox)"))
 	case !c.PaySandbox && c.PayProviderURL == "":
 		errs = append(errs, errors.New("PAY_PROVIDER_URL is required with the http provider (PAY_PROVIDERS=http): the API of the provider that speaks this project's protocol"))
 	case !c.PaySandbox && c.PaySecret == "":
@@ -332,7 +345,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		BodyLimit:       p.int("BODY_LIMIT", 64<<10, 1024, 64<<20),
 		ShutdownTimeout: p.duration("SHUTDOWN_TIMEOUT", 10*time.Second),
 		PayProviderURL:  strings.TrimRight(strings.TrimSpace(getenv("PAY_PROVIDER_URL")), "/"),
-		PaySecret:       getenv("PAY_SECRET"),
+		PaySecret:       p.secret("PAY_SECRET"),
 		PayPollInterval: p.duration("PAY_POLL_INTERVAL", 2*time.Second),
 		ClaimIdle:       p.duration("ORDER_CLAIM_IDLE", 30*time.Second),
 		SaleKeep:        p.duration("SALE_KEEP", 24*time.Hour),

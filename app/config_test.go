@@ -143,6 +143,9 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				{"PAY_PROVIDER_URL=https://pay.example/v1", "PAY_SECRET"},
 				{"PAY_PROVIDERS=http", "PAY_PROVIDER_URL"},
 				{"", "PAY_PROVIDERS"},
+				{"PAY_PROVIDERS=http PAY_PROVIDER_URL=https://pay.example/sandbox PAY_SECRET=a-real-providers-secret", "PAY_SANDBOX_ANYONE_CAN_PAY"}, // seckill sandbox-pay
+				{"PAY_PROVIDERS=http PAY_PROVIDER_URL=https://pay.example/sandbox PAY_SECRET=a-real-providers-secret PAY_SANDBOX_ANYONE_CAN_PAY=yes", ""},
+				{"PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET_FILE={secret}", ""},
 				{"PAY_PROVIDERS=sandbox,http PAY_SANDBOX_ANYONE_CAN_PAY=yes PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret", "sandbox beside http"},
 				{"PAY_PROVIDERS=paypal", "PAY_PROVIDERS"},
 				{"PAY_PROVIDERS=http,http PAY_PROVIDER_URL=https://pay.example/v1 PAY_SECRET=a-real-providers-secret", "twice"},
@@ -153,7 +156,7 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				// WeChat Pay and Alipay: their keys from files, the shop's callbacks at an https BASE_URL, CNY.
 				{"PAY_PROVIDERS=wechat BASE_URL=https://shop.example {wechat}", ""},
 				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example {alipay}", ""},
-				{"PAY_PROVIDERS=wechat,alipay BASE_URL=https://shop.example {wechat} {alipay} ALIPAY_SANDBOX=on", ""},
+				{"PAY_PROVIDERS=wechat,alipay BASE_URL=https://shop.example {wechat} {alipay} ALIPAY_SANDBOX=off", ""},
 				{"PAY_PROVIDERS=wechat,alipay BASE_URL=https://shop.example PAY_CURRENCY=CNY {wechat} {alipay}", ""},
 				{"PAY_PROVIDERS=wechat {wechat}", "BASE_URL"}, // its callbacks at http://localhost:8080
 				{"PAY_PROVIDERS=alipay {alipay}", "BASE_URL"},
@@ -166,6 +169,8 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example ALIPAY_APP_ID=2021000000000001 ALIPAY_PRIVATE_KEY_FILE={alikey}", "ALIPAY_PUBLIC_KEY"},
 				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example {alipay} ALIPAY_PUBLIC_KEY_FILE={junk}", "ALIPAY_PUBLIC_KEY"},
 				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example {alipay} ALIPAY_SANDBOX=maybe", "ALIPAY_SANDBOX"},
+				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example {alipay} ALIPAY_SANDBOX=on", "PAY_SANDBOX_ANYONE_CAN_PAY"}, // play money for real orders
+				{"PAY_PROVIDERS=alipay BASE_URL=https://shop.example {alipay} ALIPAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes", ""},
 			} {
 				env := map[string]string{"DATABASE_URL": "postgres://app@db:5432/seckill", "REDIS_URL": "redis://cache:6379/2", "SESSION_SECRET": goodSecret}
 				for _, kv := range strings.Fields(keys.Replace(tt.env)) {
@@ -348,5 +353,28 @@ func providerKeyFiles(t *testing.T) *strings.Replacer {
 		"{wechat}", "WECHAT_PAY_MCH_ID=1900000001 WECHAT_PAY_APP_ID=wxd930ea5d5a258f4f WECHAT_PAY_MCH_SERIAL="+wx.MchSerial+
 			" WECHAT_PAY_MCH_KEY_FILE="+mch+" WECHAT_PAY_API_V3_KEY_FILE="+v3,
 		"{alipay}", "ALIPAY_APP_ID=2021000000000001 ALIPAY_PRIVATE_KEY_FILE="+ali+" ALIPAY_PUBLIC_KEY_FILE="+aliPub,
-		"{v3key}", v3, "{alikey}", ali, "{junk}", write("junk.pem", "not a key"), "{missing}", filepath.Join(dir, "missing.pem"))
+		"{v3key}", v3, "{alikey}", ali, "{secret}", write("pay_secret", "a-real-providers-secret"), "{junk}", write("junk.pem", "not a key"), "{missing}", filepath.Join(dir, "missing.pem"))
+}
+
+// In demo mode the sandbox is the default provider; a provider named gives it way, and PAY_SANDBOX=off
+// with none named is refused in words that fit.
+func TestDemoModePaymentSettings(t *testing.T) {
+	for _, tt := range []struct {
+		env       map[string]string
+		providers string
+		want      string // "" for a good combination, else what the refusal names
+	}{
+		{map[string]string{}, "sandbox", ""},
+		{map[string]string{"PAY_PROVIDER_URL": "http://127.0.0.1:9000/sandbox", "PAY_SECRET": "a-real-providers-secret"}, "http", ""},
+		{map[string]string{"PAY_SANDBOX": "on", "PAY_PROVIDER_URL": "http://127.0.0.1:9000/sandbox"}, "sandbox", ""},
+		{map[string]string{"PAY_SANDBOX": "off"}, "", "no payment provider"},
+	} {
+		c, err := LoadConfig(envOf(tt.env))
+		if err == nil {
+			err = c.checkPayment()
+		}
+		if !c.Demo || c.PayProviders != tt.providers || (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%v: demo %v, providers %q, %v; want %q and an error naming %q", tt.env, c.Demo, c.PayProviders, err, tt.providers, tt.want)
+		}
+	}
 }

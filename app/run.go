@@ -322,7 +322,7 @@ func runServe(ctx context.Context, env Env) error {
 		return nil
 	}
 	if cfg.PaySandbox && !cfg.Demo {
-		log.Warn("the payment sandbox is mounted (PAY_SANDBOX=on): anyone can pay any order by pressing Pay; for trying the product only")
+		log.Warn("the payment sandbox is mounted (PAY_PROVIDERS=sandbox): anyone can pay any order by pressing Pay; for trying the product only")
 	}
 	raw, err := net.Listen("tcp", cfg.listenAddr())
 	if err != nil {

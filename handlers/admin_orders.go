@@ -33,9 +33,15 @@ type AdminOrders struct {
 // paymentJSON is a payment as an admin sees it.
 type paymentJSON struct {
 	PaymentID   string    `json:"payment_id"`
+	Provider    string    `json:"provider"` // whose console to look in: wechat, alipay, http, sandbox
 	Status      string    `json:"status"`
 	AmountCents int64     `json:"amount_cents"`
 	CreatedAt   time.Time `json:"created_at"`
+}
+
+// providerOf names the provider p is at.
+func (h *AdminOrders) providerOf(p *models.Payment) string {
+	return h.Orders.Providers.NameOf(p.Provider)
 }
 
 // refundJSON is a refund as an admin sees it.
@@ -83,7 +89,7 @@ func (h *AdminOrders) view(c *fiber.Ctx, no string) (*adminOrderJSON, error) {
 	}
 	out := &adminOrderJSON{Order: views[0], Buyer: names[o.UserID], Payments: []paymentJSON{}, Refunds: []refundJSON{}}
 	for _, p := range ps {
-		out.Payments = append(out.Payments, paymentJSON{p.ProviderID, p.Status, p.AmountCents, p.CreatedAt.UTC()})
+		out.Payments = append(out.Payments, paymentJSON{p.ProviderID, h.providerOf(&p), p.Status, p.AmountCents, p.CreatedAt.UTC()})
 	}
 	for _, r := range rs {
 		out.Refunds = append(out.Refunds, refundJSON{r.ProviderID, r.AmountCents, r.Kind, r.Reason, r.Status, r.Attempts, r.LastError, r.CreatedAt.UTC(), utc(r.DoneAt)})

@@ -59,6 +59,7 @@ type orderJSON struct {
 // paymentStateJSON is where an order's newest payment stands.
 type paymentStateJSON struct {
 	PaymentID string `json:"payment_id"`
+	Provider  string `json:"provider,omitempty"` // "" for a payment made before providers had names
 	Status    string `json:"status"`
 }
 
@@ -152,7 +153,7 @@ func sendOrder(c *fiber.Ctx, db *gorm.DB, o *models.Order) error {
 		return err
 	}
 	if p != nil {
-		out[0].Payment = &paymentStateJSON{PaymentID: p.ProviderID, Status: p.Status}
+		out[0].Payment = &paymentStateJSON{PaymentID: p.ProviderID, Provider: p.Provider, Status: p.Status}
 	}
 	return c.JSON(out[0])
 }

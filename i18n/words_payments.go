@@ -15,6 +15,7 @@ func init() {
 			"pay.scanWith.alipay":  "Scan with Alipay to pay",
 			"pay.scanWith.http":    "Scan to pay",
 			"pay.scanWith.sandbox": "Scan to pay (sandbox: no money moves)",
+			"msg.pay_refused":      "This payment method cannot take this payment: choose another, or ask the shop (your order keeps its deadline).",
 			"msg.pay_in_progress":  "This order is being paid right now: finish or cancel the payment in your payment app, then try again (your order is unchanged).",
 		},
 		"zh": {
@@ -29,6 +30,7 @@ func init() {
 			"pay.scanWith.alipay":  "请用支付宝扫一扫付款",
 			"pay.scanWith.http":    "扫码付款",
 			"pay.scanWith.sandbox": "扫码付款（沙箱：不扣款）",
+			"msg.pay_refused":      "该支付方式无法受理这笔付款：请换一种支付方式，或联系商家（订单的支付期限不变）。",
 			"msg.pay_in_progress":  "该订单正在付款中：请先在支付应用中完成或取消付款，再重试（订单未变）。",
 		},
 	})

@@ -144,6 +144,12 @@ func (s *Service) Pay(ctx context.Context, userID int64, orderNo, provider strin
 		}
 	}
 	created, err := prov.Create(ctx, req)
+	if errors.Is(err, payment.ErrRefused) {
+		// The provider takes no such payment (an amount past its limit, the shop's keys): asking again
+		// will not help, another provider may.
+		s.Log.ErrorContext(ctx, "the provider refused a payment", "provider", name, "order_no", o.OrderNo, "amount_cents", o.PriceCents, "err", err)
+		return nil, errs.Say(errs.PaymentUnavailable, "pay_refused")
+	}
 	if errors.Is(err, payment.ErrUnavailable) {
 		return nil, errs.New(errs.PaymentUnavailable, "payment is unavailable right now: try again in a minute (your order keeps its deadline)")
 	}

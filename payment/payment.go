@@ -101,12 +101,15 @@ type Notifier interface {
 
 // Notification is the provider's callback that a payment was paid, or refunded.
 type Notification struct {
-	PaymentID   string `json:"payment_id"`          // the id Create answered (the shop's PaymentNo for WeChat Pay and Alipay)
-	OrderNo     string `json:"order_no,omitempty"`  // the shop's order, for providers that say it ("" otherwise)
-	AmountCents int64  `json:"amount_cents"`        // the payment's whole amount, in cents
-	Status      string `json:"status"`              // StatusPaid or StatusRefunded (others are taken and change nothing)
-	At          int64  `json:"at"`                  // unix seconds: a callback older than five minutes is refused as a replay
-	RefundID    string `json:"refund_id,omitempty"` // the shop's RefundID, for a refund's news when the provider says it
+	PaymentID   string `json:"payment_id"`         // the id Create answered (the shop's PaymentNo for WeChat Pay and Alipay)
+	OrderNo     string `json:"order_no,omitempty"` // the shop's order, for providers that say it ("" otherwise)
+	AmountCents int64  `json:"amount_cents"`       // the payment's whole amount, in cents
+	Status      string `json:"status"`             // StatusPaid or StatusRefunded (others are taken and change nothing)
+	// At is when the provider sent it, in unix seconds. The http protocol's callbacks older than five
+	// minutes are refused as replays; WeChat Pay's SDK refuses its own past five minutes; Alipay resends a
+	// notification for a day, so its are taken at any age: a replay changes nothing (news is recorded once).
+	At       int64  `json:"at"`
+	RefundID string `json:"refund_id,omitempty"` // the shop's RefundID, for a refund's news when the provider says it
 }
 
 // SignatureHeader carries the HMAC-SHA256 of a callback's body, in hex.

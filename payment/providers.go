@@ -50,6 +50,18 @@ func (s *Providers) Of(name string) Provider {
 	return s.byName[name]
 }
 
+// NameOf is the name of the provider a payment of that name is at: name, or for a payment made before
+// providers had names, the http-protocol provider it was made at (the sandbox, if the shop mounts it).
+func (s *Providers) NameOf(name string) string {
+	if name != "" {
+		return name
+	}
+	if _, ok := s.byName[NameSandbox]; ok {
+		return NameSandbox
+	}
+	return NameHTTP
+}
+
 // Choose answers the provider a shopper asked for: name, or the only one when name is "" and there is
 // one. ok is false for a name the shop does not offer, or none among several.
 func (s *Providers) Choose(name string) (string, Provider, bool) {

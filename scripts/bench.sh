@@ -34,7 +34,7 @@ export DATABASE_URL="$PG/$DB?sslmode=disable" REDIS_URL="redis://127.0.0.1:6379/
 # The per-address limits are off, the connection cap's too (MAX_CONNS_PER_ADDR=0): the load tool's 1,000
 # connections come from one address, and past 512 they would be answered 429 at accept.
 export SESSION_SECRET=bench-only-secret-bench-only-secret BCRYPT_COST=4 RATE_LIMIT_IP=off MAX_CONNS_PER_ADDR=0 LOG_LEVEL=${BENCH_LOG_LEVEL:-info}
-export PORT BASE_URL="http://127.0.0.1:$PORT" METRICS_LISTEN="127.0.0.1:$((PORT + 1000))" PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes
+export PORT BASE_URL="http://127.0.0.1:$PORT" METRICS_LISTEN="127.0.0.1:$((PORT + 1000))" PAY_PROVIDERS=sandbox PAY_SANDBOX_ANYONE_CAN_PAY=yes
 bin/seckill migrate >/dev/null
 bin/seckill user create --username bench_admin --password bench-admin-pass --role admin >/dev/null
 bin/seckill user create --username bench_merchant --password bench-merchant-pass --role merchant >/dev/null

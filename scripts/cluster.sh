@@ -197,7 +197,7 @@ base_env() {
   redis=$(printf '127.0.0.1:%s,' "${REDIS_PORTS[@]}")
   APP_ENV=(PATH="$PATH" HOME="${HOME:-/}" LISTEN_HOST=127.0.0.1
     BASE_URL="http://127.0.0.1:$LB_PORT" REDIS_URL="${redis%,}" DATABASE_URL="$DB_URL"
-    SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 PAY_SANDBOX=on PAY_SANDBOX_ANYONE_CAN_PAY=yes)
+    SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 PAY_PROVIDERS=sandbox PAY_SANDBOX_ANYONE_CAN_PAY=yes)
   for v in "${PASS_THROUGH[@]}"; do
     pass=PASS_$v
     if [ -n "${!pass:-}" ]; then APP_ENV+=("$v=${!pass}"); fi
