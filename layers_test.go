@@ -21,7 +21,7 @@ var layers = []struct {
 	{"composition", []string{"app"}, false},
 	{"HTTP", []string{"handlers"}, false},
 	{"background", []string{"jobs"}, false},
-	{"domain", []string{"orders", "stock", "catalog", "auth", "payment", "captcha", "ratelimit", "pictures", "pow", "sift", "mail"}, true},
+	{"domain", []string{"orders", "stock", "catalog", "auth", "payment", "payment/wechatpay", "payment/alipay", "payment/wechatpay/wechatfake", "payment/alipay/alipayfake", "captcha", "ratelimit", "pictures", "pow", "sift", "mail"}, true},
 	{"data", []string{"models"}, false},
 	{"leaves", []string{"errs", "i18n", "views", "assets", "internal/gate", "internal/jobreport", "internal/follow",
 		"internal/geo", "internal/hexid", "internal/memo", "internal/connlimit", "internal/faultnet", "internal/addrkey"}, true},
