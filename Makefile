@@ -45,7 +45,7 @@ soak: services ## steady mixed load for SOAK (default 1h; SOAK=20m) on servers o
 	$(GO) run ./cmd/chaos -soak $${SOAK:-1h} -soak-out docs/soak
 
 screenshots: services ## the pages at 375 and 1280 px in English and Chinese, and the consoles, into docs/screenshots
-	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser|TestPauseInABrowser|TestFormErrorsAtOnceInABrowser|TestBlockInABrowser|TestFairnessFiguresLiveInABrowser|TestAppealInABrowser|TestClustersPageInABrowser|TestTurnAnnouncedToABackgroundPage|TestAccountPageEndsAnotherDevice|TestMerchantStopsItsSaleInABrowser|TestMerchantListInABrowser' ./app
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestShopperBuysInABrowser|TestMerchantAndAdminInABrowser|TestPauseInABrowser|TestFormErrorsAtOnceInABrowser|TestBlockInABrowser|TestFairnessFiguresLiveInABrowser|TestAppealInABrowser|TestClustersPageInABrowser|TestTurnAnnouncedToABackgroundPage|TestAccountPageEndsAnotherDevice|TestMerchantStopsItsSaleInABrowser|TestMerchantListInABrowser|TestChoosingWeChatPayOrAlipayInABrowser' ./app
 
 notification-shot: services ## the turn's notification as a desktop shows it (Xvfb, D-Bus, dunst, a Chromium with a window), into docs/screenshots; not in CI
 	./scripts/notification-shot.sh $(CURDIR)/docs/screenshots
