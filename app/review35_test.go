@@ -517,3 +517,62 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 var errLost = errors.New("the callback was lost on the way")
+
+// startShopOfBothLosingWeChatCallbacks serves a shop that offers both, whose WeChat Pay callbacks are
+// lost on the way (only the poll can learn that a WeChat Pay payment was paid); Alipay's arrive.
+func startShopOfBothLosingWeChatCallbacks(t *testing.T, only ...string) (*liveServer, *wechatfake.Fake, *alipayfake.Fake) {
+	t.Helper()
+	shop := &shopRoute{}
+	lost := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, errLost })}
+	wx := wechatfake.Start(t, wechatfake.Options{NotifyClient: lost})
+	ali := alipayfake.Start(t, alipayfake.Options{})
+	ali.Deliver = shop.RoundTrip
+	clients := map[string]*http.Client{payment.NameWeChat: wx.Client(), payment.NameAlipay: ali.HTTPClient()}
+	s := startLive(t, liveOpts{only: only, payClients: clients, tune: func(c *Config) {
+		c.PaySandbox, c.PayProviders = false, payment.NameWeChat+","+payment.NameAlipay
+		c.WeChatPay = wx.Config(shopNotifyURL + payment.NameWeChat)
+		c.Alipay = ali.Config(shopNotifyURL + payment.NameAlipay)
+		c.PayPollInterval = 300 * time.Millisecond
+		shop.set(c.BaseURL)
+	}})
+	return s, wx, ali
+}
+
+// FAILS ON MAIN (medium). Alipay is down; WeChat Pay is up. The poll asks about the open payments least
+// recently checked first, and the first that answers ErrUnavailable ends the round — without marking
+// it checked, so the next round starts with it again, and the poll backs off towards a minute. An
+// Alipay outage therefore stops the poll from ever reaching the WeChat Pay payments behind it: a
+// WeChat Pay payment whose callback was lost is not found paid until Alipay is back. Each provider's
+// outage should cost only its own payments.
+//
+// The control, "Alipay up", passes on main.
+func TestReview35PollOfOneProviderNotBlindedByTheOthersOutage(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Alipay up", true: "Alipay down"}[down], func(t *testing.T) {
+			s, wx, ali := startShopOfBothLosingWeChatCallbacks(t, "order_consumer", "payment_poll")
+			_, buy := newPaySale(t, s, 3)
+			ba, oa := buy("rv_ali_waits")
+			payWith(t, ba, oa.OrderNo, payment.NameAlipay) // made first: checked least recently
+			if err := ali.Scan(mustPaymentOf(t, s, oa.ID, payment.NameAlipay)); err != nil {
+				t.Fatal(err)
+			}
+			ali.SetDown(down)
+			bw, ow := buy("rv_wx_paid")
+			id, _ := payWith(t, bw, ow.OrderNo, payment.NameWeChat)
+			if err := wx.Pay(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, s, ow.OrderNo, models.OrderPaid, 30*s.Cfg.PayPollInterval+5*time.Second)
+		})
+	}
+}
+
+// mustPaymentOf is the order's payment at the provider.
+func mustPaymentOf(t *testing.T, s *liveServer, orderID int64, provider string) string {
+	t.Helper()
+	var p models.Payment
+	if err := s.DB.Where("order_id = ? AND provider = ?", orderID, provider).Order("id DESC").Take(&p).Error; err != nil {
+		t.Fatal(err)
+	}
+	return p.ProviderID
+}
