@@ -20,6 +20,7 @@ import (
 	"seckill/models"
 	"seckill/payment"
 	"seckill/payment/alipay/alipayfake"
+	"seckill/payment/wechatpay"
 	"seckill/payment/wechatpay/wechatfake"
 )
 
@@ -575,4 +576,46 @@ func mustPaymentOf(t *testing.T, s *liveServer, orderID int64, provider string) 
 		t.Fatal(err)
 	}
 	return p.ProviderID
+}
+
+// FAILS ON MAIN (medium). A refund callback settles the shop's refund whatever refund it is about: the
+// callback names its out_refund_no (Notification.RefundID), but NotifyFrom marks the payment's refund
+// done by payment alone. Here the shop's refund of the whole price has not reached WeChat Pay (it was
+// down), and the merchant refunds one fen of the same payment in WeChat Pay's console; WeChat Pay's
+// REFUND.SUCCESS callback of that one fen marks the shop's refund done: the shopper is told the price
+// went back, the refunds job stops asking, and one fen went back.
+func TestReview35RefundCallbackOfAnotherRefundDoesNotSettleTheShops(t *testing.T) {
+	s, wx, _ := startShopOfBoth(t, "order_consumer")
+	item, buy := newPaySale(t, s, 3)
+	admin := withRole(t, s, "rv_other_refund_admin", models.RoleAdmin)
+	b, o := buy("rv_other_refund")
+	id, _ := payWith(t, b, o.OrderNo, payment.NameWeChat)
+	if err := wx.Pay(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+	wx.SetMode(wechatfake.Unavailable)
+	if r := admin.call("POST", "/api/admin/orders/"+o.OrderNo+"/refund", map[string]any{"reason": "cannot ship"}); r.Status != 200 {
+		t.Fatalf("refund: %d %s", r.Status, r.Body)
+	}
+	f := refundOf(t, s, o.ID, models.RefundPending)
+	wx.SetMode(wechatfake.Up)
+	// The merchant, in WeChat Pay's console, refunds one fen of the payment (its own out_refund_no).
+	console, err := wechatpay.New(wx.Config(shopNotifyURL+payment.NameWeChat), wx.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer console.Stop()
+	if _, err := console.Refund(context.Background(), id, payment.RefundRequest{RefundID: "CONSOLE1", AmountCents: 1, TotalCents: item.SeckillPriceCents}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wx.CompleteRefund(context.Background(), "CONSOLE1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	var got models.Refund
+	s.DB.Take(&got, f.ID)
+	if _, fen := wx.Refunds(id); got.Status == models.RefundDone && fen != item.SeckillPriceCents {
+		t.Errorf("the shop's refund %s of %d fen is %s, but WeChat Pay refunded %d fen (the console's, not the shop's)", f.RefundID(), f.AmountCents, got.Status, fen)
+	}
 }
