@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"seckill/internal/testenv"
 	"seckill/models"
@@ -741,5 +742,30 @@ func TestReview35OtherPaymentOfAPaidOrderIsNotPolledForEver(t *testing.T) {
 				t.Errorf("an hour after its expiry the order's other payment %s is still open, polled for ever (%d queries meanwhile)", other, calls()-before)
 			}
 		})
+	}
+}
+
+// Item names as merchants write them: emoji (with joiners), a form's own characters, and a name far
+// longer than WeChat Pay's 127 bytes: each provider takes the payment, and Alipay shows the name cut
+// at a character, not in the middle of one.
+func TestReview35SubjectsOfEveryShape(t *testing.T) {
+	s, _, ali := startShopOfBoth(t, "order_consumer")
+	item, buy := newPaySale(t, s, 10)
+	for i, name := range []string{
+		"👨‍👩‍👧‍👦 家庭装 & 10% off = 好价 #1?",
+		strings.Repeat("🎁", 60),
+		strings.Repeat("长", 100) + "尾",
+		"a+b c%20d&sign=x",
+	} {
+		if err := s.DB.Exec("UPDATE items SET name = ? WHERE id = ?", name, item.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		b, o := buy("rv_subject_" + itoa(int64(i)))
+		payWith(t, b, o.OrderNo, payment.NameWeChat)
+		id, _ := payWith(t, b, o.OrderNo, payment.NameAlipay)
+		tr, _ := ali.Trade(id)
+		if !utf8.ValidString(tr.Subject) || !strings.HasPrefix(name, tr.Subject) || tr.Subject == "" {
+			t.Errorf("item %q: Alipay shows %q", name, tr.Subject)
+		}
 	}
 }
