@@ -769,3 +769,57 @@ func TestReview35SubjectsOfEveryShape(t *testing.T) {
 		}
 	}
 }
+
+// A code the provider closed (WeChat Pay's PAYERROR, an Alipay code that expired unscanned) while the
+// order still waits: pressing Pay again makes a new payment of a new number, which pays the order.
+func TestReview35PayAgainAfterTheFirstCodeClosed(t *testing.T) {
+	s, wx, ali := startShopOfBoth(t, "order_consumer")
+	_, buy := newPaySale(t, s, 3)
+	for _, prov := range []string{payment.NameWeChat, payment.NameAlipay} {
+		b, o := buy("rv_again_" + prov)
+		first, _ := payWith(t, b, o.OrderNo, prov)
+		// The poll heard the provider's final word: closed.
+		if err := s.DB.Exec("UPDATE payments SET status = ? WHERE provider_id = ?", models.PaymentClosed, first).Error; err != nil {
+			t.Fatal(err)
+		}
+		second, _ := payWith(t, b, o.OrderNo, prov)
+		if second == first || !payment.ValidPaymentNo(second) {
+			t.Fatalf("%s: Pay after the first code closed gave %s (the first was %s)", prov, second, first)
+		}
+		var err error
+		if prov == payment.NameWeChat {
+			err = wx.Pay(context.Background(), second)
+		} else {
+			err = ali.Pay(second)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+	}
+}
+
+// The order's deadline comes while the payer is entering the password in WeChat (USERPAYING): the
+// unpaid timeout does not cancel it (the close is refused), and when the payment completes the order is
+// paid — not cancelled and refunded.
+func TestReview35UnpaidTimeoutMeetsUserPaying(t *testing.T) {
+	s, wx, _ := startShopOfBoth(t, "order_consumer", "unpaid_timeout")
+	_, buy := newPaySale(t, s, 3)
+	b, o := buy("rv_deadline_paying")
+	id, _ := payWith(t, b, o.OrderNo, payment.NameWeChat)
+	if err := wx.Paying(id); err != nil {
+		t.Fatal(err)
+	}
+	s.Clock.Set(o.PayDeadline.Add(5 * time.Second))
+	testenv.EventuallySaw(t, 10*time.Second, "the timeout to try to close the payment", func() (bool, string) {
+		return wx.Calls("POST /v3/pay/transactions/out-trade-no/"+id+"/close") > 0, "not yet"
+	})
+	time.Sleep(2 * s.Cfg.PayPollInterval)
+	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPendingPayment {
+		t.Fatalf("at the deadline, while its payer pays, the order is %s", st)
+	}
+	if err := wx.Pay(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, o.OrderNo, models.OrderPaid, 10*time.Second)
+}
