@@ -54,6 +54,7 @@ var statusOf = map[string]int{
 	errs.OrderState:         fiber.StatusConflict,
 	errs.AddressRequired:    fiber.StatusConflict,
 	errs.PaymentUnavailable: fiber.StatusServiceUnavailable,
+	errs.PaymentRefused:     fiber.StatusUnprocessableEntity,
 	errs.TooLarge:           fiber.StatusRequestEntityTooLarge,
 	errs.HeaderTooLarge:     fiber.StatusRequestHeaderFieldsTooLarge,
 	errs.UnsupportedMedia:   fiber.StatusUnsupportedMediaType,

@@ -238,9 +238,15 @@ func TestReview35CallbackEndpointRefusals(t *testing.T) {
 		t.Errorf("GET of the callback: %d %s", r.Status, r.Body)
 	}
 	// A body far over the limit is refused before it is read.
+	// (The server may answer 413 and close before the client has sent it all: a reset is a refusal too.)
 	big := []byte(strings.Repeat("a=b&", 1<<20))
-	if r := anon.send("POST", "/api/payments/notify/alipay", big, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}); r.Status != 413 {
-		t.Errorf("a 4 MiB callback: %d %.80s, want 413", r.Status, r.Body)
+	if resp, err := http.Post(s.URL+"/api/payments/notify/alipay", "application/x-www-form-urlencoded", bytes.NewReader(big)); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("a 4 MiB callback: %d, want 413", resp.StatusCode)
+		}
+	} else if !strings.Contains(err.Error(), "reset") && !strings.Contains(err.Error(), "broken pipe") {
+		t.Errorf("a 4 MiB callback: %v", err)
 	}
 	if st := orderStatus(t, s, o.OrderNo); st != models.OrderPendingPayment {
 		t.Fatalf("after the refused callbacks the order is %s", st)

@@ -68,13 +68,14 @@ const (
 	OrderState         = "order_state"
 	AddressRequired    = "address_required" // paying an order that has no delivery address yet
 	PaymentUnavailable = "payment_unavailable"
+	PaymentRefused     = "payment_refused" // the provider chosen takes no such payment (its limit): choose another
 )
 
 // Codes lists every code above: each has its words in every language (code.<code>).
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
 	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked, LastAdmin,
-	ActivityState, OrderState, AddressRequired, PaymentUnavailable, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit,
+	ActivityState, OrderState, AddressRequired, PaymentUnavailable, PaymentRefused, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit,
 	BadPow,
 	NotInLine, AppealOpen,
 	BadToken, EmailTaken,

@@ -103,8 +103,13 @@ func (h *Payments) NotifyFrom(c *fiber.Ctx) error {
 			return ack(false)
 		}
 	case payment.StatusRefunded:
-		if err := models.RefundDoneByProvider(ctx, h.DB, p.ID, h.Now()); err != nil {
+		ours, err := models.RefundDoneByProvider(ctx, h.DB, p.ID, news.RefundID, h.Now())
+		if err != nil {
 			return ack(false)
+		}
+		if !ours {
+			h.Log.WarnContext(ctx, "the provider's news of a refund the shop did not ask for (made in its console?): nothing changed", "provider", name,
+				"payment_id", p.ProviderID, "refund_id", news.RefundID)
 		}
 	}
 	return ack(true)
@@ -138,7 +143,7 @@ func (h *Payments) Notify(c *fiber.Ctx) error {
 			return err
 		}
 	case payment.StatusRefunded:
-		if err := models.RefundDoneByProvider(ctx, h.DB, p.ID, h.Now()); err != nil {
+		if _, err := models.RefundDoneByProvider(ctx, h.DB, p.ID, n.RefundID, h.Now()); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ package i18n
 func init() {
 	add(map[string]map[string]string{
 		"en": {
+			"code.payment_refused": "This payment method cannot take this payment: choose another.",
 			"field.provider":       "Payment method",
 			"why.provider_one_of":  "must be one of: {0}",
 			"pay.provider.wechat":  "WeChat Pay",
@@ -19,6 +20,7 @@ func init() {
 			"msg.pay_in_progress":  "This order is being paid right now: finish or cancel the payment in your payment app, then try again (your order is unchanged).",
 		},
 		"zh": {
+			"code.payment_refused": "该支付方式无法受理这笔付款，请换一种支付方式。",
 			"field.provider":       "支付方式",
 			"why.provider_one_of":  "须为以下之一：{0}",
 			"pay.provider.wechat":  "微信支付",

@@ -71,12 +71,23 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 	if err != nil {
 		return err
 	}
-	// A payment still open at the provider whose order was cancelled (its close failed then) is closed now.
-	cancelled, err := models.CancelledOrdersOf(ctx, p.DB, ps)
+	// A payment still open at the provider whose order was cancelled (its close failed then) is closed now;
+	// one whose order was paid (by another payment) once it has expired.
+	status, err := models.OrderStatusesOf(ctx, p.DB, ps)
 	if err != nil {
 		return err
 	}
+	// A provider that does not answer is left for this round; the others' payments are still asked about.
+	// The round answers ErrUnavailable (the job waits longer) only when no provider answered.
+	down := map[string]bool{}
+	var unavailable error
+	answered := 0
 	for i := range ps {
+		if down[ps[i].Provider] {
+			continue
+		}
+		cancelled := status[ps[i].ID] == models.OrderCancelled
+		settled := status[ps[i].ID] != models.OrderPendingPayment && (cancelled || orders.Forgotten(&ps[i], p.Now()))
 		prov := p.Providers.Of(ps[i].Provider)
 		if prov == nil {
 			counts["no_provider"]++
@@ -103,12 +114,14 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 		}
 		if errors.Is(err, payment.ErrUnavailable) {
 			counts["unavailable"]++
-			return err
+			down[ps[i].Provider], unavailable = true, err
+			continue
 		}
 		if err != nil && !payment.IsNotFound(err) {
 			return err
 		}
 		counts["checked"]++
+		answered++
 		switch {
 		case st == payment.StatusPaid:
 			if err := p.settlePaid(ctx, &ps[i], counts); err != nil {
@@ -119,25 +132,33 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 			if err := p.Orders.Closed(ctx, &ps[i]); err != nil {
 				return err
 			}
-		case cancelled[ps[i].ID] && st == "" && orders.Forgotten(&ps[i], p.Now()):
-			// A cancelled order's payment the provider has long forgotten, or never made and past its
-			// expiry (an Alipay QR code no one scanned): it can no longer be paid.
+		case status[ps[i].ID] != models.OrderPendingPayment && st == "" && orders.Forgotten(&ps[i], p.Now()):
+			// A payment of an order no longer waiting for it that the provider has long forgotten, or never
+			// made and past its expiry (an Alipay QR code no one scanned): it can no longer be paid.
 			counts["closed_late"]++
 			if err := p.Orders.Closed(ctx, &ps[i]); err != nil {
 				return err
 			}
-		case st == payment.StatusOpen && cancelled[ps[i].ID]:
+		case st == payment.StatusOpen && settled:
+			// Open at the provider for an order cancelled, or paid by another payment and past this one's
+			// expiry: closed, so that it can no longer take money.
 			closed, err := prov.Close(ctx, ps[i].ProviderID)
 			switch {
 			case errors.Is(err, payment.ErrRefused):
 				counts["refused"]++
-				p.Log.Error("refund_needed: the provider refuses to close a payment of a cancelled order: it may still be paid", "payment", ps[i].ProviderID, "err", err)
+				p.Log.Error("refund_needed: the provider refuses to close a payment of an order that no longer needs it: it may still be paid", "payment", ps[i].ProviderID, "err", err)
+				if err := models.PaymentChecked(ctx, p.DB, ps[i].ID, p.Now()); err != nil {
+					return err
+				}
+			case errors.Is(err, payment.ErrPaying):
+				// The payer is paying it right now (USERPAYING): its news comes, or the next close.
+				counts["paying"]++
 				if err := models.PaymentChecked(ctx, p.DB, ps[i].ID, p.Now()); err != nil {
 					return err
 				}
 			case errors.Is(err, payment.ErrUnavailable):
 				counts["unavailable"]++
-				return err
+				down[ps[i].Provider], unavailable = true, err
 			case err != nil && !payment.IsNotFound(err):
 				return err
 			case closed == payment.StatusPaid:
@@ -155,6 +176,9 @@ func (p *PaymentPoll) round(ctx context.Context, counts map[string]int64) error 
 				return err
 			}
 		}
+	}
+	if unavailable != nil && answered == 0 {
+		return unavailable
 	}
 	return nil
 }

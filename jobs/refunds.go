@@ -42,21 +42,37 @@ func (r *Refunds) round(ctx context.Context, counts map[string]int64) error {
 	if err != nil {
 		return err
 	}
+	// A provider that does not answer is left for this round; the others' refunds are still asked for.
+	down := map[string]bool{}
+	var unavailable error
+	answered := 0
 	for i := range due {
-		if err := r.attempt(ctx, &due[i], counts); err != nil {
-			return err // the provider is down: the rest wait for the next round
+		pay, err := models.PaymentByID(ctx, r.DB, due[i].PaymentID)
+		if err != nil {
+			return err
 		}
+		if down[pay.Provider] {
+			continue
+		}
+		err = r.attempt(ctx, &due[i], pay, counts)
+		switch {
+		case errors.Is(err, payment.ErrUnavailable):
+			down[pay.Provider], unavailable = true, err
+		case err != nil:
+			return err
+		default:
+			answered++
+		}
+	}
+	if unavailable != nil && answered == 0 {
+		return unavailable // every provider asked is down: the job waits longer
 	}
 	return nil
 }
 
 // attempt asks the provider for one refund and records its answer. It answers an error only when the
 // provider could not be reached (the refund stays pending) or the database failed.
-func (r *Refunds) attempt(ctx context.Context, f *models.Refund, counts map[string]int64) error {
-	pay, err := models.PaymentByID(ctx, r.DB, f.PaymentID)
-	if err != nil {
-		return err
-	}
+func (r *Refunds) attempt(ctx context.Context, f *models.Refund, pay *models.Payment, counts map[string]int64) error {
 	prov := r.Providers.Of(pay.Provider)
 	if prov == nil {
 		counts["no_provider"]++
@@ -111,7 +127,11 @@ func (r *Refunds) MakeFor(ctx context.Context, orderID int64) error {
 		if fs[i].Status != models.RefundPending {
 			continue
 		}
-		if err := r.attempt(ctx, &fs[i], map[string]int64{}); err != nil {
+		pay, err := models.PaymentByID(ctx, r.DB, fs[i].PaymentID)
+		if err != nil {
+			return err
+		}
+		if err := r.attempt(ctx, &fs[i], pay, map[string]int64{}); err != nil {
 			return err
 		}
 	}

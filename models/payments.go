@@ -35,6 +35,9 @@ func AddPayment(ctx context.Context, db *gorm.DB, o *Order, np NewPayment, now t
 	var p Payment
 	providerID := np.ProviderID
 	if err := db.WithContext(ctx).Where("provider_id = ?", providerID).Take(&p).Error; err == nil {
+		if p.Provider != np.Provider {
+			return nil, false, fmt.Errorf("add payment %s at %q: the shop holds it at %q", providerID, np.Provider, p.Provider)
+		}
 		return &p, true, nil // the provider gave back the open payment we hold
 	}
 	var expires *time.Time
@@ -172,9 +175,9 @@ func ReopenPayment(ctx context.Context, db *gorm.DB, id int64, now time.Time) er
 	return db.WithContext(ctx).Exec("UPDATE payments SET status = ?, updated_at = ? WHERE id = ? AND status = ?", PaymentOpen, now, id, PaymentClosed).Error
 }
 
-// CancelledOrdersOf answers which of the payments' orders are cancelled, by payment id.
-func CancelledOrdersOf(ctx context.Context, db *gorm.DB, ps []Payment) (map[int64]bool, error) {
-	out := map[int64]bool{}
+// OrderStatusesOf answers the status of each payment's order, by payment id.
+func OrderStatusesOf(ctx context.Context, db *gorm.DB, ps []Payment) (map[int64]string, error) {
+	out := map[int64]string{}
 	if len(ps) == 0 {
 		return out, nil
 	}
@@ -182,16 +185,19 @@ func CancelledOrdersOf(ctx context.Context, db *gorm.DB, ps []Payment) (map[int6
 	for i, p := range ps {
 		ids[i] = p.OrderID
 	}
-	var cancelled []int64
-	if err := db.WithContext(ctx).Model(&Order{}).Where("id IN ? AND status = ?", unique(ids), OrderCancelled).Pluck("id", &cancelled).Error; err != nil {
-		return nil, fmt.Errorf("cancelled orders of payments: %w", err)
+	var rows []struct {
+		ID     int64
+		Status string
 	}
-	gone := map[int64]bool{}
-	for _, id := range cancelled {
-		gone[id] = true
+	if err := db.WithContext(ctx).Model(&Order{}).Select("id, status").Where("id IN ?", unique(ids)).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("orders of payments: %w", err)
+	}
+	of := map[int64]string{}
+	for _, r := range rows {
+		of[r.ID] = r.Status
 	}
 	for _, p := range ps {
-		out[p.ID] = gone[p.OrderID]
+		out[p.ID] = of[p.OrderID]
 	}
 	return out, nil
 }

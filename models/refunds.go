@@ -156,17 +156,23 @@ func RefundSettled(ctx context.Context, db *gorm.DB, id int64, status, why strin
 	})
 }
 
-// RefundDoneByProvider records the provider's word (its callback) that a payment was refunded.
-func RefundDoneByProvider(ctx context.Context, db *gorm.DB, paymentID int64, now time.Time) error {
+// RefundDoneByProvider records the provider's word (its callback) that a payment was refunded: the
+// shop's refund of it, when refundID (the refund the callback names, "" for a provider that names
+// none) is that refund's RefundID. It answers false for news of no refund the shop asked for (one made
+// in the provider's console, say), which changes nothing.
+func RefundDoneByProvider(ctx context.Context, db *gorm.DB, paymentID int64, refundID string, now time.Time) (bool, error) {
 	var r Refund
 	err := db.WithContext(ctx).Where("payment_id = ?", paymentID).Take(&r).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil // not a refund the shop asked for: nothing to record
+		return false, nil // not a refund the shop asked for: nothing to record
 	}
 	if err != nil {
-		return fmt.Errorf("refund of payment %d: %w", paymentID, err)
+		return false, fmt.Errorf("refund of payment %d: %w", paymentID, err)
 	}
-	return RefundSettled(ctx, db, r.ID, RefundDone, "", now)
+	if refundID != "" && refundID != r.RefundID() {
+		return false, nil
+	}
+	return true, RefundSettled(ctx, db, r.ID, RefundDone, "", now)
 }
 
 // RetryRefunds puts an order's failed refunds back to be asked for again (an admin's decision, once the

@@ -106,8 +106,8 @@ var errAddressRequired = errs.New(errs.AddressRequired, "choose a delivery addre
 // provider.
 //
 // At WeChat Pay and Alipay a payment is made once and its QR code given back: the payment's number is
-// the order's and a sequence ("SK…P1", "SK…P2" after the first was closed), so two presses at once ask
-// the provider twice for one payment, and it answers the same.
+// the order's, the provider's letter and a sequence ("SK…W1", "SK…W2" after the first was closed), so
+// two presses at once ask the provider twice for one payment, and it answers the same.
 func (s *Service) Pay(ctx context.Context, userID int64, orderNo, provider string) (*Payment, error) {
 	name, prov, ok := s.Providers.Choose(provider)
 	if !ok {
@@ -133,12 +133,17 @@ func (s *Service) Pay(ctx context.Context, userID int64, orderNo, provider strin
 		if err != nil {
 			return nil, err
 		}
+		seq := 1
 		for _, p := range mine {
-			if p.Provider == name && p.Status == models.PaymentOpen && p.PayURL != "" {
+			if p.Provider != name {
+				continue
+			}
+			if p.Status == models.PaymentOpen && p.PayURL != "" {
 				return &Payment{ID: p.ProviderID, PayURL: p.PayURL, Provider: name}, nil
 			}
+			seq++
 		}
-		req.PaymentNo = fmt.Sprintf("%sP%d", o.OrderNo, len(mine)+1)
+		req.PaymentNo = fmt.Sprintf("%s%s%d", o.OrderNo, paymentLetter[name], seq)
 		if req.Subject, err = s.subject(ctx, o); err != nil {
 			return nil, err
 		}
@@ -148,7 +153,7 @@ func (s *Service) Pay(ctx context.Context, userID int64, orderNo, provider strin
 		// The provider takes no such payment (an amount past its limit, the shop's keys): asking again
 		// will not help, another provider may.
 		s.Log.ErrorContext(ctx, "the provider refused a payment", "provider", name, "order_no", o.OrderNo, "amount_cents", o.PriceCents, "err", err)
-		return nil, errs.Say(errs.PaymentUnavailable, "pay_refused")
+		return nil, errs.Say(errs.PaymentRefused, "pay_refused")
 	}
 	if errors.Is(err, payment.ErrUnavailable) {
 		return nil, errs.New(errs.PaymentUnavailable, "payment is unavailable right now: try again in a minute (your order keeps its deadline)")
@@ -171,6 +176,10 @@ func (s *Service) Pay(ctx context.Context, userID int64, orderNo, provider strin
 	}
 	return &Payment{ID: p.ProviderID, PayURL: created.PayURL, Provider: name}, nil
 }
+
+// paymentLetter marks a payment number's provider ("SK…W1", "SK…A1"): two presses at once with two
+// providers never give both the same number, and each provider's numbers count its own payments.
+var paymentLetter = map[string]string{payment.NameWeChat: "W", payment.NameAlipay: "A"}
 
 // subject is what a payment of order o is for, as the payer's app shows it: the item's name, cut to
 // payment.Request's limit.
