@@ -304,3 +304,77 @@ func TestReplicasOf(t *testing.T) {
 		t.Errorf("a master with a replica: %d, %v; want 1", n, err)
 	}
 }
+
+// On a Redis Cluster the take's pipeline goes to the slot's master, and its WAIT counts that master's
+// replica: a one-master cluster with a replica, both started by the test, frozen as above.
+func TestTakeOnAClusterWaitsForTheSlotsReplica(t *testing.T) {
+	ctx := context.Background()
+	node := func(name string) (*redis.Client, *exec.Cmd) {
+		return startRedis(t, name, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+name+".conf",
+			"--repl-diskless-sync-delay", "0")
+	}
+	master, _ := node("master")
+	replica, replicaCmd := node("replica")
+	if err := master.Do(ctx, "cluster", "addslotsrange", 0, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	masterID, err := master.Do(ctx, "cluster", "myid").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(master.Options().Addr)
+	if err := replica.ClusterMeet(ctx, host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 20*time.Second, "the replica to know the master", func() bool {
+		return strings.Contains(replica.ClusterNodes(ctx).Val(), masterID)
+	})
+	if err := replica.Do(ctx, "cluster", "replicate", masterID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{master.Options().Addr}})
+	t.Cleanup(func() { cc.Close() })
+	testenv.Eventually(t, 30*time.Second, "the cluster up, the replica in sync", func() bool {
+		if infoField(t, replica, "replication", "master_link_status") != "up" ||
+			!strings.Contains(master.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+			return false
+		}
+		var wait *redis.IntCmd
+		_, err := master.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "probe", "1", 0)
+			wait = p.(*redis.Pipeline).Wait(ctx, 1, 200*time.Millisecond)
+			return nil
+		})
+		return err == nil && wait.Val() == 1
+	})
+	if n, err := stock.ReplicasOf(ctx, cc); err != nil || n != 1 {
+		t.Errorf("ReplicasOf the cluster: %d, %v; want 1", n, err)
+	}
+
+	r := &shardRig{db: testenv.Postgres(t), rdb: master, clock: &clock{t: time.Now()}}
+	r.ledger = testenv.Ledger(cc, r.clock.now)
+	r.ledger.WaitReplicas(1, 150*time.Millisecond)
+	_, r.item = testenv.Sale(t, r.db, 20, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if left, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil || left != 20 {
+		t.Fatalf("preheat: %d left, %v", left, err)
+	}
+	for _, a := range r.buyAll(t, usersFrom(1, 6)) {
+		if a.err != nil || !a.confirmed {
+			t.Errorf("buyer %d with the replica up: confirmed %v, %v; want confirmed", a.user, a.confirmed, a.err)
+		}
+	}
+	if err := syscall.Kill(replicaCmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range r.buyAll(t, usersFrom(100, 6)) {
+		if a.err != nil || a.confirmed {
+			t.Errorf("buyer %d with the replica frozen: confirmed %v, %v; want unconfirmed", a.user, a.confirmed, a.err)
+		}
+	}
+	if n := len(r.queued(t, 1)); n != 12 {
+		t.Errorf("%d buyers' orders in the stream, want 12", n)
+	}
+	if err := syscall.Kill(replicaCmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
