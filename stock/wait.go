@@ -14,14 +14,17 @@ import (
 
 // No 202 before a replica has it (issue 36). Redis replicates asynchronously: a master lost right after a
 // take loses the buyers its replicas had not received yet. After each take batch's script call the ledger
-// sends WAIT numreplicas timeout, which blocks until the replicas acknowledged every write made *on that
-// connection* before it, and answers how many did (https://redis.io/docs/latest/commands/wait/). A WAIT
-// on another pooled connection answers at once and proves nothing, so the script call and its WAIT go in
-// one pipeline, which go-redis writes and reads on one connection (baseClient.generalProcessPipelineFrom:
-// one withPipelineConn per attempt, both commands written by pipelineProcessCmds on that cn). It is a
-// plain pipeline, not MULTI: inside MULTI, WAIT does not block. On a cluster the pipeline goes to the
-// shard's master client (ClusterClient.MasterForKey): the cluster's own pipeline would send the keyless
-// WAIT to a node of its choosing.
+// sends WAIT numreplicas timeout, which blocks until the replicas acknowledged the writes sent on *that
+// connection* before it, and answers how many did (https://redis.io/docs/latest/commands/wait/; Redis 7.0
+// marks a connection with the replication offset after each of its commands, so it is the offset as of
+// the connection's last command). A WAIT on another pooled connection, last used before the take, answers
+// at once and proves nothing, so the script call and its WAIT go in one pipeline, which go-redis writes
+// and reads on one connection (go-redis v9.23 redis.go: generalProcessPipelineFrom runs each attempt in
+// one withPipelineConn, and pipelineProcessCmds writes every command to that cn and reads their replies
+// from it; a retried attempt sends both again, on one new connection). It is a plain pipeline, not MULTI:
+// inside MULTI, WAIT does not block. On a cluster the pipeline goes to the slot's master client
+// (osscluster.go: MasterForKey answers the slot master node's *Client): the cluster's own pipeline would
+// send the keyless WAIT to a node of its choosing.
 
 // waitState is the ledger's WAIT settings and counts.
 type waitState struct {
