@@ -324,6 +324,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 
 	ledger := stock.NewLedger(d.Redis, d.Now)
 	ledger.GroupCommit(cfg.GroupCommit)
+	waitForReplicas(ctx, cfg, d.Redis, ledger, d.Log)
 	flags := stock.NewFlags(ledger, d.Redis, d.Log)
 	consumerRedis := dedicatedClient(d.Redis)
 	sessions := auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log)
@@ -920,5 +921,32 @@ func captchaMetrics(c *captcha.Captchas) []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_captcha_pool", Help: "Captchas drawn ahead of need and not handed out yet."}, held),
 		handed("pool", fromPool), handed("demand", onDemand),
+	}
+}
+
+// waitForReplicas sets how many replicas each buy's batch waits for, and how long (REDIS_WAIT_REPLICAS,
+// REDIS_WAIT_TIMEOUT): auto asks Redis now, and waits for 1 where every master has a replica. A count
+// beyond the replicas there are answers every buyer unconfirmed: said in the log.
+func waitForReplicas(ctx context.Context, cfg Config, rdb redis.UniversalClient, ledger *stock.Ledger, log *slog.Logger) {
+	n := cfg.RedisWaitReplicas
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	have, err := stock.ReplicasOf(ictx, rdb)
+	switch {
+	case err != nil:
+		if !cfg.Demo { // the demo's in-process Redis has no replicas, nor says so
+			log.Warn("Redis did not say how many replicas it has", "err", err)
+		}
+	case n == RedisWaitAuto:
+		n = min(max(have, 0), 1)
+	case n > have && have >= 0:
+		log.Warn("REDIS_WAIT_REPLICAS asks for more replicas than a Redis master has: every buy will be answered unconfirmed", "replicas", n, "connected", have)
+	}
+	if n == RedisWaitAuto {
+		n = 0
+	}
+	ledger.WaitReplicas(n, cfg.RedisWaitTimeout)
+	if n > 0 {
+		log.Info("buys wait for Redis replicas", "replicas", n, "timeout", cfg.RedisWaitTimeout)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"seckill/payment/wechatpay"
 	"seckill/pow"
 	"seckill/sift"
+	"seckill/stock"
 )
 
 // Config is the whole configuration, read once from the environment at start. Every variable is listed,
@@ -94,6 +95,12 @@ type Config struct {
 
 	// Demo is true when neither DATABASE_URL nor REDIS_URL is set: SQLite and an in-process Redis.
 	Demo bool
+
+	// REDIS_WAIT_REPLICAS: the Redis replicas that must have a buy's batch (WAIT) before its buyers are told
+	// queued; RedisWaitAuto (auto, the default) asks Redis at start: 1 where every master has a replica, else 0.
+	RedisWaitReplicas int
+	// REDIS_WAIT_TIMEOUT: how long a buy's batch waits for them; not acknowledged, its buyers are told unconfirmed.
+	RedisWaitTimeout time.Duration
 
 	// PAY_SANDBOX_ANYONE_CAN_PAY: yes to serve the sandbox beside real PostgreSQL and Redis on purpose (a
 	// trial, a load test): anyone can then pay any order for nothing, so it is never the default.
@@ -378,6 +385,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		ServeRole: strings.TrimPrefix(p.oneOf("SERVE_ROLE", RoleAll, RoleAll, RoleWeb, RoleWorker), RoleAll),
 	}
 	c.TrustedProxies = p.proxies("TRUSTED_PROXIES")
+	c.RedisWaitReplicas = p.waitReplicas("REDIS_WAIT_REPLICAS")
+	if c.RedisWaitTimeout = p.duration("REDIS_WAIT_TIMEOUT", 100*time.Millisecond); c.RedisWaitTimeout > stock.MaxWaitTimeout {
+		p.fail("REDIS_WAIT_TIMEOUT", fmt.Sprintf("must be at most %v (a buyer waits for it), got %v", stock.MaxWaitTimeout, c.RedisWaitTimeout))
+	}
 	c.ShopContact = p.contact("SHOP_CONTACT")
 	if c.ListenHost = strings.TrimSpace(getenv("LISTEN_HOST")); c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
 		p.fail("LISTEN_HOST", fmt.Sprintf("must be an IP address such as 127.0.0.1 (empty: every interface), got %q", c.ListenHost))
@@ -541,6 +552,23 @@ func (p *parser) int(name string, def, min, max int) int {
 	if err != nil || n < min || n > max {
 		p.fail(name, fmt.Sprintf("must be a whole number from %d to %d, got %q", min, max, v))
 		return def
+	}
+	return n
+}
+
+// RedisWaitAuto is REDIS_WAIT_REPLICAS=auto: the count is asked of Redis at start (waitForReplicas in app.go).
+const RedisWaitAuto = -1
+
+// waitReplicas reads REDIS_WAIT_REPLICAS: auto (the default) or a count of replicas from 0 to 16.
+func (p *parser) waitReplicas(name string) int {
+	v := strings.ToLower(strings.TrimSpace(p.getenv(name)))
+	if v == "" || v == "auto" {
+		return RedisWaitAuto
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 16 {
+		p.fail(name, fmt.Sprintf("must be auto or a whole number from 0 to 16, got %q", v))
+		return RedisWaitAuto
 	}
 	return n
 }

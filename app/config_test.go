@@ -28,7 +28,7 @@ func TestLoadConfigDefaultsAreDemoMode(t *testing.T) {
 		t.Error("with neither DATABASE_URL nor REDIS_URL the configuration must be demo mode")
 	}
 	want := Config{Port: 8080, ListenHost: "127.0.0.1", PaySandbox: true, PayProviders: "sandbox", PayCurrency: "CNY", MetricsListen: "127.0.0.1:9090", CaptchaPool: 10000, QueueOpens: 10 * time.Minute, QueueOverbook: 1.5, QueueRate: 500, QueueTurn: time.Minute, QueueTurnSeen: 90 * time.Second, PhoneRegion: "CN", MaxConnsPerAddr: 512, HeaderTimeout: 5 * time.Second, BodyTimeout: 30 * time.Second, IdleTimeout: time.Minute, PowMaxNumber: pow.DefaultMaxNumber, ShadowLine: true, Shadow: sift.Defaults(), BaseURL: "http://localhost:8080", SessionTTL: 7 * 24 * time.Hour, SessionMax: 20, RateLimitIP: true,
-		GroupCommit: true, BcryptCost: 12, PayTimeout: 15 * time.Minute,
+		GroupCommit: true, RedisWaitReplicas: RedisWaitAuto, RedisWaitTimeout: 100 * time.Millisecond, BcryptCost: 12, PayTimeout: 15 * time.Minute,
 		PreheatWindow: 10 * time.Minute, QRTTL: 120 * time.Second, NodeID: -1, DataDir: "./data", LogLevel: "info",
 		LogFormat: "text", BodyLimit: 64 << 10, ShutdownTimeout: 10 * time.Second, PayPollInterval: 2 * time.Second, ClaimIdle: 30 * time.Second, SaleKeep: 24 * time.Hour, Demo: true,
 		Mail: MailConfig{Port: 587, TLS: "starttls", From: "Seckill <noreply@localhost>", Rate: 100}}

@@ -235,7 +235,7 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 		return err
 	}
 	ctx := c.UserContext()
-	soldOut, err := h.Ledger.Take(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
+	soldOut, confirmed, err := h.Ledger.TakeConfirmed(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
 	if soldOut {
 		h.Flags.MarkSoldOut(ctx, itemID)
 	}
@@ -243,10 +243,18 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 		return err
 	}
 	setJSON(c)
+	if !confirmed {
+		// The unit is taken and the order queued on the Redis master, but its replicas did not say they
+		// have it in time (REDIS_WAIT_REPLICAS): not a promise yet, not a failure either. The result says.
+		return c.Status(fiber.StatusAccepted).Send(unconfirmed)
+	}
 	return c.Status(fiber.StatusAccepted).Send(queued)
 }
 
-var queued = []byte(`{"status":"queued"}`)
+var (
+	queued      = []byte(`{"status":"queued"}`)
+	unconfirmed = []byte(`{"status":"unconfirmed"}`)
+)
 
 // Result answers the buyer's result for the item.
 func (h *Buy) Result(c *fiber.Ctx) error {

@@ -22,30 +22,33 @@ type takeReq struct {
 	path, orderNo string
 	loan          string
 	answer, left  string
+	confirmed     bool // the replicas acknowledged the batch (or the ledger does not wait for them)
 	err           error
 }
 
 // take runs the take script for one buyer on shard h of the item, with the loan to credit first ("" for
-// none), alone or in its shard's batch, and answers the script's answer for this buyer.
-func (l *Ledger) take(ctx context.Context, itemID int64, h int, userID int64, path, orderNo, loan string) ([]string, error) {
+// none), alone or in its shard's batch, and answers the script's answer for this buyer and whether its
+// batch is confirmed (wait.go).
+func (l *Ledger) take(ctx context.Context, itemID int64, h int, userID int64, path, orderNo, loan string) ([]string, bool, error) {
 	w := &waiting[takeReq]{req: takeReq{userID: userID, path: path, orderNo: orderNo, loan: loan}}
 	send := func(ctx context.Context, batch []*waiting[takeReq]) { l.takeBatch(ctx, itemID, h, batch) }
 	if l.single || !l.known(itemID) {
 		send(ctx, []*waiting[takeReq]{w})
 	} else {
 		if err := l.takeGroups.of(itemID, h).do(ctx, w, send); err != nil {
-			return nil, fmt.Errorf("take: %w", err)
+			return nil, false, fmt.Errorf("take: %w", err)
 		}
 	}
 	r := &w.req
 	if r.err != nil {
-		return nil, r.err
+		return nil, false, r.err
 	}
-	return []string{r.answer, r.left}, nil
+	return []string{r.answer, r.left}, r.confirmed, nil
 }
 
 // takeBatch runs the take script once for the batch's buyers, in order, and fills in each one's answer;
 // a failed call fails every one of them (and took nothing: the script decides all before it writes).
+// When the ledger waits for replicas, one WAIT follows the call for the whole batch (wait.go).
 func (l *Ledger) takeBatch(ctx context.Context, itemID int64, h int, batch []*waiting[takeReq]) {
 	k := ShardKeys(itemID, h)
 	keys := []string{k.Sale, k.Buyers, k.Stream, k.Received, k.Paths}
@@ -58,7 +61,7 @@ func (l *Ledger) takeBatch(ctx context.Context, itemID int64, h int, batch []*wa
 	}
 	l.calls.Add(1)
 	l.takes.Add(int64(len(batch)))
-	res, err := takeScript.Run(ctx, l.rdb, keys, args...).StringSlice()
+	res, confirmed, err := l.runTake(ctx, keys, args)
 	if err == nil && len(res) != 2*len(batch) {
 		err = fmt.Errorf("%d answers for %d buyers", len(res), len(batch))
 	}
@@ -69,7 +72,7 @@ func (l *Ledger) takeBatch(ctx context.Context, itemID int64, h int, batch []*wa
 			r.err = fmt.Errorf("take: %w", err)
 			continue
 		}
-		r.answer, r.left = res[2*i], res[2*i+1]
+		r.answer, r.left, r.confirmed = res[2*i], res[2*i+1], confirmed
 	}
 }
 

@@ -59,3 +59,6 @@ func (l *Ledger) Groups() int {
 	l.pathGroups.m.Range(count)
 	return n
 }
+
+// LoadTake loads the take script (as the ledger sends it) on a server, before counting its commands.
+func LoadTake(ctx context.Context, rdb redis.Scripter) error { return takeScript.Load(ctx, rdb).Err() }

@@ -30,6 +30,7 @@ type Ledger struct {
 	pathGroups groups[pathReq]
 	calls      atomic.Int64
 	takes      atomic.Int64
+	wait       waitState // the replicas each take batch waits for (wait.go)
 }
 
 // NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).
@@ -266,12 +267,21 @@ func (l *Ledger) IssuePath(ctx context.Context, itemID, userID int64, token stri
 // unit from another shard (a round trip there, and the script again). It reports whether the item is
 // now known to be sold out, or the contract's reason.
 func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo string) (soldOut bool, err error) {
+	soldOut, _, err = l.TakeConfirmed(ctx, itemID, userID, path, orderNo)
+	return soldOut, err
+}
+
+// TakeConfirmed is Take, and whether the take is confirmed: true unless the ledger waits for replicas
+// (WaitReplicas) and they did not acknowledge the take's batch in time. An unconfirmed take took its
+// unit and queued its order on the master all the same; only a failover before the replicas caught up
+// would lose it.
+func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, orderNo string) (soldOut, confirmed bool, err error) {
 	n, err := l.Shards(ctx, itemID)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	h := HomeShard(userID, n)
-	res, err := l.take(ctx, itemID, h, userID, path, orderNo, "")
+	res, confirmed, err := l.take(ctx, itemID, h, userID, path, orderNo, "")
 	for try := 0; err == nil && res[0] == answerEmpty && try < n; try++ {
 		var loan string
 		if loan, err = l.borrow(ctx, itemID, n, h, orderNo, try); err != nil {
@@ -280,27 +290,27 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 		if loan == "" {
 			// No other shard lends: but units lent to this buyer's other tabs (refused, as their path was
 			// used) landed on the home shard meanwhile. One more look there, then it is sold out.
-			res, err = l.take(ctx, itemID, h, userID, path, orderNo, "")
+			res, confirmed, err = l.take(ctx, itemID, h, userID, path, orderNo, "")
 			break
 		}
-		res, err = l.take(ctx, itemID, h, userID, path, orderNo, loan)
+		res, confirmed, err = l.take(ctx, itemID, h, userID, path, orderNo, loan)
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	switch res[0] {
 	case ResultQueued:
-		return n == 1 && res[1] == "0", nil
+		return n == 1 && res[1] == "0", confirmed, nil
 	case answerEmpty:
 		// Every shard is empty: the path is used up by this answer, as a one-shard sale's is.
 		if err := l.rdb.HDel(ctx, ShardKeys(itemID, h).Paths, strconv.FormatInt(userID, 10)).Err(); err != nil {
-			return false, fmt.Errorf("take: %w", err)
+			return false, false, fmt.Errorf("take: %w", err)
 		}
-		return true, reason(errs.SoldOut)
+		return true, false, reason(errs.SoldOut)
 	case errs.SoldOut:
-		return true, reason(errs.SoldOut)
+		return true, false, reason(errs.SoldOut)
 	}
-	return false, reason(res[0])
+	return false, false, reason(res[0])
 }
 
 // borrow tries the shards after h in turn for one unit lent to h, and answers the loan's id, or "" when

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"seckill/auth"
 	"seckill/internal/testenv"
@@ -83,5 +87,68 @@ func BenchmarkTakeScript(b *testing.B) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkTakeWithWait is the cost of waiting for a replica (issue 36): the same rush of buyers (64 at a
+// time, group commit as GROUP_COMMIT says) through Ledger.TakeConfirmed on a real master with a real
+// replica on this machine, without WAIT and with WAIT 1 after each batch. It reports buys a second, the p99
+// of a take, buyers per batch and WAITs per batch. Run it alone, with a fixed count, e.g.
+// go test -run '^$' -bench TakeWithWait -benchtime 3000x ./stock
+func BenchmarkTakeWithWait(b *testing.B) {
+	p := startPair(b)
+	ctx := context.Background()
+	for _, replicas := range []int{0, 1} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			// Each run's schema numbers its item 1 again: the test's own master starts empty.
+			if err := p.master.FlushAll(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			r := newPairRig(b, p, int64(b.N), 100*time.Millisecond)
+			r.ledger.WaitReplicas(replicas, 100*time.Millisecond)
+			users, paths := make([]int64, b.N), make([]string, b.N)
+			for i := range users {
+				users[i] = int64(i + 1)
+				paths[i], _ = auth.RandomToken(16)
+			}
+			for i := 0; i < b.N; i += 200 {
+				j := min(i+200, b.N)
+				if _, err := r.ledger.IssueBatch(ctx, r.item.ID, 0, users[i:j], paths[i:j]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// The script is loaded on the master (a NOSCRIPT's EVAL would add a WAIT of its own).
+			if err := stock.LoadTake(ctx, r.rdb); err != nil {
+				b.Fatal(err)
+			}
+			if err := r.rdb.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			calls0, takes0 := r.ledger.BatchStats()
+			lat := make([]time.Duration, b.N)
+			var next atomic.Int64
+			b.SetParallelism(64 / max(runtime.GOMAXPROCS(0), 1))
+			start := time.Now()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := next.Add(1) - 1
+					t0 := time.Now()
+					_, confirmed, err := r.ledger.TakeConfirmed(ctx, r.item.ID, users[i], paths[i], fmt.Sprintf("SK%019d", i))
+					lat[i] = time.Since(t0)
+					if err != nil || !confirmed {
+						b.Errorf("take %d: confirmed %v, %v", i, confirmed, err)
+					}
+				}
+			})
+			b.StopTimer()
+			elapsed := time.Since(start)
+			calls, takes := r.ledger.BatchStats()
+			slices.Sort(lat)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "buys/s")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(takes-takes0)/float64(calls-calls0), "buyers/batch")
+			b.ReportMetric(float64(waitCalls(b, r.rdb))/float64(calls-calls0), "waits/batch")
+		})
 	}
 }

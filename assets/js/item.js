@@ -15,6 +15,9 @@
 
   function w(key) { return words[key] || key; }
   function say(text, kind) { status.textContent = text; status.className = "buy-status " + (kind || ""); }
+  // The buy's 202: queued, or unconfirmed (taken, but Redis's replicas had not said they have it in time);
+  // either way the result is followed until it settles.
+  function sayTaken(r) { say(w(r && r.status === "unconfirmed" ? "buy.unconfirmed" : "buy.queued")); }
   function sayError(e) {
     var key = "err." + (e.code || (e.status ? "other" : "network"));
     say(words[key] ? w(key) : (e.message || w("err.other")), "bad");
@@ -362,7 +365,7 @@
       if (q && q.state === "your_turn") {
         say(w("buy.wait"));
         api("POST", "/api/items/" + id + "/buy/" + q.path)
-          .then(function () { clearTimeout(polling); failedOrder = false; own = copy(own, { state: "bought" }); busy = "queued"; say(w("buy.queued")); follow(); })
+          .then(function (r) { clearTimeout(polling); failedOrder = false; own = copy(own, { state: "bought" }); busy = "queued"; sayTaken(r); follow(); })
           .catch(function (e) {
             // A turn that ended as the click went: the line tells it (missed), not "try again".
             if (e.code === "invalid_path") say(""); else sayError(e);
@@ -400,7 +403,7 @@
     };
     api("POST", "/api/items/" + id + "/path", { captcha_id: captchaId, captcha_answer: answer.value.trim() })
       .then(function (p) { return api("POST", "/api/items/" + id + "/buy/" + p.path); })
-      .then(function () { busy = "queued"; say(w("buy.queued")); follow(); })
+      .then(function (r) { busy = "queued"; sayTaken(r); follow(); })
       .catch(function (e) { sayError(e); if (!final) newCaptcha(); release(); });
   });
   document.getElementById("captcha-new").addEventListener("click", newCaptcha);
