@@ -5,13 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,58 +48,12 @@ func TestRedisWaitSettings(t *testing.T) {
 	}
 }
 
-// startRedisPair starts a Redis master and a replica of it on free ports, without persistence, waits
-// until the replica acknowledges writes, and answers the master's client and the replica's process.
-func startRedisPair(t *testing.T) (*redis.Client, *exec.Cmd) {
-	t.Helper()
-	start := func(name string, args ...string) (*redis.Client, *exec.Cmd) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		dir := t.TempDir()
-		cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no", "--repl-diskless-sync-delay", "0",
-			"--logfile", filepath.Join(dir, name+".log")}, args...)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start redis-server: %v", err)
-		}
-		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
-		t.Cleanup(func() {
-			_ = rdb.Close()
-			_ = cmd.Process.Signal(syscall.SIGCONT)
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-		testenv.Eventually(t, 10*time.Second, name+" answers", func() bool { return rdb.Ping(context.Background()).Err() == nil })
-		return rdb, cmd
-	}
-	master, _ := start("master")
-	_, port, _ := net.SplitHostPort(master.Options().Addr)
-	replica, cmd := start("replica", "--replicaof", "127.0.0.1", port)
-	ctx := context.Background()
-	testenv.Eventually(t, 20*time.Second, "the replica acknowledging writes", func() bool {
-		if !strings.Contains(replica.Info(ctx, "replication").Val(), "master_link_status:up") {
-			return false
-		}
-		var wait *redis.IntCmd
-		_, err := master.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, "probe", "1", 0)
-			wait = p.(*redis.Pipeline).Wait(ctx, 1, 200*time.Millisecond)
-			return nil
-		})
-		return err == nil && wait.Val() == 1
-	})
-	return master, cmd
-}
-
 // With a replica (REDIS_WAIT_REPLICAS=auto finds it), the buy answers queued once the replica has the buy;
 // with the replica frozen (SIGSTOP), never queued: 202 unconfirmed, and the buyer's order is made all the
 // same, which the result tells. Thawed, queued again.
 func TestBuyIsQueuedOnlyOnceARedisReplicaHasIt(t *testing.T) {
-	master, replica := startRedisPair(t)
+	pair := testenv.StartReplicaPair(t)
+	master := pair.Master
 	s := startLive(t, liveOpts{rdb: master, tune: func(c *Config) {
 		c.RateLimitIP = false
 		c.RedisWaitReplicas = RedisWaitAuto
@@ -139,9 +88,7 @@ func TestBuyIsQueuedOnlyOnceARedisReplicaHasIt(t *testing.T) {
 		t.Fatal("REDIS_WAIT_REPLICAS=auto with a replica: the buy sent no WAIT")
 	}
 
-	if err := syscall.Kill(replica.Process.Pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	pair.Freeze(t)
 	for _, sh := range buyers[1:3] {
 		if code, status := buy(sh); code != 202 || status != "unconfirmed" {
 			t.Errorf("with the replica frozen: %d %q, want 202 unconfirmed", code, status)
@@ -158,9 +105,7 @@ func TestBuyIsQueuedOnlyOnceARedisReplicaHasIt(t *testing.T) {
 		})
 	}
 
-	if err := syscall.Kill(replica.Process.Pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	pair.Thaw(t)
 	testenv.Eventually(t, 10*time.Second, "the replica caught up", func() bool {
 		var wait *redis.IntCmd
 		_, err := master.Pipelined(ctx, func(p redis.Pipeliner) error {

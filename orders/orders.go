@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -188,10 +187,5 @@ func (s *Service) subject(ctx context.Context, o *models.Order) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	name := it.Name
-	for len(name) > 120 {
-		_, size := utf8.DecodeLastRuneInString(name)
-		name = name[:len(name)-size]
-	}
-	return name, nil
+	return payment.TruncateUTF8(it.Name, 120), nil
 }

@@ -206,7 +206,7 @@ func (c *Client) Close(ctx context.Context, id string) (string, error) {
 // refusal (a key it does not take, a request it does not like) is the shop's to fix and answers
 // ErrUnavailable, so that the refund stays pending and is asked for again.
 func (c *Client) Refund(ctx context.Context, id string, r RefundRequest) (string, error) {
-	r.Reason = truncateUTF8(r.Reason, maxRefundReasonBytes)
+	r.Reason = TruncateUTF8(r.Reason, maxRefundReasonBytes)
 	b, err := c.call(ctx, http.MethodPost, "/api/payments/"+id+"/refund", r, 3)
 	var ref *refusal
 	if errors.As(err, &ref) && ref.status == http.StatusConflict {
@@ -222,8 +222,8 @@ func (c *Client) Refund(ctx context.Context, id string, r RefundRequest) (string
 	return out.Status, nil
 }
 
-// truncateUTF8 cuts s to at most n bytes, at a character's boundary.
-func truncateUTF8(s string, n int) string {
+// TruncateUTF8 cuts s to at most n bytes, at a character's boundary.
+func TruncateUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

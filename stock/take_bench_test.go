@@ -96,12 +96,12 @@ func BenchmarkTakeScript(b *testing.B) {
 // of a take, buyers per batch and WAITs per batch. Run it alone, with a fixed count, e.g.
 // go test -run '^$' -bench TakeWithWait -benchtime 3000x ./stock
 func BenchmarkTakeWithWait(b *testing.B) {
-	p := startPair(b)
+	p := testenv.StartReplicaPair(b)
 	ctx := context.Background()
 	for _, replicas := range []int{0, 1} {
 		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
 			// Each run's schema numbers its item 1 again: the test's own master starts empty.
-			if err := p.master.FlushAll(ctx).Err(); err != nil {
+			if err := p.Master.FlushAll(ctx).Err(); err != nil {
 				b.Fatal(err)
 			}
 			r := newPairRig(b, p, int64(b.N), 100*time.Millisecond)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,46 +20,6 @@ import (
 	"seckill/stock"
 )
 
-// redisPair is a Redis master and its replica, real servers started by the test in its own directory.
-type redisPair struct {
-	master, replica *redis.Client
-	replicaCmd      *exec.Cmd
-}
-
-// freePort answers a port nobody listens on now.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// startRedis starts redis-server on a free port with args, without persistence, stopped (and resumed
-// first, were it stopped) when the test ends, and answers its client and process.
-func startRedis(t testing.TB, name string, args ...string) (*redis.Client, *exec.Cmd) {
-	t.Helper()
-	dir := t.TempDir()
-	port := freePort(t)
-	args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-		"--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(dir, name+".log")}, args...)
-	cmd := exec.Command("redis-server", args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
-	t.Cleanup(func() {
-		_ = rdb.Close()
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	testenv.Eventually(t, 10*time.Second, name+" answers", func() bool { return rdb.Ping(context.Background()).Err() == nil })
-	return rdb, cmd
-}
-
 // infoField reads one field of an INFO section.
 func infoField(t testing.TB, rdb *redis.Client, section, field string) string {
 	t.Helper()
@@ -74,43 +33,6 @@ func infoField(t testing.TB, rdb *redis.Client, section, field string) string {
 		}
 	}
 	return ""
-}
-
-// startPair starts a master and a replica of it, and waits until the replica is in sync.
-func startPair(t testing.TB) *redisPair {
-	t.Helper()
-	master, _ := startRedis(t, "master", "--repl-diskless-sync-delay", "0")
-	port := strings.TrimPrefix(master.Options().Addr, "127.0.0.1:")
-	replica, cmd := startRedis(t, "replica", "--replicaof", "127.0.0.1", port)
-	ctx := context.Background()
-	testenv.Eventually(t, 20*time.Second, "the replica in sync, acknowledging writes", func() bool {
-		if infoField(t, replica, "replication", "master_link_status") != "up" {
-			return false
-		}
-		var wait *redis.IntCmd
-		_, err := master.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, "probe", "1", 0)
-			wait = p.(*redis.Pipeline).Wait(ctx, 1, 200*time.Millisecond)
-			return nil
-		})
-		return err == nil && wait.Val() == 1
-	})
-	return &redisPair{master: master, replica: replica, replicaCmd: cmd}
-}
-
-// stop and resume freeze and thaw the replica (SIGSTOP, SIGCONT): connected, silent.
-func (p *redisPair) stop(t testing.TB) {
-	t.Helper()
-	if err := syscall.Kill(p.replicaCmd.Process.Pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (p *redisPair) resume(t testing.TB) {
-	t.Helper()
-	if err := syscall.Kill(p.replicaCmd.Process.Pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // waitCalls reads how many WAITs the master has run since its stats were reset.
@@ -128,9 +50,9 @@ func waitCalls(t testing.TB, rdb *redis.Client) int64 {
 
 // newPairRig is newShardRig on the pair's master: a running one-shard sale of stockTotal units,
 // preheated, whose ledger waits for 1 replica within timeout.
-func newPairRig(t testing.TB, p *redisPair, stockTotal int64, timeout time.Duration) *shardRig {
+func newPairRig(t testing.TB, p *testenv.ReplicaPair, stockTotal int64, timeout time.Duration) *shardRig {
 	t.Helper()
-	r := &shardRig{db: testenv.Postgres(t), rdb: p.master, clock: &clock{t: time.Now()}}
+	r := &shardRig{db: testenv.Postgres(t), rdb: p.Master, clock: &clock{t: time.Now()}}
 	r.ledger = testenv.Ledger(r.rdb, r.clock.now)
 	r.ledger.WaitReplicas(1, timeout)
 	_, r.item = testenv.Sale(t, r.db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
@@ -187,7 +109,7 @@ func usersFrom(first, n int) []int64 {
 // the master all the same; thawed, the replica catches up and buyers are queued again. One WAIT per
 // batch, not per buyer.
 func TestTakeIsQueuedOnlyOnceTheReplicaHasIt(t *testing.T) {
-	p := startPair(t)
+	p := testenv.StartReplicaPair(t)
 	r := newPairRig(t, p, 100, 150*time.Millisecond)
 	ctx := context.Background()
 	left := func() int64 {
@@ -221,7 +143,7 @@ func TestTakeIsQueuedOnlyOnceTheReplicaHasIt(t *testing.T) {
 		t.Fatalf("%d left, want 59", left())
 	}
 
-	p.stop(t)
+	p.Freeze(t)
 	frozen := r.buyAll(t, usersFrom(200, 12))
 	for _, a := range frozen {
 		if a.err != nil || a.confirmed {
@@ -242,9 +164,9 @@ func TestTakeIsQueuedOnlyOnceTheReplicaHasIt(t *testing.T) {
 		t.Errorf("an unconfirmed buyer's result: %+v, %v; want queued (it settles from the stream)", res, err)
 	}
 
-	p.resume(t)
+	p.Thaw(t)
 	testenv.Eventually(t, 10*time.Second, "the replica holds the frozen time's orders", func() bool {
-		n, err := p.replica.XLen(ctx, stock.KeysOf(r.item.ID).Stream).Result()
+		n, err := p.Replica.XLen(ctx, stock.KeysOf(r.item.ID).Stream).Result()
 		return err == nil && n == 1+40+12
 	})
 	for _, a := range r.buyAll(t, usersFrom(300, 5)) {
@@ -262,24 +184,24 @@ func TestTakeIsQueuedOnlyOnceTheReplicaHasIt(t *testing.T) {
 // since, at once that the replica has everything, which the take's own connection's WAIT (the ledger's)
 // does not. A WAIT on whatever connection the pool hands out would have told the buyer queued.
 func TestWaitOnAnotherConnectionWouldProveNothing(t *testing.T) {
-	p := startPair(t)
+	p := testenv.StartReplicaPair(t)
 	r := newPairRig(t, p, 10, 100*time.Millisecond)
 	ctx := context.Background()
 	if a := r.buyAll(t, usersFrom(1, 1)); a[0].err != nil || !a[0].confirmed {
 		t.Fatalf("first buyer: %+v, want confirmed", a[0])
 	}
-	idle := redis.NewClient(&redis.Options{Addr: p.master.Options().Addr, PoolSize: 1})
+	idle := redis.NewClient(&redis.Options{Addr: p.Master.Options().Addr, PoolSize: 1})
 	defer idle.Close()
 	// Its one connection is used once the replica has acknowledged everything (so that what it saw is on
 	// the replica), before the take.
 	acked := func() bool {
-		info := infoField(t, p.master, "replication", "slave0")
-		return strings.HasSuffix(strings.Split(info, ",lag=")[0], ",offset="+infoField(t, p.master, "replication", "master_repl_offset"))
+		info := infoField(t, p.Master, "replication", "slave0")
+		return strings.HasSuffix(strings.Split(info, ",lag=")[0], ",offset="+infoField(t, p.Master, "replication", "master_repl_offset"))
 	}
 	testenv.Eventually(t, 10*time.Second, "the replica acknowledging everything, seen by the idle connection", func() bool {
 		return acked() && idle.Ping(ctx).Err() == nil && acked()
 	})
-	p.stop(t)
+	p.Freeze(t)
 	a := r.buyAll(t, usersFrom(2, 1))[0]
 	if a.err != nil || a.confirmed {
 		t.Fatalf("buyer with the replica frozen: confirmed %v, %v; want unconfirmed", a.confirmed, a.err)
@@ -289,18 +211,18 @@ func TestWaitOnAnotherConnectionWouldProveNothing(t *testing.T) {
 	if err != nil || n != 1 || time.Since(start) > time.Second {
 		t.Errorf("WAIT 1 on a connection last used before the take: %d after %v, %v; want 1 at once (it proves nothing)", n, time.Since(start), err)
 	}
-	p.resume(t)
+	p.Thaw(t)
 }
 
 // REDIS_WAIT_REPLICAS=auto asks the master how many replicas it has.
 func TestReplicasOf(t *testing.T) {
 	ctx := context.Background()
-	lone, _ := startRedis(t, "lone")
+	lone, _ := testenv.RedisServer(t, "lone")
 	if n, err := stock.ReplicasOf(ctx, lone); err != nil || n != 0 {
 		t.Errorf("a master without replicas: %d, %v; want 0", n, err)
 	}
-	p := startPair(t)
-	if n, err := stock.ReplicasOf(ctx, p.master); err != nil || n != 1 {
+	p := testenv.StartReplicaPair(t)
+	if n, err := stock.ReplicasOf(ctx, p.Master); err != nil || n != 1 {
 		t.Errorf("a master with a replica: %d, %v; want 1", n, err)
 	}
 }
@@ -310,7 +232,7 @@ func TestReplicasOf(t *testing.T) {
 func TestTakeOnAClusterWaitsForTheSlotsReplica(t *testing.T) {
 	ctx := context.Background()
 	node := func(name string) (*redis.Client, *exec.Cmd) {
-		return startRedis(t, name, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+name+".conf",
+		return testenv.RedisServer(t, name, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+name+".conf",
 			"--repl-diskless-sync-delay", "0")
 	}
 	master, _ := node("master")

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	sdk "github.com/smartwalle/alipay/v3"
 
@@ -181,7 +180,7 @@ func (p *Provider) Create(ctx context.Context, r payment.Request) (payment.Creat
 	if r.AmountCents <= 0 || r.AmountCents > payment.MaxCents {
 		return payment.Created{}, invalid("amount_cents %d must be from 1 to %d", r.AmountCents, int64(payment.MaxCents))
 	}
-	subject := truncateUTF8(r.Subject, 256)
+	subject := payment.TruncateUTF8(r.Subject, 256)
 	if subject == "" {
 		subject = r.PaymentNo // Alipay requires one
 	}
@@ -340,7 +339,7 @@ func (p *Provider) Refund(ctx context.Context, id string, r payment.RefundReques
 	param := sdk.TradeRefund{
 		OutTradeNo:   id,
 		RefundAmount: payment.Yuan(r.AmountCents),
-		RefundReason: truncateUTF8(r.Reason, 256),
+		RefundReason: payment.TruncateUTF8(r.Reason, 256),
 		OutRequestNo: r.RefundID,
 	}
 	var changed, uncertain bool
@@ -406,15 +405,4 @@ func (p *Provider) refundStatus(ctx context.Context, id, refundID string, uncert
 		return "", fmt.Errorf("%w: alipay: the refund failed (ACQ.SYSTEM_ERROR) and is not made", payment.ErrUnavailable)
 	}
 	return payment.StatusRefunding, nil
-}
-
-// truncateUTF8 cuts s to at most n bytes, at a character's boundary.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -18,7 +18,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/wechatpay-apiv3/wechatpay-go/core"
 	"github.com/wechatpay-apiv3/wechatpay-go/core/auth"
@@ -203,9 +202,9 @@ func (p *Provider) Create(ctx context.Context, r payment.Request) (payment.Creat
 	if err := checkFen(r.AmountCents); err != nil {
 		return payment.Created{}, fmt.Errorf("%w: %w: %w", payment.ErrUnavailable, payment.ErrRefused, err)
 	}
-	desc := truncateUTF8(r.Subject, 127)
+	desc := payment.TruncateUTF8(r.Subject, 127)
 	if desc == "" {
-		desc = truncateUTF8("Order "+r.OrderNo, 127)
+		desc = payment.TruncateUTF8("Order "+r.OrderNo, 127)
 	}
 	req := native.PrepayRequest{
 		Appid:       core.String(p.cfg.AppID),
@@ -366,7 +365,7 @@ func (p *Provider) Refund(ctx context.Context, id string, r payment.RefundReques
 		NotifyUrl:   core.String(p.cfg.NotifyURL),
 		Amount:      &refunddomestic.AmountReq{Refund: core.Int64(r.AmountCents), Total: core.Int64(total), Currency: core.String("CNY")},
 	}
-	if reason := truncateUTF8(r.Reason, 80); reason != "" {
+	if reason := payment.TruncateUTF8(r.Reason, 80); reason != "" {
 		req.Reason = core.String(reason)
 	}
 	var st refunddomestic.Status
@@ -446,16 +445,6 @@ func validRefundNo(s string) bool {
 		}
 	}
 	return true
-}
-
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 var (
