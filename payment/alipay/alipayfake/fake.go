@@ -28,10 +28,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -165,9 +163,6 @@ func (f *Fake) Close() {
 	f.transport.CloseIdleConnections()
 }
 
-// URL is the fake gateway's address (its gateway is URL + "/gateway.do").
-func (f *Fake) URL() string { return f.srv.URL }
-
 // Config is the shop's config for the fake's app, with notifyURL as its notify URL (https).
 func (f *Fake) Config(notifyURL string) alipay.Config {
 	c := alipay.Config{AppID: AppID, PrivateKeyPEM: privatePEMOf(f.appKey), NotifyURL: notifyURL}
@@ -213,13 +208,6 @@ func DeliverTo(h http.Handler) func(*http.Request) (*http.Response, error) {
 		h.ServeHTTP(w, r)
 		return w.Result(), nil
 	}
-}
-
-// Now is the fake's clock.
-func (f *Fake) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now()
 }
 
 func (f *Fake) now() time.Time { return time.Now().Add(f.offset) }
@@ -943,21 +931,4 @@ func (f *Fake) send(ctx context.Context, notifyURL string, form url.Values) Noti
 	f.sent = append(f.sent, n)
 	f.mu.Unlock()
 	return n
-}
-
-// PublicKeyOf answers the public key (PEM) of a private key PEM, for tests that make configs by hand.
-func PublicKeyOf(privatePEM string) (string, error) {
-	b, _ := pem.Decode([]byte(privatePEM))
-	if b == nil {
-		return "", errors.New("alipayfake: not PEM")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
-	if err != nil {
-		return "", err
-	}
-	rk, ok := k.(*rsa.PrivateKey)
-	if !ok {
-		return "", errors.New("alipayfake: not an RSA key")
-	}
-	return publicPEMOf(&rk.PublicKey), nil
 }
