@@ -317,7 +317,7 @@ func TestConsoleWordsInChinese(t *testing.T) {
 			chromedp.Evaluate(`[...document.querySelector("tr[id^=user-] select[name=role]").options].map(o => o.textContent).join("|")`, &roles),
 			chromedp.Navigate(s.URL+"/admin/orders?no="+order.OrderNo),
 			chromedp.WaitVisible("#found-order", chromedp.ByID),
-			chromedp.Evaluate(`[...document.querySelectorAll("#found-order table")].find(t => t.querySelector("code")).querySelector("tbody td:nth-child(2)").textContent.trim()`, &payment),
+			chromedp.Evaluate(`[...document.querySelectorAll("#found-order table")].find(t => t.querySelector("code")).querySelector("tbody td:nth-child(3)").textContent.trim()`, &payment),
 		)
 		if roles != want.roles {
 			t.Errorf("%s: the roles read %q, want %q", lang, roles, want.roles)
