@@ -28,7 +28,7 @@ func TestScalperWithBothRules(t *testing.T) {
 	}
 	rdb := testenv.Redis(t)
 	opt := rdb.Options()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // CI runs the packages side by side
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // CI runs the packages side by side: 2.5 min alone, past 4 beside the app tests
 	defer cancel()
 	o := loadtest.ScalperOptions{People: 150, Accounts: 40, Units: 10, Seed: 1}
 	if testing.Verbose() {
