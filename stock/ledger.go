@@ -282,9 +282,10 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 	}
 	h := HomeShard(userID, n)
 	res, confirmed, err := l.take(ctx, itemID, h, userID, path, orderNo, "")
+	loanConfirmed := true
 	for try := 0; err == nil && res[0] == answerEmpty && try < n; try++ {
 		var loan string
-		if loan, err = l.borrow(ctx, itemID, n, h, orderNo, try); err != nil {
+		if loan, loanConfirmed, err = l.borrow(ctx, itemID, n, h, orderNo, try); err != nil {
 			break
 		}
 		if loan == "" {
@@ -300,7 +301,9 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 	}
 	switch res[0] {
 	case ResultQueued:
-		return n == 1 && res[1] == "0", confirmed, nil
+		// A unit lent by another shard is the buyer's only once the lender's replicas have the loan too
+		// (on a cluster the lender is another master, whose writes the home shard's WAIT does not cover).
+		return n == 1 && res[1] == "0", confirmed && loanConfirmed, nil
 	case answerEmpty:
 		// Every shard is empty: the path is used up by this answer, as a one-shard sale's is.
 		if err := l.rdb.HDel(ctx, ShardKeys(itemID, h).Paths, strconv.FormatInt(userID, 10)).Err(); err != nil {
@@ -317,26 +320,41 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 // every other shard is empty. A shard that fails (its master is away) or is not loaded (lost with its
 // master, not rebuilt yet) is passed over; if no other shard lends, the item is not known to be sold
 // out, and borrow fails with errStockUnknown.
-func (l *Ledger) borrow(ctx context.Context, itemID int64, n, h int, orderNo string, try int) (string, error) {
+//
+// confirmed is false when the ledger waits for replicas (WaitReplicas) and the lender's did not
+// acknowledge the loan in time: its unit left the lender on its master only.
+func (l *Ledger) borrow(ctx context.Context, itemID int64, n, h int, orderNo string, try int) (loan string, confirmed bool, err error) {
 	var unknown error
 	id := orderNo + ":" + strconv.Itoa(try)
 	for step := 1; step < n; step++ {
 		s := (h + step) % n
 		k := ShardKeys(itemID, s)
-		got, err := lendScript.Run(ctx, l.rdb, []string{k.Sale, k.Loans}, id, h, l.now().UnixMilli()).Int64()
+		keys, args := []string{k.Sale, k.Loans}, []any{id, h, l.now().UnixMilli()}
+		var cmd *redis.Cmd
+		var e error
+		acked := true
+		if l.wait.replicas > 0 {
+			cmd, acked, e = l.runWaited(ctx, lendScript, keys, args)
+		} else {
+			cmd = lendScript.Run(ctx, l.rdb, keys, args...)
+		}
+		var got int64
+		if e == nil {
+			got, e = cmd.Int64()
+		}
 		switch {
-		case err != nil:
-			unknown = fmt.Errorf("shard %d: %w", s, err)
+		case e != nil:
+			unknown = fmt.Errorf("shard %d: %w", s, e)
 		case got == 1:
-			return id, nil
+			return id, acked, nil
 		case got < 0:
 			unknown = fmt.Errorf("shard %d is not loaded", s)
 		}
 	}
 	if unknown != nil {
-		return "", fmt.Errorf("%w (borrow: %v)", errStockUnknown, unknown)
+		return "", false, fmt.Errorf("%w (borrow: %v)", errStockUnknown, unknown)
 	}
-	return "", nil
+	return "", true, nil
 }
 
 // Settlement is what to do with an order message that will not become a new order.

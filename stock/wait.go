@@ -2,7 +2,9 @@ package stock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,6 +99,14 @@ func (l *Ledger) runWaited(ctx context.Context, script *redis.Script, keys []str
 	if e := cmd.Err(); e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
 		cmd, wait = run(true)
 	}
+	if e := cmd.Err(); e != nil && isTimeout(e) {
+		// The pair's answer was not read in time (a read timeout shorter than the WAIT): the script may
+		// have run, and its buyers must not be told an error for units taken. The same call again, without
+		// a WAIT: the take and lend scripts answer a request they have seen as before and write nothing
+		// new. Its answer is the truth, not known to be on a replica.
+		l.wait.unconfirmed.Add(1)
+		return script.Run(ctx, c, keys, args...), false, nil
+	}
 	if e := cmd.Err(); e != nil {
 		if cc, ok := l.rdb.(*redis.ClusterClient); ok && (redis.HasErrorPrefix(e, "MOVED") || redis.HasErrorPrefix(e, "ASK")) {
 			cc.ReloadState(ctx) // the slot moved (a failover, a reshard): the next batch asks the new master
@@ -110,6 +120,12 @@ func (l *Ledger) runWaited(ctx context.Context, script *redis.Script, keys []str
 		l.wait.unconfirmed.Add(1)
 	}
 	return cmd, acked, nil
+}
+
+// isTimeout reports whether err is a network timeout (the answer may have been lost after the command ran).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // masterOf answers a client whose pipeline runs on one connection to the master of key: the ledger's own
