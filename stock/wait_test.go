@@ -261,13 +261,7 @@ func TestTakeOnAClusterWaitsForTheSlotsReplica(t *testing.T) {
 			!strings.Contains(master.ClusterInfo(ctx).Val(), "cluster_state:ok") {
 			return false
 		}
-		var wait *redis.IntCmd
-		_, err := master.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, "probe", "1", 0)
-			wait = p.(*redis.Pipeline).Wait(ctx, 1, 200*time.Millisecond)
-			return nil
-		})
-		return err == nil && wait.Val() == 1
+		return testenv.ReplicaAcknowledges(ctx, master)
 	})
 	if n, err := stock.ReplicasOf(ctx, cc); err != nil || n != 1 {
 		t.Errorf("ReplicasOf the cluster: %d, %v; want 1", n, err)

@@ -66,15 +66,21 @@ func StartReplicaPair(t testing.TB) *ReplicaPair {
 		if !strings.Contains(replica.Info(ctx, "replication").Val(), "master_link_status:up") {
 			return false
 		}
-		var wait *redis.IntCmd
-		_, err := master.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, "probe", "1", 0)
-			wait = p.(*redis.Pipeline).Wait(ctx, 1, 200*time.Millisecond)
-			return nil
-		})
-		return err == nil && wait.Val() == 1
+		return ReplicaAcknowledges(ctx, master)
 	})
 	return &ReplicaPair{Master: master, Replica: replica, ReplicaCmd: cmd}
+}
+
+// ReplicaAcknowledges reports whether a replica of master acknowledges a write within 200 ms (WAIT on
+// the write's own connection).
+func ReplicaAcknowledges(ctx context.Context, master *redis.Client) bool {
+	var wait *redis.IntCmd
+	_, err := master.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "probe", "1", 0)
+		wait = p.(*redis.Pipeline).Wait(ctx, 1, 200*time.Millisecond)
+		return nil
+	})
+	return err == nil && wait.Val() == 1
 }
 
 // Freeze and Thaw stop and resume the replica (SIGSTOP, SIGCONT): connected, silent.
