@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 
 	"seckill/auth"
@@ -285,6 +286,13 @@ func (c Config) redisAddrs() []string {
 	return addrs
 }
 
+// redisSentinel is true when REDIS_URL names Redis Sentinels and a master
+// (redis://sentinel:26379/0?master_name=seckill&addr=sentinel2:26379&addr=sentinel3:26379).
+func (c Config) redisSentinel() bool {
+	u, err := url.Parse(c.RedisURL)
+	return err == nil && !strings.Contains(c.RedisURL, ",") && u.Query().Get("master_name") != ""
+}
+
 // listenAddr is the address the server listens on: LISTEN_HOST and PORT.
 func (c Config) listenAddr() string { return net.JoinHostPort(c.ListenHost, strconv.Itoa(c.Port)) }
 
@@ -427,7 +435,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 				}
 			}
 		} else if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			p.fail("REDIS_URL", "must be redis://host:port/db, or comma-separated host:port addresses of a cluster")
+			p.fail("REDIS_URL", "must be redis://host:port/db, redis://sentinel:port/db?master_name=NAME&addr=sentinel2:port for Redis Sentinel, or comma-separated host:port addresses of a cluster")
+		} else if c.redisSentinel() {
+			if _, err := redis.ParseFailoverURL(c.RedisURL); err != nil {
+				p.fail("REDIS_URL", fmt.Sprintf("is not a Sentinel URL go-redis reads (redis://sentinel:port/db?master_name=NAME&addr=sentinel2:port): %v", err))
+			}
+		} else if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			p.fail("REDIS_URL", fmt.Sprintf("must be redis://host:port/db: %v", err))
 		}
 	}
 	if !c.Demo && len(c.SessionSecret) < 32 {

@@ -69,6 +69,14 @@ func TestLoadConfigGoodValues(t *testing.T) {
 				t.Errorf("a redis:// URL is one server, got cluster addresses %v", c.redisAddrs())
 			}
 		}},
+		{"sentinel", map[string]string{
+			"DATABASE_URL": "postgresql://db/seckill", "SESSION_SECRET": goodSecret,
+			"REDIS_URL": "redis://s1:26379/0?master_name=seckill&addr=s2:26379&addr=s3:26379",
+		}, func(t *testing.T, c Config) {
+			if !c.redisSentinel() || c.redisAddrs() != nil {
+				t.Errorf("a URL with master_name is Redis Sentinel, got sentinel %v, cluster %v", c.redisSentinel(), c.redisAddrs())
+			}
+		}},
 		{"cluster", map[string]string{
 			"DATABASE_URL": "postgresql://db/seckill", "REDIS_URL": "127.0.0.1:7001, 127.0.0.1:7002,127.0.0.1:7003",
 			"SESSION_SECRET": goodSecret,
@@ -274,6 +282,8 @@ func TestLoadConfigBadValues(t *testing.T) {
 		{"database not postgres", prod("DATABASE_URL", "mysql://db/x"), "DATABASE_URL"},
 		{"redis not a url", prod("REDIS_URL", "cache"), "REDIS_URL"},
 		{"cluster address without port", prod("REDIS_URL", "a:7001,b"), "REDIS_URL"},
+		{"sentinel url with an unknown option", prod("REDIS_URL", "redis://s1:26379/0?master_name=seckill&pool=9"), "REDIS_URL"},
+		{"redis url with an unknown option", prod("REDIS_URL", "redis://r:6379/0?pool=9"), "REDIS_URL"},
 		{"no session secret outside demo", prod("SESSION_SECRET", ""), "SESSION_SECRET"},
 		{"short session secret", prod("SESSION_SECRET", "short"), "SESSION_SECRET"},
 		{"proof of work below the floor outside demo", prod("POW_MAXNUMBER", "99999"), "POW_MAXNUMBER"},

@@ -41,11 +41,20 @@ func gormConfig() *gorm.Config {
 	}
 }
 
-// openRedis connects to Redis: one server for a redis:// URL, a Redis Cluster for a list of addresses.
+// openRedis connects to Redis: one server for a redis:// URL, the master Redis Sentinel names for a URL
+// with master_name (go-redis's failover client: it asks the sentinels for the master and follows a
+// failover), a Redis Cluster for a list of addresses.
 func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	var rdb redis.UniversalClient
 	if addrs := cfg.redisAddrs(); addrs != nil {
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64})
+	} else if cfg.redisSentinel() {
+		opt, err := redis.ParseFailoverURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		opt.PoolSize = 64
+		rdb = redis.NewFailoverClient(opt)
 	} else {
 		opt, err := redis.ParseURL(cfg.RedisURL)
 		if err != nil {
