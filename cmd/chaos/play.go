@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"seckill/loadtest"
@@ -30,6 +32,21 @@ type round struct {
 	flagged                   int                   // a lossy fault's: the reconciliation's warnings after it
 	over                      int64                 // a lossy fault's: units Redis would sell that PostgreSQL cannot back, just after it
 	flood                     *loadtest.FloodReport // conn-flood's: what the flood saw
+
+	// A failover fault's: what it saw, and the probe's first buy queued after the strike (zero: none).
+	failover  *failover
+	firstBuy  time.Time
+	probeSent int
+	// The sale's buys as the balancer answered them: 202 queued and 202 unconfirmed.
+	queuedOK, unconfirmed int
+}
+
+// backIn is how long from the strike until the probe's first buy was queued (0: none was).
+func (rd *round) backIn() time.Duration {
+	if rd.firstBuy.IsZero() {
+		return 0
+	}
+	return rd.firstBuy.Sub(rd.struck)
 }
 
 func (rd *round) lossy() bool { return faultsByName[rd.fault].lossy }
@@ -98,7 +115,7 @@ func (rd *round) summary() string {
 		flood = "; " + rd.flood.String()
 	}
 	return fmt.Sprintf("ok: %d orders queued at the strike; down %v (%v after the fault healed); clients: %s; answers: %s; %s", rd.queued,
-		rd.down().Round(time.Millisecond), rd.afterHeal().Round(time.Millisecond), rd.felt(), rd.answers(), rd.books) + flood
+		rd.down().Round(time.Millisecond), rd.afterHeal().Round(time.Millisecond), rd.felt(), rd.answers(), rd.books) + flood + rd.failoverLine()
 }
 
 // play runs the round's sale through the world with its fault, and audits it.
@@ -115,19 +132,46 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 		o.Users = max(int(10_000*c.scale), 20)
 		o.Requests, o.Stock = o.Users, int64(o.Users)
 	}
+	// A failover fault's round has a probe: a sale of its own whose buyers buy after the strike.
+	var pr *buyProbe
+	if faultsByName[rd.fault].sentinels {
+		var err error
+		if pr, err = w.newProbe(ctx); err != nil {
+			rd.err = fmt.Errorf("the probe's sale: %w", err)
+			return
+		}
+	}
+	var probing sync.WaitGroup
 	var strikeErr error
 	o.MidRush = func() {
 		rd.queued, _ = w.backlog(ctx)
 		rd.struck = time.Now()
-		w.flood = nil
+		w.flood, w.failover = nil, nil
+		if pr != nil {
+			probing.Go(func() { rd.firstBuy, rd.probeSent = pr.firstBuy(ctx) })
+		}
 		rd.healed, strikeErr = faultsByName[rd.fault].strike(ctx, w, c, rd.rng)
-		rd.flood = w.flood
+		rd.flood, rd.failover = w.flood, w.failover
 		if strikeErr == nil {
 			strikeErr = waitFor(ctx, 2*time.Minute, "every instance ready after the fault", w.allReady)
 		}
 		rd.recovered = time.Now()
 	}
+	w.bal.takeBuys()
 	rd.rep, rd.err = client.Buying(ctx, w.rdb, rd.scenario, o)
+	probing.Wait()
+	if rd.rep != nil && rd.rep.Sale != nil {
+		item := fmt.Sprint(rd.rep.Sale.ItemID)
+		for _, b := range w.bal.takeBuys() {
+			switch {
+			case b.item != item || b.status != http.StatusAccepted:
+			case b.unconfirmed:
+				rd.unconfirmed++
+			default:
+				rd.queuedOK++
+			}
+		}
+	}
 	if rd.err == nil && strikeErr != nil {
 		rd.err = strikeErr
 	}
@@ -147,6 +191,28 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 	}
 }
 
+// failoverLine says what a failover fault's round saw ("" for the others).
+func (rd *round) failoverLine() string {
+	if rd.failover == nil {
+		return ""
+	}
+	fo := rd.failover
+	out := fmt.Sprintf("; new master named after %v", fo.promoted.Round(time.Millisecond))
+	if rd.fault == "redis-partition" {
+		if fo.alone >= 0 {
+			out += fmt.Sprintf(", the cut master refused writes after %v", fo.alone.Round(time.Millisecond))
+		} else {
+			out += ", the cut master never counted its replicas gone"
+		}
+	}
+	if b := rd.backIn(); b > 0 {
+		out += fmt.Sprintf("; first buy queued %v after the strike (probe buyer %d)", b.Round(time.Millisecond), rd.probeSent)
+	} else {
+		out += fmt.Sprintf("; no probe buy queued (%d sent)", rd.probeSent)
+	}
+	return out + fmt.Sprintf("; set whole again after %v; the sale's 202s: %d queued, %d unconfirmed", fo.whole.Round(time.Millisecond), rd.queuedOK, rd.unconfirmed)
+}
+
 func table(rounds []*round) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-6s %-14s %-5s %6s %9s %11s  %s\n", "round", "fault", "sale", "at", "down", "after heal", "audit")
@@ -163,7 +229,7 @@ func table(rounds []*round) string {
 
 // report is the run in Markdown: each round's fault, moment, answers, recovery and audit, and the
 // recovery times by fault.
-func report(c *config, w *world, rounds []*round) string {
+func report(c *config, rounds []*round) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Chaos run, %s\n\nSeed %d; %d rounds of %d faults; scale %g (rush: %d shoppers, %d buys, 100 units; big: %d shoppers and units); "+
 		"Redis appendfsync %s; network cuts %v; two instances behind a balancer. Replay: `go run ./cmd/chaos -seed %d -rounds %d -scale %g -faults %s`.\n\n",
@@ -235,7 +301,6 @@ func report(c *config, w *world, rounds []*round) string {
 		"their own, found through their result as they would find it; an answer lost to the fault (no answer, or the balancer's 502) " +
 		"that queued an order all the same is found the same way and counted; no order belongs to two buyers; read straight from Redis and PostgreSQL, " +
 		"nothing is queued, Redis's count plus the orders not cancelled make the stock, and stock_sold is the orders. And no panic in the instances' logs.\n")
-	_ = w
 	return b.String()
 }
 
