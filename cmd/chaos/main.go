@@ -2,10 +2,13 @@
 // with append-only persistence, two instances behind a balancer), drives the load tool's rush and big
 // sales through them, strikes one fault at a random moment of each, lets everything recover and audits
 // the sale: every 202 queued an order, none twice, no unit beyond the stock, Redis and PostgreSQL agreeing.
+// The failover faults (redis-failover, redis-partition) strike a world of its own whose Redis is a master,
+// two replicas and three sentinels (sentinel.go), with instances that wait for a replica (-wait-replicas).
 //
 //	go run ./cmd/chaos -rounds 3 -report docs/chaos.md        # make chaos
 //	go run ./cmd/chaos -short                                 # one round of each fault, small sales
 //	go run ./cmd/chaos -seed 42 -faults redis-kill            # replay what a seed did
+//	go run ./cmd/chaos -faults redis-failover -wait-replicas 0 # the loss without WAIT
 //
 // It stops everything it started, by pid, when it ends or is interrupted.
 package main

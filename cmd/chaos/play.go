@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -279,6 +280,7 @@ func report(c *config, rounds []*round) string {
 		fmt.Fprintf(&b, "| %d | `%s` | %s | %.0f%% of the buys | %d | %s | %s | %s | %v | %s |\n", rd.n, rd.fault, rd.scenario, rd.at*100,
 			rd.queued, rd.answers(), rd.felt(), orders, rd.down().Round(time.Millisecond), verdict)
 	}
+	b.WriteString(failoverSection(c, rounds))
 	for _, rd := range rounds {
 		if rd.flood != nil {
 			fmt.Fprintf(&b, "\nRound %d, `%s` during %s: %s\n", rd.n, rd.fault, rd.scenario, strings.ReplaceAll(rd.flood.String(), "\n  ", "; "))
@@ -302,6 +304,64 @@ func report(c *config, rounds []*round) string {
 		"that queued an order all the same is found the same way and counted; no order belongs to two buyers; read straight from Redis and PostgreSQL, " +
 		"nothing is queued, Redis's count plus the orders not cancelled make the stock, and stock_sold is the orders. And no panic in the instances' logs.\n")
 	return b.String()
+}
+
+// failoverSection is the failover faults' own table: when Sentinel named a new master, when a cut master
+// stopped taking writes, when the probe's first buy was queued, and the sale's 202s queued and unconfirmed.
+func failoverSection(c *config, rounds []*round) string {
+	var b strings.Builder
+	for _, rd := range rounds {
+		if rd.failover == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			wait := fmt.Sprintf("REDIS_WAIT_REPLICAS=%d (a buy's batch waits for a replica's acknowledgement, REDIS_WAIT_TIMEOUT 100ms, before its buyers are told queued)", c.waitReplicas)
+			if c.waitReplicas == 0 {
+				wait = "REDIS_WAIT_REPLICAS=0 (no WAIT: buyers are told queued as soon as the master took their units)"
+			}
+			fmt.Fprintf(&b, "\n### Failovers\n\nA Redis master, two replicas and three sentinels of the run's own (Redis %s): `min-replicas-to-write 1`, `min-replicas-max-lag %d`, "+
+				"`maxmemory-policy noeviction`, appendonly (appendfsync %s); Sentinel quorum 2, `down-after-milliseconds %d`, `failover-timeout %d`. "+
+				"The instances reach them through the sentinels (REDIS_URL with master_name), %s. "+
+				"First buy: a probe sale beside the round's sends a buyer every %v from the strike until one is answered 202 queued. "+
+				"Whole again: the old master back as a replica and both replicas online.\n\n"+
+				"| round | fault | sale | new master named | cut master refused writes | first buy queued | whole again | the sale's 202s: queued, unconfirmed | audit |\n"+
+				"| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+				redisVersion(), minReplicasMaxLag, c.fsync, downAfter.Milliseconds(), failoverTimeout.Milliseconds(), wait, probeEvery)
+		}
+		fo := rd.failover
+		alone := "–"
+		if rd.fault == "redis-partition" {
+			alone = "not seen"
+			if fo.alone >= 0 {
+				alone = fo.alone.Round(10 * time.Millisecond).String()
+			}
+		}
+		first := fmt.Sprintf("none of %d", rd.probeSent)
+		if b := rd.backIn(); b > 0 {
+			first = b.Round(10 * time.Millisecond).String()
+		}
+		verdict := "passed"
+		if !rd.ok() {
+			verdict = "**failed**"
+		}
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %v | %s | %s | %v | %d, %d | %s |\n", rd.n, rd.fault, rd.scenario, fo.promoted.Round(10*time.Millisecond),
+			alone, first, fo.whole.Round(10*time.Millisecond), rd.queuedOK, rd.unconfirmed, verdict)
+	}
+	return b.String()
+}
+
+// redisVersion answers the installed redis-server's version, as it prints it.
+func redisVersion() string {
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return "of unknown version"
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func medianMax(ds []time.Duration) string {
