@@ -35,9 +35,11 @@ type round struct {
 	flood                     *loadtest.FloodReport // conn-flood's: what the flood saw
 
 	// A failover fault's: what it saw, and the probe's first buy queued after the strike (zero: none).
-	failover  *failover
-	firstBuy  time.Time
-	probeSent int
+	failover   *failover
+	firstBuy   time.Time
+	probe      *loadtest.Result // what the probe's buyers were answered
+	probeAudit *loadtest.Audit
+	noWait     bool // run with REDIS_WAIT_REPLICAS=0: a failover fault's round measures a loss, as a lossy fault's
 	// The sale's buys as the balancer answered them: 202 queued and 202 unconfirmed.
 	queuedOK, unconfirmed int
 }
@@ -50,7 +52,12 @@ func (rd *round) backIn() time.Duration {
 	return rd.firstBuy.Sub(rd.struck)
 }
 
-func (rd *round) lossy() bool { return faultsByName[rd.fault].lossy }
+func (rd *round) lossy() bool {
+	return faultsByName[rd.fault].lossy || rd.noWait && faultsByName[rd.fault].sentinels
+}
+
+// probeOK: the probe's sale passed its audit too (a round without a probe has nothing to fail).
+func (rd *round) probeOK() bool { return rd.probeAudit == nil || rd.probeAudit.OK() }
 
 // ok: the audit passed; for a lossy fault, PostgreSQL sold no unit beyond the stock (its own check).
 func (rd *round) ok() bool {
@@ -61,7 +68,7 @@ func (rd *round) ok() bool {
 		st := rd.rep.Stats
 		return st.OrdersPending+st.OrdersPaid+st.OrdersCancelled+st.OrdersRefunded <= rd.rep.Sale.Stock
 	}
-	return rd.rep.Audit.OK() && rd.booksOK
+	return rd.rep.Audit.OK() && rd.booksOK && rd.probeOK()
 }
 
 // down is how long from the strike until every instance answered ready again.
@@ -107,6 +114,8 @@ func (rd *round) summary() string {
 		return "FAILED: " + rd.err.Error()
 	case !rd.ok():
 		return fmt.Sprintf("FAILED audit: %s; %s (panics in the logs: %d)", strings.Join(rd.rep.Audit.Failures, "; "), rd.books, rd.panics)
+	case rd.lossy() && rd.failover != nil:
+		return "without WAIT: the audit says: " + strings.Join(append(rd.rep.Audit.Failures, rd.books), "; ") + rd.failoverLine()
 	case rd.lossy():
 		return fmt.Sprintf("%d bytes of Redis's writes lost; Redis would then sell %d units PostgreSQL cannot back; the audit says: %s; the reconciliation warned %d times",
 			rd.lost, rd.over, strings.Join(rd.rep.Audit.Failures, "; "), rd.flagged)
@@ -143,15 +152,17 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 		}
 	}
 	var probing sync.WaitGroup
+	struck := make(chan struct{}) // closed when the strike is over
 	var strikeErr error
 	o.MidRush = func() {
 		rd.queued, _ = w.backlog(ctx)
 		rd.struck = time.Now()
 		w.flood, w.failover = nil, nil
 		if pr != nil {
-			probing.Go(func() { rd.firstBuy, rd.probeSent = pr.firstBuy(ctx) })
+			probing.Go(func() { rd.firstBuy, rd.probe = pr.buy(ctx, struck) })
 		}
 		rd.healed, strikeErr = faultsByName[rd.fault].strike(ctx, w, c, rd.rng)
+		close(struck)
 		rd.flood, rd.failover = w.flood, w.failover
 		if strikeErr == nil {
 			strikeErr = waitFor(ctx, 2*time.Minute, "every instance ready after the fault", w.allReady)
@@ -161,6 +172,10 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 	w.bal.takeBuys()
 	rd.rep, rd.err = client.Buying(ctx, w.rdb, rd.scenario, o)
 	probing.Wait()
+	rd.noWait = c.waitReplicas == 0
+	if pr != nil && rd.probe != nil && rd.err == nil {
+		rd.probeAudit, rd.err = pr.audit(ctx, w, rd.probe)
+	}
 	if rd.rep != nil && rd.rep.Sale != nil {
 		item := fmt.Sprint(rd.rep.Sale.ItemID)
 		for _, b := range w.bal.takeBuys() {
@@ -192,6 +207,18 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 	}
 }
 
+// probeAnswers says what the probe's buyers were answered.
+func probeAnswers(res *loadtest.Result) string {
+	parts := []string{}
+	for _, k := range res.KindsSorted() {
+		parts = append(parts, fmt.Sprintf("%s %d", k, res.Kinds[k]))
+	}
+	if res.Errors > 0 {
+		parts = append(parts, fmt.Sprintf("no answer %d", res.Errors))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // failoverLine says what a failover fault's round saw ("" for the others).
 func (rd *round) failoverLine() string {
 	if rd.failover == nil {
@@ -207,9 +234,15 @@ func (rd *round) failoverLine() string {
 		}
 	}
 	if b := rd.backIn(); b > 0 {
-		out += fmt.Sprintf("; first buy queued %v after the strike (probe buyer %d)", b.Round(time.Millisecond), rd.probeSent)
+		out += fmt.Sprintf("; first probe buy queued %v after the strike", b.Round(time.Millisecond))
 	} else {
-		out += fmt.Sprintf("; no probe buy queued (%d sent)", rd.probeSent)
+		out += "; no probe buy queued"
+	}
+	if rd.probe != nil {
+		out += fmt.Sprintf(" (probe: %d buyers sent, %s)", rd.probe.Requests, probeAnswers(rd.probe))
+	}
+	if rd.probeAudit != nil && !rd.probeAudit.OK() {
+		out += "; the probe's audit: " + strings.Join(rd.probeAudit.Failures, "; ")
 	}
 	return out + fmt.Sprintf("; set whole again after %v; the sale's 202s: %d queued, %d unconfirmed", fo.whole.Round(time.Millisecond), rd.queuedOK, rd.unconfirmed)
 }
@@ -273,6 +306,9 @@ func report(c *config, rounds []*round) string {
 			verdict = "**failed**: " + rd.err.Error()
 		case !rd.ok():
 			verdict = "**failed**: " + strings.Join(append(rd.rep.Audit.Failures, rd.books), "; ")
+			if !rd.probeOK() {
+				verdict += "; the probe's sale: " + strings.Join(rd.probeAudit.Failures, "; ")
+			}
 			if rd.panics > 0 {
 				verdict += fmt.Sprintf("; %d panic lines in the logs", rd.panics)
 			}
@@ -288,6 +324,20 @@ func report(c *config, rounds []*round) string {
 	}
 	for _, rd := range rounds {
 		if !rd.lossy() || rd.rep == nil || rd.rep.Audit == nil {
+			continue
+		}
+		if rd.failover != nil {
+			fmt.Fprintf(&b, "\n### Round %d, `%s` during %s, without WAIT: what the audits said\n\nThe round's sale:\n\n", rd.n, rd.fault, rd.scenario)
+			for _, line := range rd.rep.Audit.Checks {
+				fmt.Fprintf(&b, "- %s\n", line)
+			}
+			fmt.Fprintf(&b, "- the books %s\n", rd.books)
+			if rd.probeAudit != nil {
+				fmt.Fprintf(&b, "\nThe probe's sale (its buyers bought from the strike on; %s):\n\n", probeAnswers(rd.probe))
+				for _, line := range rd.probeAudit.Checks {
+					fmt.Fprintf(&b, "- %s\n", line)
+				}
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "\n### Round %d, `%s` during %s: what the books said\n\n%d bytes of the append-only file cut (the writes of the last second before the kill). "+
@@ -322,10 +372,11 @@ func failoverSection(c *config, rounds []*round) string {
 			fmt.Fprintf(&b, "\n### Failovers\n\nA Redis master, two replicas and three sentinels of the run's own (Redis %s): `min-replicas-to-write 1`, `min-replicas-max-lag %d`, "+
 				"`maxmemory-policy noeviction`, appendonly (appendfsync %s); Sentinel quorum 2, `down-after-milliseconds %d`, `failover-timeout %d`. "+
 				"The instances reach them through the sentinels (REDIS_URL with master_name), %s. "+
-				"First buy: a probe sale beside the round's sends a buyer every %v from the strike until one is answered 202 queued. "+
+				"First buy: a probe sale beside the round's sends a buyer every %v from the strike until the fault is over (the set whole again); "+
+				"the first of them answered 202 queued, and the probe's sale is audited as the round's (a 202 unconfirmed counted as an answer that promised nothing). "+
 				"Whole again: the old master back as a replica and both replicas online.\n\n"+
-				"| round | fault | sale | new master named | cut master refused writes | first buy queued | whole again | the sale's 202s: queued, unconfirmed | audit |\n"+
-				"| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+				"| round | fault | sale | new master named | cut master refused writes | first buy queued | whole again | the sale's 202s: queued, unconfirmed | the probe's answers | audits |\n"+
+				"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
 				redisVersion(), minReplicasMaxLag, c.fsync, downAfter.Milliseconds(), failoverTimeout.Milliseconds(), wait, probeEvery)
 		}
 		fo := rd.failover
@@ -336,16 +387,23 @@ func failoverSection(c *config, rounds []*round) string {
 				alone = fo.alone.Round(10 * time.Millisecond).String()
 			}
 		}
-		first := fmt.Sprintf("none of %d", rd.probeSent)
+		first := "none"
 		if b := rd.backIn(); b > 0 {
 			first = b.Round(10 * time.Millisecond).String()
 		}
 		verdict := "passed"
-		if !rd.ok() {
+		switch {
+		case rd.lossy():
+			verdict = "without WAIT: see below"
+		case !rd.ok():
 			verdict = "**failed**"
 		}
-		fmt.Fprintf(&b, "| %d | `%s` | %s | %v | %s | %s | %v | %d, %d | %s |\n", rd.n, rd.fault, rd.scenario, fo.promoted.Round(10*time.Millisecond),
-			alone, first, fo.whole.Round(10*time.Millisecond), rd.queuedOK, rd.unconfirmed, verdict)
+		probed := ""
+		if rd.probe != nil {
+			probed = fmt.Sprintf("%d sent: %s", rd.probe.Requests, probeAnswers(rd.probe))
+		}
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %v | %s | %s | %v | %d, %d | %s | %s |\n", rd.n, rd.fault, rd.scenario, fo.promoted.Round(10*time.Millisecond),
+			alone, first, fo.whole.Round(10*time.Millisecond), rd.queuedOK, rd.unconfirmed, probed, verdict)
 	}
 	return b.String()
 }

@@ -57,42 +57,74 @@ func (w *world) newProbe(ctx context.Context) (*buyProbe, error) {
 	return p, err
 }
 
-// firstBuy sends a buyer every probeEvery from now until one is answered 202 queued, and answers when
-// that was (zero if none was) and how many buyers were sent.
-func (p *buyProbe) firstBuy(ctx context.Context) (time.Time, int) {
+// buy sends a buyer every probeEvery from now until done is closed (the fault's strike is over) or the
+// buyers run out, and answers when the first was answered 202 queued (zero if none was) and what they
+// were answered, for the probe's audit. A 202 unconfirmed is no promise (its buyer's result will say):
+// the audit counts it with the lost answers, whose orders are found or not and either is right.
+func (p *buyProbe) buy(ctx context.Context, done <-chan struct{}) (time.Time, *loadtest.Result) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	res := &loadtest.Result{Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
 	var mu sync.Mutex
 	var first time.Time
 	var wg sync.WaitGroup
 	t := time.NewTicker(probeEvery)
 	defer t.Stop()
-	sent := 0
+send:
 	for i := range p.users {
 		wg.Add(1)
-		sent++
+		res.Requests++
 		go func(i int) {
 			defer wg.Done()
 			a, err := p.client.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/buy/%s", p.sale.ItemID, p.paths[i]), nil, p.users[i])
-			if err != nil || a.Status != http.StatusAccepted || bytes.Contains(a.Body, []byte(`"unconfirmed"`)) {
-				return
-			}
 			at := time.Now()
 			mu.Lock()
-			if first.IsZero() || at.Before(first) {
-				first = at
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				res.Errors++
+				res.Lost[i]++
+				return
+			case a.Status == http.StatusAccepted && bytes.Contains(a.Body, []byte(`"unconfirmed"`)):
+				res.Kinds["202 unconfirmed"]++
+				res.Lost[i]++
+				return
+			case a.Status == http.StatusAccepted:
+				res.Kinds["202 queued"]++
+				res.Queued[i]++
+				if first.IsZero() || at.Before(first) {
+					first = at
+				}
+			default:
+				res.Kinds[a.Kind()]++
+				if a.Status == http.StatusBadGateway || a.Status == http.StatusGatewayTimeout {
+					res.Lost[i]++
+				}
 			}
-			mu.Unlock()
-			stop() // (the buyers still on their way are let go: the probe's sale is not audited)
 		}(i)
 		select {
 		case <-ctx.Done():
+			break send
+		case <-done:
+			break send
 		case <-t.C:
 		}
-		if ctx.Err() != nil {
-			break
-		}
 	}
+	// The buyers on their way are let go: the ones answered meanwhile still count.
+	stop()
 	wg.Wait()
-	return first, sent
+	return first, res
+}
+
+// audit waits until the probe's orders are written and audits its sale as the load tool audits a round's.
+func (p *buyProbe) audit(ctx context.Context, w *world, res *loadtest.Result) (*loadtest.Audit, error) {
+	admin := &loadtest.User{Name: adminName, Password: w.adminPass}
+	if err := p.client.Login(ctx, admin); err != nil {
+		return nil, err
+	}
+	st, _, err := p.client.WaitDrained(ctx, admin, p.sale, 5*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	return p.client.AuditSale(ctx, p.sale, st, p.users, res), nil
 }
