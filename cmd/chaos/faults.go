@@ -116,6 +116,7 @@ var faultsByName = map[string]fault{
 				return time.Now(), err
 			}
 			struck := time.Now()
+			w.struckAt.Store(struck.UnixNano())
 			w.set.nodes[old].kill()
 			m, err := w.set.waitSwitch(ctx, old, time.Minute)
 			fo.promoted = time.Since(struck)
@@ -140,6 +141,7 @@ var faultsByName = map[string]fault{
 				return time.Now(), err
 			}
 			struck := time.Now()
+			w.struckAt.Store(struck.UnixNano())
 			w.set.links[old].CutExcept(false, shopIP)
 			// The minority master is read straight (as the shop reaches it) until it counts no good replica:
 			// from then on it refuses writes.

@@ -35,21 +35,23 @@ type round struct {
 	flood                     *loadtest.FloodReport // conn-flood's: what the flood saw
 
 	// A failover fault's: what it saw, and the probe's first buy queued after the strike (zero: none).
-	failover   *failover
-	firstBuy   time.Time
-	probe      *loadtest.Result // what the probe's buyers were answered
-	probeAudit *loadtest.Audit
-	noWait     bool // run with REDIS_WAIT_REPLICAS=0: a failover fault's round measures a loss, as a lossy fault's
+	failover     *failover
+	masterStruck time.Time // when the master was killed or cut (a moment after struck: the fault asks the sentinels first)
+	firstBuy     time.Time
+	probe        *loadtest.Result // what the probe's buyers were answered
+	probeAudit   *loadtest.Audit
+	noWait       bool // run with REDIS_WAIT_REPLICAS=0: a failover fault's round measures a loss, as a lossy fault's
 	// The sale's buys as the balancer answered them: 202 queued and 202 unconfirmed.
 	queuedOK, unconfirmed int
 }
 
-// backIn is how long from the strike until the probe's first buy was queued (0: none was).
+// backIn is how long from the master's death or cut until the probe's first buy sent after it was
+// queued (0: none was).
 func (rd *round) backIn() time.Duration {
-	if rd.firstBuy.IsZero() {
+	if rd.firstBuy.IsZero() || rd.masterStruck.IsZero() {
 		return 0
 	}
-	return rd.firstBuy.Sub(rd.struck)
+	return rd.firstBuy.Sub(rd.masterStruck)
 }
 
 func (rd *round) lossy() bool {
@@ -113,7 +115,7 @@ func (rd *round) summary() string {
 	case rd.err != nil:
 		return "FAILED: " + rd.err.Error()
 	case !rd.ok():
-		return fmt.Sprintf("FAILED audit: %s; %s (panics in the logs: %d)", strings.Join(rd.rep.Audit.Failures, "; "), rd.books, rd.panics)
+		return fmt.Sprintf("FAILED audit: %s; %s (panics in the logs: %d)", strings.Join(rd.rep.Audit.Failures, "; "), rd.books, rd.panics) + rd.failoverLine()
 	case rd.lossy() && rd.failover != nil:
 		return "without WAIT: the audit says: " + strings.Join(append(rd.rep.Audit.Failures, rd.books), "; ") + rd.failoverLine()
 	case rd.lossy():
@@ -158,12 +160,14 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 		rd.queued, _ = w.backlog(ctx)
 		rd.struck = time.Now()
 		w.flood, w.failover = nil, nil
+		w.struckAt.Store(0)
 		if pr != nil {
-			probing.Go(func() { rd.firstBuy, rd.probe = pr.buy(ctx, struck) })
+			probing.Go(func() { rd.firstBuy, rd.probe = pr.buy(ctx, struck, w.strikeMoment) })
 		}
 		rd.healed, strikeErr = faultsByName[rd.fault].strike(ctx, w, c, rd.rng)
 		close(struck)
 		rd.flood, rd.failover = w.flood, w.failover
+		rd.masterStruck = w.strikeMoment()
 		if strikeErr == nil {
 			strikeErr = waitFor(ctx, 2*time.Minute, "every instance ready after the fault", w.allReady)
 		}
@@ -234,7 +238,7 @@ func (rd *round) failoverLine() string {
 		}
 	}
 	if b := rd.backIn(); b > 0 {
-		out += fmt.Sprintf("; first probe buy queued %v after the strike", b.Round(time.Millisecond))
+		out += fmt.Sprintf("; first probe buy queued %v after the master was killed or cut", b.Round(time.Millisecond))
 	} else {
 		out += "; no probe buy queued"
 	}
@@ -373,7 +377,7 @@ func failoverSection(c *config, rounds []*round) string {
 				"`maxmemory-policy noeviction`, appendonly (appendfsync %s); Sentinel quorum 2, `down-after-milliseconds %d`, `failover-timeout %d`. "+
 				"The instances reach them through the sentinels (REDIS_URL with master_name), %s. "+
 				"First buy: a probe sale beside the round's sends a buyer every %v from the strike until the fault is over (the set whole again); "+
-				"the first of them answered 202 queued, and the probe's sale is audited as the round's (a 202 unconfirmed counted as an answer that promised nothing). "+
+				"from the master's death or cut to the first of them sent after it answered 202 queued; the probe's sale is audited as the round's (a 202 unconfirmed counted as an answer that promised nothing). "+
 				"Whole again: the old master back as a replica and both replicas online.\n\n"+
 				"| round | fault | sale | new master named | cut master refused writes | first buy queued | whole again | the sale's 202s: queued, unconfirmed | the probe's answers | audits |\n"+
 				"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",

@@ -58,10 +58,11 @@ func (w *world) newProbe(ctx context.Context) (*buyProbe, error) {
 }
 
 // buy sends a buyer every probeEvery from now until done is closed (the fault's strike is over) or the
-// buyers run out, and answers when the first was answered 202 queued (zero if none was) and what they
-// were answered, for the probe's audit. A 202 unconfirmed is no promise (its buyer's result will say):
+// buyers run out, and answers when the first sent after struck() was answered 202 queued (zero if none
+// was: a buyer sent before the fault struck may have been answered by the master before it), and what
+// they were answered, for the probe's audit. A 202 unconfirmed is no promise (its buyer's result will say):
 // the audit counts it with the lost answers, whose orders are found or not and either is right.
-func (p *buyProbe) buy(ctx context.Context, done <-chan struct{}) (time.Time, *loadtest.Result) {
+func (p *buyProbe) buy(ctx context.Context, done <-chan struct{}, struck func() time.Time) (time.Time, *loadtest.Result) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	res := &loadtest.Result{Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
@@ -76,6 +77,7 @@ send:
 		res.Requests++
 		go func(i int) {
 			defer wg.Done()
+			sent := time.Now()
 			a, err := p.client.Do(ctx, http.MethodPost, fmt.Sprintf("/api/items/%d/buy/%s", p.sale.ItemID, p.paths[i]), nil, p.users[i])
 			at := time.Now()
 			mu.Lock()
@@ -92,7 +94,7 @@ send:
 			case a.Status == http.StatusAccepted:
 				res.Kinds["202 queued"]++
 				res.Queued[i]++
-				if first.IsZero() || at.Before(first) {
+				if s := struck(); !s.IsZero() && sent.After(s) && (first.IsZero() || at.Before(first)) {
 					first = at
 				}
 			default:

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,7 @@ type world struct {
 	merchPass string
 	flood     *loadtest.FloodReport // what the last conn-flood saw
 	failover  *failover             // what the last failover fault saw
+	struckAt  atomic.Int64          // when the last failover fault killed or cut the master (Unix ns; 0: not yet)
 	lost      int64                 // bytes of the append-only file cut by the last redis-lose-second
 	over      int64                 // units Redis would sell that PostgreSQL cannot back, just after it
 
@@ -317,4 +319,12 @@ func (w *world) logLines(s string) int {
 		f.Close()
 	}
 	return n
+}
+
+// strikeMoment answers when the last failover fault killed or cut the master (zero: not yet).
+func (w *world) strikeMoment() time.Time {
+	if ns := w.struckAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
