@@ -178,7 +178,7 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 	probing.Wait()
 	rd.noWait = c.waitReplicas == 0
 	if pr != nil && rd.probe != nil && rd.err == nil {
-		rd.probeAudit, rd.err = pr.audit(ctx, w, rd.probe)
+		rd.probeAudit, rd.err = pr.audit(ctx, rd.probe)
 	}
 	if rd.rep != nil && rd.rep.Sale != nil {
 		item := fmt.Sprint(rd.rep.Sale.ItemID)

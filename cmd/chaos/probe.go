@@ -16,6 +16,7 @@ import (
 // the round's own buyers were doing then (all answered already, or sold out).
 type buyProbe struct {
 	client *loadtest.Client
+	admin  *loadtest.User
 	sale   *loadtest.Sale
 	users  []*loadtest.User
 	paths  []string
@@ -28,18 +29,24 @@ const (
 )
 
 // newProbe sets the probe's sale up and gives each of its buyers a path, before the round's sale starts.
+// Its client and the admin's and merchant's sessions are the world's, logged in once: an account that
+// logs in every round is soon refused (429).
 func (w *world) newProbe(ctx context.Context) (*buyProbe, error) {
-	p := &buyProbe{client: loadtest.NewClient(w.frontURL, probeBuyers)}
-	if err := p.client.Start(ctx); err != nil {
-		return nil, err
-	}
-	admin := &loadtest.User{Name: adminName, Password: w.adminPass}
-	merchant := &loadtest.User{Name: merchantName, Password: w.merchPass}
-	for _, u := range []*loadtest.User{admin, merchant} {
-		if err := p.client.Login(ctx, u); err != nil {
-			return nil, fmt.Errorf("the probe's %s: %w", u.Name, err)
+	if w.probeClient == nil {
+		client := loadtest.NewClient(w.frontURL, probeBuyers)
+		if err := client.Start(ctx); err != nil {
+			return nil, err
 		}
+		admin := &loadtest.User{Name: adminName, Password: w.adminPass}
+		merchant := &loadtest.User{Name: merchantName, Password: w.merchPass}
+		for _, u := range []*loadtest.User{admin, merchant} {
+			if err := client.Login(ctx, u); err != nil {
+				return nil, fmt.Errorf("the probe's %s: %w", u.Name, err)
+			}
+		}
+		w.probeClient, w.probeAdmin, w.probeMerchant = client, admin, merchant
 	}
+	p := &buyProbe{client: w.probeClient, admin: w.probeAdmin}
 	var err error
 	if p.users, err = w.seed(ctx, loadtest.Name("pr"), probeBuyers); err != nil {
 		return nil, err
@@ -47,7 +54,7 @@ func (w *world) newProbe(ctx context.Context) (*buyProbe, error) {
 	if err := p.client.LoginAll(ctx, p.users, nil); err != nil {
 		return nil, err
 	}
-	if p.sale, err = p.client.SetUpSale(ctx, merchant, admin, loadtest.Name("buyProbe"), probeBuyers, 1, 2*time.Second); err != nil {
+	if p.sale, err = p.client.SetUpSale(ctx, w.probeMerchant, w.probeAdmin, loadtest.Name("probe"), probeBuyers, 1, 2*time.Second); err != nil {
 		return nil, err
 	}
 	if err := loadtest.WaitUntil(ctx, p.sale.StartsAt.Add(100*time.Millisecond)); err != nil {
@@ -119,12 +126,8 @@ send:
 }
 
 // audit waits until the probe's orders are written and audits its sale as the load tool audits a round's.
-func (p *buyProbe) audit(ctx context.Context, w *world, res *loadtest.Result) (*loadtest.Audit, error) {
-	admin := &loadtest.User{Name: adminName, Password: w.adminPass}
-	if err := p.client.Login(ctx, admin); err != nil {
-		return nil, err
-	}
-	st, _, err := p.client.WaitDrained(ctx, admin, p.sale, 5*time.Minute)
+func (p *buyProbe) audit(ctx context.Context, res *loadtest.Result) (*loadtest.Audit, error) {
+	st, _, err := p.client.WaitDrained(ctx, p.admin, p.sale, 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}

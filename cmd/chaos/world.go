@@ -45,9 +45,12 @@ type world struct {
 	merchPass string
 	flood     *loadtest.FloodReport // what the last conn-flood saw
 	failover  *failover             // what the last failover fault saw
-	struckAt  atomic.Int64          // when the last failover fault killed or cut the master (Unix ns; 0: not yet)
-	lost      int64                 // bytes of the append-only file cut by the last redis-lose-second
-	over      int64                 // units Redis would sell that PostgreSQL cannot back, just after it
+	// The probe's client and the admin's and merchant's sessions in it (probe.go), made once.
+	probeClient               *loadtest.Client
+	probeAdmin, probeMerchant *loadtest.User
+	struckAt                  atomic.Int64 // when the last failover fault killed or cut the master (Unix ns; 0: not yet)
+	lost                      int64        // bytes of the append-only file cut by the last redis-lose-second
+	over                      int64        // units Redis would sell that PostgreSQL cannot back, just after it
 
 	stopWatching context.CancelFunc
 }
@@ -173,6 +176,9 @@ func (w *world) close() {
 		if p != nil {
 			_ = p.Close()
 		}
+	}
+	if w.probeClient != nil {
+		w.probeClient.Close()
 	}
 	if w.rdb != nil {
 		_ = w.rdb.Close()
