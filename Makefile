@@ -38,7 +38,7 @@ bench-go: services ## Go benchmarks: the buy path against its baselines, the con
 	$(GO) test -run '^$$' -bench ConsumerDrain -benchtime 20000x -count 5 ./jobs
 	$(GO) test -run '^$$' -bench Draw -cpu 1 -count 5 ./captcha
 
-CHAOS_FAULTS ?= instance-kill,redis-kill,postgres-stop,postgres-cut,redis-cut,both-kill,conn-flood,redis-lose-second
+CHAOS_FAULTS ?= instance-kill,redis-kill,postgres-stop,postgres-cut,redis-cut,both-kill,conn-flood,redis-failover,redis-partition,redis-lose-second
 chaos: services ## faults mid-sale on servers of its own (ROUNDS, SEED, SCALE, CHAOS_FAULTS): every audit must pass; writes docs/chaos.md
 	$(GO) run ./cmd/chaos -rounds $${ROUNDS:-3} -scale $${SCALE:-0.02} $${SEED:+-seed $$SEED} -faults $(CHAOS_FAULTS) -report docs/chaos.md
 

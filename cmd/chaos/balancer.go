@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,6 +20,42 @@ type balancer struct {
 	backends []*instance
 	next     atomic.Uint64
 	client   *http.Client
+
+	mu   sync.Mutex
+	buys []buyAnswer // the buys it answered since the last take
+}
+
+// buyAnswer is a buy the balancer answered: when it came and went, and what it said.
+type buyAnswer struct {
+	item           string // the item's id, from the path
+	sent, answered time.Time
+	status         int
+	unconfirmed    bool // a 202 that said unconfirmed: taken, but no replica had it in time
+}
+
+// takeBuys answers the buys answered since it was last called.
+func (b *balancer) takeBuys() []buyAnswer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.buys
+	b.buys = nil
+	return out
+}
+
+// buyItem answers the item of a buy's path (/api/items/ID/buy/PATH), or "".
+func buyItem(r *http.Request) string {
+	if r.Method != http.MethodPost {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/api/items/")
+	if !ok {
+		return ""
+	}
+	id, tail, ok := strings.Cut(rest, "/")
+	if !ok || !strings.HasPrefix(tail, "buy/") {
+		return ""
+	}
+	return id
 }
 
 func newBalancer(backends []*instance) *balancer {
@@ -38,6 +76,7 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
 		return
 	}
+	sent, item := time.Now(), buyItem(r)
 	first := int(b.next.Add(1))
 	for i := range b.backends {
 		in := b.backends[(first+i)%len(b.backends)]
@@ -65,9 +104,21 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, h := range hopHeaders {
 			w.Header().Del(h)
 		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
+		if item == "" {
+			w.WriteHeader(resp.StatusCode)
+			_, _ = io.Copy(w, resp.Body)
+			resp.Body.Close()
+			return
+		}
+		// A buy's answer is read whole (a few bytes) to tell a 202 queued from a 202 unconfirmed.
+		answer, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		b.mu.Lock()
+		b.buys = append(b.buys, buyAnswer{item: item, sent: sent, answered: time.Now(), status: resp.StatusCode,
+			unconfirmed: resp.StatusCode == http.StatusAccepted && bytes.Contains(answer, []byte(`"unconfirmed"`))})
+		b.mu.Unlock()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(answer)
 		return
 	}
 	http.Error(w, "bad gateway: no instance is up", http.StatusBadGateway)

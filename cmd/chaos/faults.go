@@ -14,12 +14,14 @@ import (
 // A fault strikes and heals; it answers when it healed (the last step of its own before the system
 // recovers by itself).
 type fault struct {
-	what   string // in the report's words
-	strike func(ctx context.Context, w *world, c *config, rng *rand.Rand) (time.Time, error)
-	lossy  bool // a loss the product is not built to survive: the round reports what it did, and fails only if PostgreSQL sold beyond the stock
+	what      string // in the report's words
+	strike    func(ctx context.Context, w *world, c *config, rng *rand.Rand) (time.Time, error)
+	lossy     bool // a loss the product is not built to survive: the round reports what it did, and fails only if PostgreSQL sold beyond the stock
+	sentinels bool // strikes a world of a Redis master, replicas and sentinels (sentinel.go)
 }
 
-var faultOrder = []string{"instance-kill", "redis-kill", "postgres-stop", "postgres-cut", "redis-cut", "both-kill", "conn-flood"}
+var faultOrder = []string{"instance-kill", "redis-kill", "postgres-stop", "postgres-cut", "redis-cut", "both-kill", "conn-flood",
+	"redis-failover", "redis-partition"}
 
 // lossyFaults run only when named.
 var lossyFaults = []string{"redis-lose-second"}
@@ -105,6 +107,69 @@ var faultsByName = map[string]fault{
 			}
 			return healed, nil
 		}},
+	"redis-failover": {what: "the Redis master killed with SIGKILL; Sentinel promotes a replica; the old master started again as a replica of the new one",
+		sentinels: true, strike: func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
+			fo := &failover{}
+			w.failover = fo
+			old, err := w.set.master(ctx)
+			if err != nil {
+				return time.Now(), err
+			}
+			struck := time.Now()
+			w.struckAt.Store(struck.UnixNano())
+			w.set.nodes[old].kill()
+			m, err := w.set.waitSwitch(ctx, old, time.Minute)
+			fo.promoted = time.Since(struck)
+			if err != nil {
+				return time.Now(), err
+			}
+			healed := time.Now()
+			if err := w.set.rejoin(ctx, old, m); err != nil {
+				return healed, err
+			}
+			err = w.set.waitReplicas(ctx, m)
+			fo.whole = time.Since(struck)
+			return healed, err
+		}},
+	"redis-partition": {what: fmt.Sprintf("the Redis master cut from its replicas and the sentinels, not from the shop (silent: bytes and new connections wait) "+
+		"until Sentinel promotes a replica; then the link back, and Sentinel makes the old master a replica (min-replicas-to-write 1, min-replicas-max-lag %d s)", minReplicasMaxLag),
+		sentinels: true, strike: func(ctx context.Context, w *world, _ *config, _ *rand.Rand) (time.Time, error) {
+			fo := &failover{}
+			w.failover = fo
+			old, err := w.set.master(ctx)
+			if err != nil {
+				return time.Now(), err
+			}
+			struck := time.Now()
+			w.struckAt.Store(struck.UnixNano())
+			w.set.links[old].CutExcept(false, shopIP)
+			// The minority master is read straight (as the shop reaches it) until it counts no good replica:
+			// from then on it refuses writes.
+			alone := make(chan time.Duration, 1)
+			watch, stopWatch := context.WithCancel(ctx)
+			go func() {
+				err := waitFor(watch, time.Minute, "the cut master to refuse writes", func() bool {
+					return w.set.info(watch, old)["min_slaves_good_slaves"] == "0"
+				})
+				if err != nil {
+					alone <- -1
+					return
+				}
+				alone <- time.Since(struck)
+			}()
+			m, err := w.set.waitSwitch(ctx, old, time.Minute)
+			fo.promoted = time.Since(struck)
+			stopWatch()
+			fo.alone = <-alone
+			w.set.links[old].Heal()
+			healed := time.Now()
+			if err != nil {
+				return healed, err
+			}
+			err = w.set.waitReplicas(ctx, m)
+			fo.whole = time.Since(struck)
+			return healed, err
+		}},
 	"redis-cut": {what: "the network to Redis cut (silent: bytes and new connections wait)", strike: func(ctx context.Context, w *world, c *config, _ *rand.Rand) (time.Time, error) {
 		w.redisLink.Cut(false)
 		sleep(ctx, c.cut)
@@ -122,6 +187,13 @@ const (
 )
 
 func faultNames() []string { return faultOrder }
+
+// failover is what a failover fault saw, from its strike: when Sentinel named a new master, when the cut
+// master stopped taking writes (redis-partition; -1: not seen), when the set had a master and two
+// replicas in step again.
+type failover struct {
+	promoted, alone, whole time.Duration
+}
 
 func sleep(ctx context.Context, d time.Duration) {
 	select {

@@ -2,10 +2,13 @@
 // with append-only persistence, two instances behind a balancer), drives the load tool's rush and big
 // sales through them, strikes one fault at a random moment of each, lets everything recover and audits
 // the sale: every 202 queued an order, none twice, no unit beyond the stock, Redis and PostgreSQL agreeing.
+// The failover faults (redis-failover, redis-partition) strike a world of its own whose Redis is a master,
+// two replicas and three sentinels (sentinel.go), with instances that wait for a replica (-wait-replicas).
 //
 //	go run ./cmd/chaos -rounds 3 -report docs/chaos.md        # make chaos
 //	go run ./cmd/chaos -short                                 # one round of each fault, small sales
 //	go run ./cmd/chaos -seed 42 -faults redis-kill            # replay what a seed did
+//	go run ./cmd/chaos -faults redis-failover -wait-replicas 0 # the loss without WAIT
 //
 // It stops everything it started, by pid, when it ends or is interrupted.
 package main
@@ -34,17 +37,18 @@ func main() {
 }
 
 type config struct {
-	rounds     int
-	faults     []string
-	seed       uint64
-	scale      float64
-	conns      int
-	fsync      string
-	cut        time.Duration
-	report     string
-	keep       bool
-	bin        string
-	scenarioAt func(round, fault int) string
+	rounds       int
+	faults       []string
+	seed         uint64
+	scale        float64
+	conns        int
+	fsync        string
+	cut          time.Duration
+	report       string
+	keep         bool
+	bin          string
+	waitReplicas int // the instances' REDIS_WAIT_REPLICAS in the failover faults' world
+	scenarioAt   func(round, fault int) string
 
 	soak       time.Duration // a soak instead of faults: how long
 	soakRate   float64       // page views a second (0: half of what the machine answers, measured first)
@@ -68,6 +72,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.cut, "cut", 10*time.Second, "how long a network cut lasts")
 	fs.StringVar(&c.report, "report", "", "write the Markdown report here")
 	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (servers' data and logs)")
+	fs.IntVar(&c.waitReplicas, "wait-replicas", 1, "the instances' REDIS_WAIT_REPLICAS in the world of redis-failover and redis-partition (0: no WAIT, to measure the loss without it)")
 	fs.StringVar(&c.bin, "bin", "", "the seckill binary (default: built from this tree)")
 	short := fs.Bool("short", false, "one round of every fault with small sales (make test runs it)")
 	fs.DurationVar(&c.soak, "soak", 0, "instead of faults, a soak of steady mixed load this long (make soak)")
@@ -125,14 +130,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "chaos: seed %d (replay: -seed %d -rounds %d -faults %s -scale %g)\n", c.seed, c.seed, c.rounds,
 			strings.Join(c.faults, ","), c.scale)
 	}
-	w, err := setUp(ctx, c, stderr)
-	if w != nil {
-		defer w.close() // whatever it started, however far it got
-	}
-	if err != nil {
-		return err
+	// A world for the faults of one Redis, another (Sentinel's) for the failover faults, each started
+	// when a round first needs it.
+	worlds := map[bool]*world{}
+	defer func() {
+		for _, w := range worlds {
+			w.close() // whatever it started, however far it got
+		}
+	}()
+	worldFor := func(sentinels bool) (*world, error) {
+		if w := worlds[sentinels]; w != nil {
+			return w, nil
+		}
+		w, err := setUp(ctx, c, stderr, sentinels)
+		if w != nil {
+			worlds[sentinels] = w
+			if c.bin == "" {
+				c.bin = w.bin // built once
+			}
+		}
+		return w, err
 	}
 	if c.soak > 0 {
+		w, err := worldFor(false)
+		if err != nil {
+			return err
+		}
 		return w.soak(ctx, c, stdout)
 	}
 	rng := rand.New(rand.NewPCG(c.seed, 0x5ec6111))
@@ -143,13 +166,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return ctx.Err()
 			}
 			rd := &round{n: r + 1, fault: c.faults[i], scenario: c.scenarioAt(r, k), at: 0.1 + 0.8*rng.Float64(), rng: rand.New(rand.NewPCG(rng.Uint64(), 1))}
+			w, err := worldFor(faultsByName[rd.fault].sentinels)
+			if err != nil {
+				return err
+			}
 			fmt.Fprintf(stdout, "round %d: %s with %s at %.0f%% of the buys\n", rd.n, rd.scenario, rd.fault, rd.at*100)
 			w.play(ctx, c, rd)
 			fmt.Fprintln(stdout, "  "+rd.summary())
 			rounds = append(rounds, rd)
 		}
 	}
-	md := report(c, w, rounds)
+	md := report(c, rounds)
 	if c.report != "" {
 		if err := os.WriteFile(c.report, []byte(md), 0o644); err != nil {
 			return err

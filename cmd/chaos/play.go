@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"seckill/loadtest"
@@ -30,9 +33,33 @@ type round struct {
 	flagged                   int                   // a lossy fault's: the reconciliation's warnings after it
 	over                      int64                 // a lossy fault's: units Redis would sell that PostgreSQL cannot back, just after it
 	flood                     *loadtest.FloodReport // conn-flood's: what the flood saw
+
+	// A failover fault's: what it saw, and the probe's first buy queued after the strike (zero: none).
+	failover     *failover
+	masterStruck time.Time // when the master was killed or cut (a moment after struck: the fault asks the sentinels first)
+	firstBuy     time.Time
+	probe        *loadtest.Result // what the probe's buyers were answered
+	probeAudit   *loadtest.Audit
+	noWait       bool // run with REDIS_WAIT_REPLICAS=0: a failover fault's round measures a loss, as a lossy fault's
+	// The sale's buys as the balancer answered them: 202 queued and 202 unconfirmed.
+	queuedOK, unconfirmed int
 }
 
-func (rd *round) lossy() bool { return faultsByName[rd.fault].lossy }
+// backIn is how long from the master's death or cut until the probe's first buy sent after it was
+// queued (0: none was).
+func (rd *round) backIn() time.Duration {
+	if rd.firstBuy.IsZero() || rd.masterStruck.IsZero() {
+		return 0
+	}
+	return rd.firstBuy.Sub(rd.masterStruck)
+}
+
+func (rd *round) lossy() bool {
+	return faultsByName[rd.fault].lossy || rd.noWait && faultsByName[rd.fault].sentinels
+}
+
+// probeOK: the probe's sale passed its audit too (a round without a probe has nothing to fail).
+func (rd *round) probeOK() bool { return rd.probeAudit == nil || rd.probeAudit.OK() }
 
 // ok: the audit passed; for a lossy fault, PostgreSQL sold no unit beyond the stock (its own check).
 func (rd *round) ok() bool {
@@ -43,7 +70,7 @@ func (rd *round) ok() bool {
 		st := rd.rep.Stats
 		return st.OrdersPending+st.OrdersPaid+st.OrdersCancelled+st.OrdersRefunded <= rd.rep.Sale.Stock
 	}
-	return rd.rep.Audit.OK() && rd.booksOK
+	return rd.rep.Audit.OK() && rd.booksOK && rd.probeOK()
 }
 
 // down is how long from the strike until every instance answered ready again.
@@ -88,7 +115,9 @@ func (rd *round) summary() string {
 	case rd.err != nil:
 		return "FAILED: " + rd.err.Error()
 	case !rd.ok():
-		return fmt.Sprintf("FAILED audit: %s; %s (panics in the logs: %d)", strings.Join(rd.rep.Audit.Failures, "; "), rd.books, rd.panics)
+		return fmt.Sprintf("FAILED audit: %s; %s (panics in the logs: %d)", strings.Join(rd.rep.Audit.Failures, "; "), rd.books, rd.panics) + rd.failoverLine()
+	case rd.lossy() && rd.failover != nil:
+		return "without WAIT: the audit says: " + strings.Join(append(rd.rep.Audit.Failures, rd.books), "; ") + rd.failoverLine()
 	case rd.lossy():
 		return fmt.Sprintf("%d bytes of Redis's writes lost; Redis would then sell %d units PostgreSQL cannot back; the audit says: %s; the reconciliation warned %d times",
 			rd.lost, rd.over, strings.Join(rd.rep.Audit.Failures, "; "), rd.flagged)
@@ -98,7 +127,7 @@ func (rd *round) summary() string {
 		flood = "; " + rd.flood.String()
 	}
 	return fmt.Sprintf("ok: %d orders queued at the strike; down %v (%v after the fault healed); clients: %s; answers: %s; %s", rd.queued,
-		rd.down().Round(time.Millisecond), rd.afterHeal().Round(time.Millisecond), rd.felt(), rd.answers(), rd.books) + flood
+		rd.down().Round(time.Millisecond), rd.afterHeal().Round(time.Millisecond), rd.felt(), rd.answers(), rd.books) + flood + rd.failoverLine()
 }
 
 // play runs the round's sale through the world with its fault, and audits it.
@@ -115,19 +144,54 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 		o.Users = max(int(10_000*c.scale), 20)
 		o.Requests, o.Stock = o.Users, int64(o.Users)
 	}
+	// A failover fault's round has a probe: a sale of its own whose buyers buy after the strike.
+	var pr *buyProbe
+	if faultsByName[rd.fault].sentinels {
+		var err error
+		if pr, err = w.newProbe(ctx); err != nil {
+			rd.err = fmt.Errorf("the probe's sale: %w", err)
+			return
+		}
+	}
+	var probing sync.WaitGroup
+	struck := make(chan struct{}) // closed when the strike is over
 	var strikeErr error
 	o.MidRush = func() {
 		rd.queued, _ = w.backlog(ctx)
 		rd.struck = time.Now()
-		w.flood = nil
+		w.flood, w.failover = nil, nil
+		w.struckAt.Store(0)
+		if pr != nil {
+			probing.Go(func() { rd.firstBuy, rd.probe = pr.buy(ctx, struck, w.strikeMoment) })
+		}
 		rd.healed, strikeErr = faultsByName[rd.fault].strike(ctx, w, c, rd.rng)
-		rd.flood = w.flood
+		close(struck)
+		rd.flood, rd.failover = w.flood, w.failover
+		rd.masterStruck = w.strikeMoment()
 		if strikeErr == nil {
 			strikeErr = waitFor(ctx, 2*time.Minute, "every instance ready after the fault", w.allReady)
 		}
 		rd.recovered = time.Now()
 	}
+	w.bal.takeBuys()
 	rd.rep, rd.err = client.Buying(ctx, w.rdb, rd.scenario, o)
+	probing.Wait()
+	rd.noWait = c.waitReplicas == 0
+	if pr != nil && rd.probe != nil && rd.err == nil {
+		rd.probeAudit, rd.err = pr.audit(ctx, rd.probe)
+	}
+	if rd.rep != nil && rd.rep.Sale != nil {
+		item := fmt.Sprint(rd.rep.Sale.ItemID)
+		for _, b := range w.bal.takeBuys() {
+			switch {
+			case b.item != item || b.status != http.StatusAccepted:
+			case b.unconfirmed:
+				rd.unconfirmed++
+			default:
+				rd.queuedOK++
+			}
+		}
+	}
 	if rd.err == nil && strikeErr != nil {
 		rd.err = strikeErr
 	}
@@ -147,6 +211,46 @@ func (w *world) play(ctx context.Context, c *config, rd *round) {
 	}
 }
 
+// probeAnswers says what the probe's buyers were answered.
+func probeAnswers(res *loadtest.Result) string {
+	parts := []string{}
+	for _, k := range res.KindsSorted() {
+		parts = append(parts, fmt.Sprintf("%s %d", k, res.Kinds[k]))
+	}
+	if res.Errors > 0 {
+		parts = append(parts, fmt.Sprintf("no answer %d", res.Errors))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// failoverLine says what a failover fault's round saw ("" for the others).
+func (rd *round) failoverLine() string {
+	if rd.failover == nil {
+		return ""
+	}
+	fo := rd.failover
+	out := fmt.Sprintf("; new master named after %v", fo.promoted.Round(time.Millisecond))
+	if rd.fault == "redis-partition" {
+		if fo.alone >= 0 {
+			out += fmt.Sprintf(", the cut master refused writes after %v", fo.alone.Round(time.Millisecond))
+		} else {
+			out += ", the cut master never counted its replicas gone"
+		}
+	}
+	if b := rd.backIn(); b > 0 {
+		out += fmt.Sprintf("; first probe buy queued %v after the master was killed or cut", b.Round(time.Millisecond))
+	} else {
+		out += "; no probe buy queued"
+	}
+	if rd.probe != nil {
+		out += fmt.Sprintf(" (probe: %d buyers sent, %s)", rd.probe.Requests, probeAnswers(rd.probe))
+	}
+	if rd.probeAudit != nil && !rd.probeAudit.OK() {
+		out += "; the probe's audit: " + strings.Join(rd.probeAudit.Failures, "; ")
+	}
+	return out + fmt.Sprintf("; set whole again after %v; the sale's 202s: %d queued, %d unconfirmed", fo.whole.Round(time.Millisecond), rd.queuedOK, rd.unconfirmed)
+}
+
 func table(rounds []*round) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-6s %-14s %-5s %6s %9s %11s  %s\n", "round", "fault", "sale", "at", "down", "after heal", "audit")
@@ -163,7 +267,7 @@ func table(rounds []*round) string {
 
 // report is the run in Markdown: each round's fault, moment, answers, recovery and audit, and the
 // recovery times by fault.
-func report(c *config, w *world, rounds []*round) string {
+func report(c *config, rounds []*round) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Chaos run, %s\n\nSeed %d; %d rounds of %d faults; scale %g (rush: %d shoppers, %d buys, 100 units; big: %d shoppers and units); "+
 		"Redis appendfsync %s; network cuts %v; two instances behind a balancer. Replay: `go run ./cmd/chaos -seed %d -rounds %d -scale %g -faults %s`.\n\n",
@@ -206,6 +310,9 @@ func report(c *config, w *world, rounds []*round) string {
 			verdict = "**failed**: " + rd.err.Error()
 		case !rd.ok():
 			verdict = "**failed**: " + strings.Join(append(rd.rep.Audit.Failures, rd.books), "; ")
+			if !rd.probeOK() {
+				verdict += "; the probe's sale: " + strings.Join(rd.probeAudit.Failures, "; ")
+			}
 			if rd.panics > 0 {
 				verdict += fmt.Sprintf("; %d panic lines in the logs", rd.panics)
 			}
@@ -213,6 +320,7 @@ func report(c *config, w *world, rounds []*round) string {
 		fmt.Fprintf(&b, "| %d | `%s` | %s | %.0f%% of the buys | %d | %s | %s | %s | %v | %s |\n", rd.n, rd.fault, rd.scenario, rd.at*100,
 			rd.queued, rd.answers(), rd.felt(), orders, rd.down().Round(time.Millisecond), verdict)
 	}
+	b.WriteString(failoverSection(c, rounds))
 	for _, rd := range rounds {
 		if rd.flood != nil {
 			fmt.Fprintf(&b, "\nRound %d, `%s` during %s: %s\n", rd.n, rd.fault, rd.scenario, strings.ReplaceAll(rd.flood.String(), "\n  ", "; "))
@@ -220,6 +328,20 @@ func report(c *config, w *world, rounds []*round) string {
 	}
 	for _, rd := range rounds {
 		if !rd.lossy() || rd.rep == nil || rd.rep.Audit == nil {
+			continue
+		}
+		if rd.failover != nil {
+			fmt.Fprintf(&b, "\n### Round %d, `%s` during %s, without WAIT: what the audits said\n\nThe round's sale:\n\n", rd.n, rd.fault, rd.scenario)
+			for _, line := range rd.rep.Audit.Checks {
+				fmt.Fprintf(&b, "- %s\n", line)
+			}
+			fmt.Fprintf(&b, "- the books %s\n", rd.books)
+			if rd.probeAudit != nil {
+				fmt.Fprintf(&b, "\nThe probe's sale (its buyers bought from the strike on; %s):\n\n", probeAnswers(rd.probe))
+				for _, line := range rd.probeAudit.Checks {
+					fmt.Fprintf(&b, "- %s\n", line)
+				}
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "\n### Round %d, `%s` during %s: what the books said\n\n%d bytes of the append-only file cut (the writes of the last second before the kill). "+
@@ -235,8 +357,73 @@ func report(c *config, w *world, rounds []*round) string {
 		"their own, found through their result as they would find it; an answer lost to the fault (no answer, or the balancer's 502) " +
 		"that queued an order all the same is found the same way and counted; no order belongs to two buyers; read straight from Redis and PostgreSQL, " +
 		"nothing is queued, Redis's count plus the orders not cancelled make the stock, and stock_sold is the orders. And no panic in the instances' logs.\n")
-	_ = w
 	return b.String()
+}
+
+// failoverSection is the failover faults' own table: when Sentinel named a new master, when a cut master
+// stopped taking writes, when the probe's first buy was queued, and the sale's 202s queued and unconfirmed.
+func failoverSection(c *config, rounds []*round) string {
+	var b strings.Builder
+	for _, rd := range rounds {
+		if rd.failover == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			wait := fmt.Sprintf("REDIS_WAIT_REPLICAS=%d (a buy's batch waits for a replica's acknowledgement, REDIS_WAIT_TIMEOUT 100ms, before its buyers are told queued)", c.waitReplicas)
+			if c.waitReplicas == 0 {
+				wait = "REDIS_WAIT_REPLICAS=0 (no WAIT: buyers are told queued as soon as the master took their units)"
+			}
+			fmt.Fprintf(&b, "\n### Failovers\n\nA Redis master, two replicas and three sentinels of the run's own (Redis %s): `min-replicas-to-write 1`, `min-replicas-max-lag %d`, "+
+				"`maxmemory-policy noeviction`, appendonly (appendfsync %s); Sentinel quorum 2, `down-after-milliseconds %d`, `failover-timeout %d`. "+
+				"The instances reach them through the sentinels (REDIS_URL with master_name), %s. "+
+				"First buy: a probe sale beside the round's sends a buyer every %v from the strike until the fault is over (the set whole again); "+
+				"from the master's death or cut to the first of them sent after it answered 202 queued; the probe's sale is audited as the round's (a 202 unconfirmed counted as an answer that promised nothing). "+
+				"Whole again: the old master back as a replica and both replicas online.\n\n"+
+				"| round | fault | sale | new master named | cut master refused writes | first buy queued | whole again | the sale's 202s: queued, unconfirmed | the probe's answers | audits |\n"+
+				"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+				redisVersion(), minReplicasMaxLag, c.fsync, downAfter.Milliseconds(), failoverTimeout.Milliseconds(), wait, probeEvery)
+		}
+		fo := rd.failover
+		alone := "–"
+		if rd.fault == "redis-partition" {
+			alone = "not seen"
+			if fo.alone >= 0 {
+				alone = fo.alone.Round(10 * time.Millisecond).String()
+			}
+		}
+		first := "none"
+		if b := rd.backIn(); b > 0 {
+			first = b.Round(10 * time.Millisecond).String()
+		}
+		verdict := "passed"
+		switch {
+		case rd.lossy():
+			verdict = "without WAIT: see below"
+		case !rd.ok():
+			verdict = "**failed**"
+		}
+		probed := ""
+		if rd.probe != nil {
+			probed = fmt.Sprintf("%d sent: %s", rd.probe.Requests, probeAnswers(rd.probe))
+		}
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %v | %s | %s | %v | %d, %d | %s | %s |\n", rd.n, rd.fault, rd.scenario, fo.promoted.Round(10*time.Millisecond),
+			alone, first, fo.whole.Round(10*time.Millisecond), rd.queuedOK, rd.unconfirmed, probed, verdict)
+	}
+	return b.String()
+}
+
+// redisVersion answers the installed redis-server's version, as it prints it.
+func redisVersion() string {
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return "of unknown version"
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func medianMax(ds []time.Duration) string {

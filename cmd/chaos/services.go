@@ -181,6 +181,7 @@ func (pg *postgres) close() {
 type redisServer struct {
 	dir, fsync string
 	port       int
+	args       []string // more of its settings (a replica's, a sentinel's set)
 	cmd        *exec.Cmd
 	done       chan struct{}
 
@@ -273,6 +274,7 @@ func (r *redisServer) start(ctx context.Context) error {
 	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
 		"--appendonly", "yes", "--appendfsync", r.fsync, "--save", "", "--daemonize", "no",
 		"--logfile", filepath.Join(r.dir, "redis.log"), "--lazyfree-lazy-expire", "yes")
+	r.cmd.Args = append(r.cmd.Args, r.args...)
 	r.cmd.SysProcAttr = dieWithUs()
 	if err := r.cmd.Start(); err != nil {
 		return fmt.Errorf("start Redis: %w", err)

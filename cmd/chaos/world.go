@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,15 +34,23 @@ type world struct {
 	redis     *redisServer
 	pgLink    *faultnet.Proxy // the instances reach PostgreSQL through it
 	redisLink *faultnet.Proxy // and Redis
+	set       *sentinelSet    // instead of redis and redisLink, in a world for the failover faults
+	bin       string          // the seckill binary
 	instances []*instance
 	front     *http.Server
+	bal       *balancer
 	frontURL  string
-	rdb       *redis.Client // the load tool's own, straight to Redis (captcha answers)
+	rdb       *redis.Client // the load tool's own, straight to Redis (captcha answers); through the sentinels with a set
 	adminPass string
 	merchPass string
 	flood     *loadtest.FloodReport // what the last conn-flood saw
-	lost      int64                 // bytes of the append-only file cut by the last redis-lose-second
-	over      int64                 // units Redis would sell that PostgreSQL cannot back, just after it
+	failover  *failover             // what the last failover fault saw
+	// The probe's client and the admin's and merchant's sessions in it (probe.go), made once.
+	probeClient               *loadtest.Client
+	probeAdmin, probeMerchant *loadtest.User
+	struckAt                  atomic.Int64 // when the last failover fault killed or cut the master (Unix ns; 0: not yet)
+	lost                      int64        // bytes of the append-only file cut by the last redis-lose-second
+	over                      int64        // units Redis would sell that PostgreSQL cannot back, just after it
 
 	stopWatching context.CancelFunc
 }
@@ -50,7 +60,9 @@ const (
 	merchantName = "chaos_merchant"
 )
 
-func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
+// setUp starts a world: with sentinels, one whose Redis is a master, two replicas and three sentinels
+// (the failover faults'), else one Redis.
+func setUp(ctx context.Context, c *config, log io.Writer, sentinels bool) (*world, error) {
 	dir, err := os.MkdirTemp("", "seckill-chaos-")
 	if err != nil {
 		return nil, err
@@ -69,19 +81,31 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 	if w.pg, err = newPostgres(ctx, dir); err != nil {
 		return w, err
 	}
-	if w.redis, err = newRedis(ctx, dir, c.fsync); err != nil {
-		return w, err
-	}
+	w.bin = bin
 	if w.pgLink, err = faultnet.Listen("127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", w.pg.port)); err != nil {
 		return w, err
 	}
-	if w.redisLink, err = faultnet.Listen("127.0.0.1:0", w.redis.addr()); err != nil {
-		return w, err
+	var redisURL string
+	waitReplicas := "0"
+	if sentinels {
+		if w.set, err = newSentinelSet(ctx, dir, c.fsync); err != nil {
+			return w, err
+		}
+		redisURL, waitReplicas = w.set.url(), strconv.Itoa(c.waitReplicas)
+		w.rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: masterName, SentinelAddrs: w.set.sentinelAddrs()})
+	} else {
+		if w.redis, err = newRedis(ctx, dir, c.fsync); err != nil {
+			return w, err
+		}
+		if w.redisLink, err = faultnet.Listen("127.0.0.1:0", w.redis.addr()); err != nil {
+			return w, err
+		}
+		redisURL = "redis://" + w.redisLink.Addr() + "/0"
+		w.rdb = redis.NewClient(&redis.Options{Addr: w.redis.addr()})
+		watching, stopWatching := context.WithCancel(context.Background())
+		w.stopWatching = stopWatching
+		go w.redis.watch(watching)
 	}
-	w.rdb = redis.NewClient(&redis.Options{Addr: w.redis.addr()})
-	watching, stopWatching := context.WithCancel(context.Background())
-	w.stopWatching = stopWatching
-	go w.redis.watch(watching)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -93,13 +117,13 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 		for _, kv := range os.Environ() {
 			k, _, _ := strings.Cut(kv, "=")
 			switch k {
-			case "DATABASE_URL", "REDIS_URL", "PORT", "BASE_URL", "METRICS_LISTEN", "NODE_ID", "PAY_PROVIDER_URL", "PAY_SECRET":
+			case "DATABASE_URL", "REDIS_URL", "REDIS_WAIT_REPLICAS", "PORT", "BASE_URL", "METRICS_LISTEN", "NODE_ID", "PAY_PROVIDER_URL", "PAY_SECRET":
 				continue
 			}
 			out = append(out, kv)
 		}
 		return append(out, "DATABASE_URL=postgres://postgres@"+w.pgLink.Addr()+"/postgres?sslmode=disable",
-			"REDIS_URL=redis://"+w.redisLink.Addr()+"/0", fmt.Sprintf("PORT=%d", port), "LISTEN_HOST=127.0.0.1",
+			"REDIS_URL="+redisURL, "REDIS_WAIT_REPLICAS="+waitReplicas, fmt.Sprintf("PORT=%d", port), "LISTEN_HOST=127.0.0.1",
 			"BASE_URL="+w.frontURL, fmt.Sprintf("METRICS_LISTEN=127.0.0.1:%d", metrics), "SESSION_SECRET=chaos-only-secret-chaos-only-secret",
 			"BCRYPT_COST=4", "RATE_LIMIT_IP=off", "TRUSTED_PROXIES=127.0.0.1", "PAY_SANDBOX=on", "PAY_SANDBOX_ANYONE_CAN_PAY=yes", "ORDER_CLAIM_IDLE=3s", "LOG_LEVEL=warn", "CAPTCHA_POOL=200",
 			"PAY_TIMEOUT="+c.payTimeout.String(), "SALE_KEEP="+c.saleKeep.String())
@@ -131,7 +155,8 @@ func setUp(ctx context.Context, c *config, log io.Writer) (*world, error) {
 			return w, err
 		}
 	}
-	w.front = &http.Server{Handler: newBalancer(w.instances), ReadHeaderTimeout: 10 * time.Second}
+	w.bal = newBalancer(w.instances)
+	w.front = &http.Server{Handler: w.bal, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = w.front.Serve(ln) }()
 	return w, nil
 }
@@ -152,11 +177,17 @@ func (w *world) close() {
 			_ = p.Close()
 		}
 	}
+	if w.probeClient != nil {
+		w.probeClient.Close()
+	}
 	if w.rdb != nil {
 		_ = w.rdb.Close()
 	}
 	if w.redis != nil {
 		w.redis.kill()
+	}
+	if w.set != nil {
+		w.set.close()
 	}
 	if w.pg != nil {
 		w.pg.close()
@@ -294,4 +325,12 @@ func (w *world) logLines(s string) int {
 		f.Close()
 	}
 	return n
+}
+
+// strikeMoment answers when the last failover fault killed or cut the master (zero: not yet).
+func (w *world) strikeMoment() time.Time {
+	if ns := w.struckAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }

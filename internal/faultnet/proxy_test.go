@@ -111,3 +111,39 @@ func TestCutsAsTheClientSeesThem(t *testing.T) {
 		t.Errorf("after healing: %q %v", got, err)
 	}
 }
+
+// A cut that spares a source cuts every other one: a server cut from its peers and not from its clients.
+func TestCutExceptSparesItsSources(t *testing.T) {
+	p, err := faultnet.Listen("127.0.0.1:0", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	from := func(ip string) (net.Conn, *bufio.Reader) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		c, err := d.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	client, cr := from("127.0.0.1")
+	peer, pr := from("127.0.0.2")
+	p.CutExcept(false, "127.0.0.1")
+	if got, err := ask(t, client, cr, "client", time.Second); err != nil || got != "client\n" {
+		t.Errorf("a spared source across the cut: %q %v", got, err)
+	}
+	if got, err := ask(t, peer, pr, "peer", 300*time.Millisecond); err == nil {
+		t.Errorf("a source not spared answered across the cut: %q", got)
+	}
+	late, lr := from("127.0.0.1")
+	if got, err := ask(t, late, lr, "late", time.Second); err != nil || got != "late\n" {
+		t.Errorf("a spared source's new connection during the cut: %q %v", got, err)
+	}
+	p.Heal()
+	peer.SetReadDeadline(time.Now().Add(time.Second))
+	if got, err := pr.ReadString('\n'); err != nil || got != "peer\n" {
+		t.Errorf("the cut source's bytes after it healed: %q %v", got, err)
+	}
+}
