@@ -1,13 +1,18 @@
 package app
 
 import (
+	"database/sql/driver"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
+	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
 	"seckill/errs"
@@ -61,6 +66,7 @@ var statusOf = map[string]int{
 	errs.Timeout:            fiber.StatusRequestTimeout,
 	errs.RateLimited:        fiber.StatusTooManyRequests,
 	errs.NotReady:           fiber.StatusServiceUnavailable,
+	errs.Unavailable:        fiber.StatusServiceUnavailable,
 	errs.Internal:           fiber.StatusInternalServerError,
 }
 
@@ -165,7 +171,35 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 			return errTimeout.pick(c)
 		}
 	}
+	if storeAway(err) {
+		// Not a bug of ours and not the client's: a store restarting or failing over. Said as such, with
+		// when to try again, and logged as a warning (a failover makes a burst of them).
+		log.WarnContext(c.UserContext(), "request failed: a store did not answer",
+			"err", err, "method", c.Method(), "path", c.Path(), "request_id", requestID(c))
+		return errStoreAway
+	}
 	log.ErrorContext(c.UserContext(), "request failed",
 		"err", err, "method", c.Method(), "path", c.Path(), "request_id", requestID(c))
 	return errs.New(errs.Internal, "something went wrong on our side; please try again")
+}
+
+var errStoreAway = &errs.Error{Code: errs.Unavailable, Message: "part of the shop is not answering for a moment; try again in a few seconds",
+	RetryAfter: 2 * time.Second}
+
+// storeAway reports whether err says Redis or PostgreSQL is away for a moment rather than a fault of
+// ours: a connection refused, reset or timed out, a pool with no connection to give, or a Redis that
+// refuses writes while it loads, fails over or lacks the replicas it must have (min-replicas-to-write).
+func storeAway(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, driver.ErrBadConn) {
+		return true
+	}
+	for _, prefix := range []string{"READONLY", "NOREPLICAS", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
 }

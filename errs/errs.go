@@ -23,6 +23,7 @@ const (
 	BadCredentials   = "bad_credentials"
 	RateLimited      = "rate_limited"
 	NotReady         = "not_ready"
+	Unavailable      = "unavailable" // Redis or PostgreSQL does not answer (restarting, failing over): try again
 	Internal         = "internal"
 	TooLarge         = "too_large"
 	MethodNotAllowed = "method_not_allowed"
@@ -73,7 +74,7 @@ const (
 
 // Codes lists every code above: each has its words in every language (code.<code>).
 var Codes = []string{BadRequest, Unauthenticated, Forbidden, CSRF, NotFound, Conflict, UsernameTaken, BadCredentials,
-	RateLimited, NotReady, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
+	RateLimited, NotReady, Unavailable, Internal, TooLarge, MethodNotAllowed, QRState, BadCode, Timeout, UnsupportedMedia, BadCaptcha,
 	InvalidPath, NotStarted, Ended, SoldOut, AlreadyBought, Queue, FirstCome, QueueNotOpen, Paused, Blocked, LastAdmin,
 	ActivityState, OrderState, AddressRequired, PaymentUnavailable, PaymentRefused, HeaderTooLarge, BadPlace, Staff, NotEligible, AddressLimit,
 	BadPow,
