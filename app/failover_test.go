@@ -7,17 +7,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
 
 	"seckill/errs"
 	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/jobs"
+	"seckill/stock"
 )
 
 // A Redis master killed mid-sale behind Sentinel (issue 36): buyers keep buying while the replica is
@@ -213,4 +216,32 @@ func waitMaster(g *testenv.SentinelGroup, old string, within time.Duration) (str
 		time.Sleep(50 * time.Millisecond)
 	}
 	return "", errors.New("no new master")
+}
+
+// A buy held after a failover, or refused for want of a replica, is answered 503 with Retry-After, in the
+// reader's language: try again, not sold out, not failed.
+func TestHeldBuyAnswersTryAgainInEachLanguage(t *testing.T) {
+	f := fiber.New(fiber.Config{ErrorHandler: errorHandler(newLogger(Config{}, io.Discard), time.Now)})
+	f.Post("/api/held", func(*fiber.Ctx) error { return stock.ErrFailover })
+	f.Post("/api/alone", func(*fiber.Ctx) error { return fmt.Errorf("take: %w", stock.ErrNoReplicas) })
+	for _, tc := range []struct{ path, lang, says string }{
+		{"/api/held", "en", "try again in a moment"},
+		{"/api/held", "zh", "请稍后再试"},
+		{"/api/alone", "en", "waiting for its standby"},
+		{"/api/alone", "zh", "备用服务器"},
+	} {
+		req, _ := http.NewRequest("POST", tc.path, nil)
+		req.Header.Set("Accept-Language", tc.lang)
+		resp, err := f.Test(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(b), tc.says) ||
+			!strings.Contains(string(b), `"error":"not_ready"`) {
+			t.Errorf("%s in %s: %d (Retry-After %q) %s, want 503 not_ready with Retry-After 1 saying %q",
+				tc.path, tc.lang, resp.StatusCode, resp.Header.Get("Retry-After"), b, tc.says)
+		}
+	}
 }

@@ -50,6 +50,24 @@ func failoverError() *errs.Error {
 	return e
 }
 
+// ErrNoReplicas answers a buy the master refused for want of a replica (min-replicas-to-write: it is cut
+// off from its replica, or it is a promoted master whose replica is not back yet): nothing was taken.
+var ErrNoReplicas = noReplicasError()
+
+func noReplicasError() *errs.Error {
+	e := errs.Say(errs.NotReady, "redis_no_replicas")
+	e.RetryAfter = time.Second
+	return e
+}
+
+// refusedForReplicas turns Redis's NOREPLICAS refusal into ErrNoReplicas; any other error as it is.
+func refusedForReplicas(err error) error {
+	if err != nil && redis.HasErrorPrefix(err, "NOREPLICAS") {
+		return ErrNoReplicas
+	}
+	return err
+}
+
 //go:embed lower.lua
 var lowerLua string
 

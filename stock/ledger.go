@@ -301,7 +301,7 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 		res, confirmed, err = l.take(ctx, itemID, h, userID, path, orderNo, loan)
 	}
 	if err != nil {
-		return false, false, err
+		return false, false, refusedForReplicas(err)
 	}
 	switch res[0] {
 	case ResultQueued:

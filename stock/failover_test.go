@@ -1,0 +1,48 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"seckill/auth"
+	"seckill/internal/testenv"
+	"seckill/jobs"
+	"seckill/stock"
+)
+
+// A master that refuses writes for want of a replica (min-replicas-to-write: cut off from its replica,
+// or promoted with its replica not back yet) takes nothing, and the buyer is told to try again
+// (ErrNoReplicas: 503 with Retry-After), not that the buy failed.
+func TestBuyRefusedForWantOfAReplicaIsRetryable(t *testing.T) {
+	rdb, _ := testenv.RedisServer(t, "lonely")
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	ledger := testenv.Ledger(rdb, time.Now)
+	_, item := testenv.Sale(t, db, 5, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if _, err := ledger.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	users := testenv.Users(t, db, "lonely", 1)
+	tok, _ := auth.RandomToken(16)
+	if err := ledger.IssuePath(ctx, item.ID, users[0].ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "min-replicas-to-write", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ledger.Take(ctx, item.ID, users[0].ID, tok, "SK-lonely")
+	if !errors.Is(err, stock.ErrNoReplicas) {
+		t.Fatalf("a buy on a master with no replica: %v, want ErrNoReplicas", err)
+	}
+	if left, _, _ := ledger.Left(ctx, item.ID); left != 5 {
+		t.Errorf("%d left, want 5: a refused buy takes nothing", left)
+	}
+	if err := rdb.ConfigSet(ctx, "min-replicas-to-write", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Take(ctx, item.ID, users[0].ID, tok, "SK-lonely"); err != nil {
+		t.Errorf("the same buy once the master writes again: %v", err)
+	}
+}
