@@ -253,12 +253,30 @@ func runIDs(ctx context.Context, rdb redis.UniversalClient) (map[string]string, 
 	return out, err
 }
 
-// Recheck checks one sale's books in Redis against the database after Redis may have lost writes: the
-// sale is refreshed as the preheat does (a shard lost is loaded again), every buyer the database knows
+// Recheck checks one sale's books in Redis against the database after Redis may have lost writes: a sale
+// Redis holds is refreshed as the preheat does (a shard lost is loaded again), every buyer the database knows
 // is marked a buyer again with their result, and the stock left is lowered to what the database can back
 // less the orders still queued. It never raises a count: a unit Redis holds too few is found by the
 // reconciliation, a unit too many could be sold twice.
 func (l *Ledger) Recheck(ctx context.Context, books Books, itemID int64) error {
+	cmds, err := l.eachShard(ctx, itemID, "left")
+	if err != nil {
+		return err
+	}
+	loaded := false
+	for _, c := range cmds {
+		if err := c.Err(); err == nil {
+			loaded = true
+		} else if !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("stock left of item %d: %w", itemID, err)
+		}
+	}
+	if !loaded {
+		// Nothing of the sale is in Redis (it expired after the sale, or the new master never had it):
+		// nothing can be sold from it. A buy finds it not loaded, and the loader loads it whole from the
+		// database, buyers first (catalog.Loader), if it is still on sale.
+		return nil
+	}
 	if _, err := l.Preheat(ctx, books, itemID); err != nil {
 		return err
 	}
