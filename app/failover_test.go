@@ -108,6 +108,17 @@ func TestSentinelFailoverMidSaleKeepsEveryPromise(t *testing.T) {
 	for i, sh := range buyers {
 		if i == 25 {
 			testenv.Eventually(t, 30*time.Second, "some buys answered", func() bool { return took.Load() >= 15 })
+			// The replica lacks the last takes of the master it replaces (Redis replicates asynchronously):
+			// made so here, ten units more on the replica than the master has. Sold from unchecked, the new
+			// master would sell units PostgreSQL cannot back, and their buyers would hold a 202 and no order.
+			replica := redis.NewClient(&redis.Options{Addr: g.Replica(t)})
+			if err := replica.ConfigSet(ctx, "replica-read-only", "no").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := replica.HIncrBy(ctx, stock.KeysOf(item.ID).Sale, "left", 10).Err(); err != nil {
+				t.Fatal(err)
+			}
+			_ = replica.Close()
 			old := g.KillMaster(t)
 			killedAt.Store(time.Now().UnixNano())
 			go func() {
@@ -168,14 +179,18 @@ func TestSentinelFailoverMidSaleKeepsEveryPromise(t *testing.T) {
 	if len(lost) > 0 {
 		t.Errorf("%d of %d buyers answered 202 queued have no order: %v", len(lost), len(queued), lost)
 	}
-	settled := 0
+	// The buys after the failover are unconfirmed (the new master has no replica left), and real: taken on
+	// the master that survives, within what the database backs.
+	lost = lost[:0]
 	for _, uid := range unsure {
-		if orders[uid] > 0 {
-			settled++
+		if orders[uid] == 0 {
+			lost = append(lost, uid)
 		}
 	}
-	t.Logf("%d orders of %d units; %d buyers queued (all with an order), %d unconfirmed (%d of them with an order)",
-		total, units, len(queued), len(unsure), settled)
+	if len(lost) > 0 {
+		t.Errorf("%d of %d buyers answered 202 unconfirmed have no order: %v", len(lost), len(unsure), lost)
+	}
+	t.Logf("%d orders of %d units; %d buyers answered queued, %d unconfirmed", total, units, len(queued), len(unsure))
 }
 
 // issue asks the ledger for a purchase path as the path endpoint does, through the shop's own client.

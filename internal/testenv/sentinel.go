@@ -192,3 +192,19 @@ func (g *SentinelGroup) WaitNewMaster(t testing.TB, old string, within time.Dura
 	})
 	return now
 }
+
+// Replica answers the address of the group's server that is not the master now.
+func (g *SentinelGroup) Replica(t testing.TB) string {
+	t.Helper()
+	master, err := g.Master(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr := range g.servers {
+		if addr != master {
+			return addr
+		}
+	}
+	t.Fatal("the group has no replica")
+	return ""
+}
