@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/auth"
 	"seckill/internal/testenv"
 	"seckill/jobs"
@@ -44,5 +46,33 @@ func TestBuyRefusedForWantOfAReplicaIsRetryable(t *testing.T) {
 	}
 	if _, err := ledger.Take(ctx, item.ID, users[0].ID, tok, "SK-lonely"); err != nil {
 		t.Errorf("the same buy once the master writes again: %v", err)
+	}
+}
+
+// Through Sentinel (go-redis's failover client) the ledger asks the master: REDIS_WAIT_REPLICAS=auto finds
+// its replica (INFO replication), and a take's WAIT, on the script call's connection, is acknowledged.
+func TestReplicasAndWaitThroughSentinel(t *testing.T) {
+	g := testenv.StartSentinelGroup(t)
+	rdb := redis.NewFailoverClient(g.FailoverOptions(t))
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	if n, err := stock.ReplicasOf(ctx, rdb); err != nil || n != 1 {
+		t.Fatalf("replicas through the sentinels: %d (%v), want 1", n, err)
+	}
+	db := testenv.Postgres(t)
+	ledger := testenv.Ledger(rdb, time.Now)
+	ledger.WaitReplicas(1, 500*time.Millisecond)
+	_, item := testenv.Sale(t, db, 5, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if _, err := ledger.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	users := testenv.Users(t, db, "sentinel", 1)
+	tok, _ := auth.RandomToken(16)
+	if err := ledger.IssuePath(ctx, item.ID, users[0].ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	_, confirmed, err := ledger.TakeConfirmed(ctx, item.ID, users[0].ID, tok, "SK-sentinel")
+	if err != nil || !confirmed {
+		t.Errorf("a take through the sentinels: confirmed %v (%v), want confirmed by the replica", confirmed, err)
 	}
 }
