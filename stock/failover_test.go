@@ -3,6 +3,12 @@ package stock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,4 +81,47 @@ func TestReplicasAndWaitThroughSentinel(t *testing.T) {
 	if err != nil || !confirmed {
 		t.Errorf("a take through the sentinels: confirmed %v (%v), want confirmed by the replica", confirmed, err)
 	}
+}
+
+// A master replaced at the address the app dials (restarted, or a cluster's replica promoted) is seen by
+// the look at the masters' run_id: the buys are held, the books checked, and the buys resume. The watch
+// stops with its context.
+func TestNewMasterIsSeenHeldAndReleased(t *testing.T) {
+	a, _ := testenv.RedisServer(t, "first")
+	b, _ := testenv.RedisServer(t, "second")
+	var to atomic.Value
+	to.Store(a.Options().Addr)
+	rdb := redis.NewClient(&redis.Options{Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, to.Load().(string))
+	}})
+	t.Cleanup(func() { _ = rdb.Close() })
+	db := testenv.Postgres(t)
+	sell, books := testenv.Ledger(rdb, time.Now), testenv.Ledger(rdb, time.Now)
+	f := stock.NewFailover(sell, books, jobs.DBBooks{DB: db}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f.Interval = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the watch stopped with %v", err)
+		}
+	}()
+	testenv.Eventually(t, 5*time.Second, "the first look", func() bool {
+		n, _ := a.ClientList(context.Background()).Result()
+		return strings.Count(n, "cmd=info") > 0
+	})
+	if seen, _, held := f.Stats(); seen != 0 || held {
+		t.Fatalf("before any change: %d seen, held %v", seen, held)
+	}
+	to.Store(b.Options().Addr)
+	if err := a.ClientKillByFilter(context.Background(), "TYPE", "normal").Err(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.EventuallySaw(t, 5*time.Second, "the new master seen and the buys resumed", func() (bool, string) {
+		seen, _, held := f.Stats()
+		return seen == 1 && !held, fmt.Sprintf("%d seen, held %v", seen, held)
+	})
 }
