@@ -57,6 +57,9 @@ type Deps struct {
 	// PayClients are the HTTP clients of the named providers' SDKs (WeChat Pay, Alipay), by name; nil
 	// for their own, with timeouts. Tests send the providers' hosts to their fakes.
 	PayClients map[string]*http.Client
+	// RedisFailover is Redis's options when Redis is reached through Sentinel (REDIS_URL with
+	// master_name): the app's second client is a failover client of its own, made from them.
+	RedisFailover *redis.FailoverOptions
 }
 
 // Server is the application and the background work it needs while it serves.
@@ -64,7 +67,8 @@ type Server struct {
 	Fiber     *fiber.App
 	Sessions  *auth.Sessions
 	Ledger    *stock.Ledger
-	Line      *stock.Line // the waiting rooms, beside the ledger's stock
+	Failover  *stock.Failover // holds the ledger's buys after a Redis failover until the books are checked
+	Line      *stock.Line     // the waiting rooms, beside the ledger's stock
 	Flags     *stock.Flags
 	Answers   *stock.Answers
 	Runs      *jobs.Runs
@@ -151,8 +155,9 @@ const (
 	workerStops        = "stops"
 	workerImages       = "images" // the stored images' names
 	workerEdgeLog      = "nginx_edge_log"
-	workerMail         = "mail"   // the mail queue's sender
-	workerEmails       = "emails" // the accounts' addresses in memory, following changes
+	workerMail         = "mail"           // the mail queue's sender
+	workerEmails       = "emails"         // the accounts' addresses in memory, following changes
+	workerFailover     = "redis_failover" // holds the buys after a Redis failover until the books are checked
 )
 
 // workers is every worker Start knows, by name: the followers and caches beside the jobs. Which role
@@ -176,6 +181,7 @@ func (s *Server) workers() map[string]func(context.Context) error {
 		workerMail:            s.Mail.Run,
 		jobs.RemindersJob:     s.Reminders.Run,
 		workerEmails:          s.Emails.Run,
+		workerFailover:        s.Failover.Run,
 	}
 	if s.edge != nil {
 		workers[workerEdgeLog] = s.edge.Run
@@ -212,8 +218,19 @@ func leaseNode(ctx context.Context, cfg Config, rdb redis.UniversalClient) (int6
 }
 
 // dedicatedClient is a second client on the same Redis, for the order consumer: its workers wait on
-// blocking reads, and the buy endpoint must never queue behind them for a connection.
-func dedicatedClient(rdb redis.UniversalClient) redis.UniversalClient {
+// blocking reads, and the buy endpoint must never queue behind them for a connection. Through Sentinel
+// (failover not nil) it is a failover client of its own: a copy of the first's Options would share the
+// first's dialer, which asks the first client's Sentinel watch for the master, and on a failover only
+// the first's pool is cleared of connections to the old master (go-redis v9.23 sentinel.go:
+// NewFailoverClient sets Options.Dialer to masterReplicaDialer(failover) and onFailover filters that
+// client's pools only).
+func dedicatedClient(rdb redis.UniversalClient, failover *redis.FailoverOptions) redis.UniversalClient {
+	if failover != nil {
+		o := *failover
+		o.PoolSize = 256
+		o.PushNotificationProcessor = nil // as below: each client registers its own
+		return redis.NewFailoverClient(&o)
+	}
 	switch c := rdb.(type) {
 	case *redis.Client:
 		o := *c.Options()
@@ -326,7 +343,8 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	ledger.GroupCommit(cfg.GroupCommit)
 	waitForReplicas(ctx, cfg, d.Redis, ledger, d.Log)
 	flags := stock.NewFlags(ledger, d.Redis, d.Log)
-	consumerRedis := dedicatedClient(d.Redis)
+	consumerRedis := dedicatedClient(d.Redis, d.RedisFailover)
+	consumerLedger := stock.NewLedger(consumerRedis, d.Now)
 	sessions := auth.NewSessions(cfg.SessionSecret, cfg.SessionTTL, d.DB, d.Redis, d.Now, d.Log)
 	sessions.LimitSessions(cfg.SessionMax)
 	s := &Server{
@@ -334,7 +352,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		Ledger:   ledger,
 		Line:     stock.NewLine(ledger),
 		Flags:    flags,
-		OrderConsumer: &jobs.OrderConsumer{DB: d.DB, Ledger: stock.NewLedger(consumerRedis, d.Now), Flags: flags,
+		OrderConsumer: &jobs.OrderConsumer{DB: d.DB, Ledger: consumerLedger, Flags: flags,
 			Name: consumerName(nodeID), Log: d.Log, Now: d.Now, PayTimeout: cfg.PayTimeout, ClaimIdle: cfg.ClaimIdle, Keep: cfg.SaleKeep},
 		Preheat:  &jobs.Preheat{DB: d.DB, Ledger: ledger, Window: cfg.PreheatWindow, Interval: 5 * time.Second, Now: d.Now, Log: d.Log},
 		Answers:  stock.NewAnswers(d.Redis),
@@ -344,8 +362,15 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	if consumerRedis != d.Redis {
 		s.closers = append(s.closers, consumerRedis.Close)
 	}
+	// After a failover the buys wait until the new master's books are checked (stock/failover.go): the
+	// watch reads the masters and the books on the consumer's client, which its hold does not refuse.
+	s.Failover = stock.NewFailover(ledger, consumerLedger, jobs.DBBooks{DB: d.DB}, d.Log)
+	if c, ok := d.Redis.(*redis.Client); ok && d.RedisFailover != nil {
+		c.AddHook(s.Failover.DialHook())
+	}
 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(failoverMetrics(s.Failover)...)
 	s.Runs = jobs.NewRuns(d.Redis, reg, d.Now)
 	s.Preheat.Runs = s.Runs
 	s.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
@@ -906,6 +931,27 @@ func expectedShoppers(shop *catalog.Catalog, soldOut func(itemID int64) bool, no
 			}
 		}
 		return n
+	}
+}
+
+// failoverMetrics show the Redis failovers this instance saw and the hold of buys after each (an alert on
+// the held gauge staying 1 says the books cannot be checked: the database is away, say).
+func failoverMetrics(f *stock.Failover) []prometheus.Collector {
+	seen := func() float64 { n, _, _ := f.Stats(); return float64(n) }
+	last := func() float64 { _, d, _ := f.Stats(); return d.Seconds() }
+	held := func() float64 {
+		if _, _, h := f.Stats(); h {
+			return 1
+		}
+		return 0
+	}
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_redis_failovers_total",
+			Help: "Redis master changes this instance saw (a failover, or a master restarted): each holds the buys until the books are checked."}, seen),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_redis_failover_hold_seconds",
+			Help: "How long the buys were held after the last Redis master change, until the books were checked."}, last),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_redis_failover_held",
+			Help: "1 while the buys are held after a Redis master change."}, held),
 	}
 }
 

@@ -296,7 +296,7 @@ func TestHomePageListsTheSales(t *testing.T) {
 func TestDedicatedClientHasItsOwnPushHandlers(t *testing.T) {
 	rdb := testenv.Redis(t)
 	rdb.Ping(context.Background())
-	ded, ok := dedicatedClient(rdb).(*redis.Client)
+	ded, ok := dedicatedClient(rdb, nil).(*redis.Client)
 	if !ok {
 		t.Fatal("a single Redis gives a *redis.Client")
 	}

@@ -43,22 +43,25 @@ func gormConfig() *gorm.Config {
 
 // openRedis connects to Redis: one server for a redis:// URL, the master Redis Sentinel names for a URL
 // with master_name (go-redis's failover client: it asks the sentinels for the master and follows a
-// failover), a Redis Cluster for a list of addresses.
-func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
+// failover), a Redis Cluster for a list of addresses. For Sentinel it also answers the parsed options, from
+// which the app makes its second client (dedicatedClient).
+func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, *redis.FailoverOptions, error) {
 	var rdb redis.UniversalClient
+	var failover *redis.FailoverOptions
 	if addrs := cfg.redisAddrs(); addrs != nil {
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64})
 	} else if cfg.redisSentinel() {
 		opt, err := redis.ParseFailoverURL(cfg.RedisURL)
 		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
+			return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		opt.PoolSize = 64
+		failover = opt
 		rdb = redis.NewFailoverClient(opt)
 	} else {
 		opt, err := redis.ParseURL(cfg.RedisURL)
 		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %w", err)
+			return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
 		opt.PoolSize = 64
 		rdb = redis.NewClient(opt)
@@ -67,7 +70,7 @@ func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("redis did not answer: %w", err)
+		return nil, nil, fmt.Errorf("redis did not answer: %w", err)
 	}
-	return rdb, nil
+	return rdb, failover, nil
 }

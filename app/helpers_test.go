@@ -84,6 +84,7 @@ type liveOpts struct {
 	log          *slog.Logger            // nil: discarded
 	only         []string                // the background workers to run (all when empty)
 	payClients   map[string]*http.Client // the named providers' HTTP clients (to their fakes)
+	failover     *redis.FailoverOptions  // rdb's options when it is a failover client (Redis Sentinel)
 }
 
 // startLive serves a real app until the test (or the fuzz run) ends.
@@ -111,7 +112,7 @@ func startLive(t testing.TB, o liveOpts) *liveServer {
 	if log == nil {
 		log = newLogger(Config{}, io.Discard)
 	}
-	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now, PayClients: o.payClients})
+	srv, err := NewServer(context.Background(), cfg, Deps{DB: db, Redis: rdb, Log: log, Now: clk.Now, PayClients: o.payClients, RedisFailover: o.failover})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,8 @@ var roleTable = map[string][]string{
 		jobs.ReconcileJob,
 		// /api/me answers the account's e-mail from this memory; a change anywhere reaches it here.
 		workerEmails,
+		// The buy is held here after a Redis failover until this process has checked the books.
+		workerFailover,
 	},
 	RoleWorker: {
 		// The order consumer writes the queued orders into PostgreSQL. It needs none of the

@@ -263,7 +263,7 @@ func runServe(ctx context.Context, env Env) error {
 				_ = sqlDB.Close()
 			}
 		}()
-		if d.Redis, err = openRedis(ctx, cfg); err != nil {
+		if d.Redis, d.RedisFailover, err = openRedis(ctx, cfg); err != nil {
 			return err
 		}
 		defer d.Redis.Close()
@@ -484,7 +484,7 @@ func runSandbox(ctx context.Context, env Env) error {
 		return fmt.Errorf("PAY_SECRET is required: the sandbox signs its callbacks with it, and the shop checks them with the same")
 	}
 	log := newLogger(cfg, env.Stderr)
-	rdb, err := openRedis(ctx, cfg)
+	rdb, _, err := openRedis(ctx, cfg)
 	if err != nil {
 		return err
 	}

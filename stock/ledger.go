@@ -31,6 +31,7 @@ type Ledger struct {
 	calls      atomic.Int64
 	takes      atomic.Int64
 	wait       waitState // the replicas each take batch waits for (wait.go)
+	failover   *Failover // holds the takes after a failover until the books are checked (failover.go)
 }
 
 // NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).
@@ -276,6 +277,9 @@ func (l *Ledger) Take(ctx context.Context, itemID, userID int64, path, orderNo s
 // unit and queued its order on the master all the same; only a failover before the replicas caught up
 // would lose it.
 func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, orderNo string) (soldOut, confirmed bool, err error) {
+	if err := l.failover.Held(); err != nil {
+		return false, false, err
+	}
 	n, err := l.Shards(ctx, itemID)
 	if err != nil {
 		return false, false, err
@@ -297,7 +301,7 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 		res, confirmed, err = l.take(ctx, itemID, h, userID, path, orderNo, loan)
 	}
 	if err != nil {
-		return false, false, err
+		return false, false, refusedForReplicas(err)
 	}
 	switch res[0] {
 	case ResultQueued:
