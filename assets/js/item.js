@@ -17,7 +17,10 @@
   function say(text, kind) { status.textContent = text; status.className = "buy-status " + (kind || ""); }
   // The buy's 202: queued, or unconfirmed (taken, but Redis's replicas had not said they have it in time);
   // either way the result is followed until it settles.
-  function sayTaken(r) { say(w(r && r.status === "unconfirmed" ? "buy.unconfirmed" : "buy.queued")); }
+  // An unconfirmed buy is followed through a result of none (or sold out): its take may have been lost
+  // with a Redis master, and the server then says so (failed, reason lost), within about a minute.
+  var unconfirmed = false;
+  function sayTaken(r) { unconfirmed = !!(r && r.status === "unconfirmed"); say(w(unconfirmed ? "buy.unconfirmed" : "buy.queued")); }
   function sayError(e) {
     var key = "err." + (e.code || (e.status ? "other" : "network"));
     say(words[key] ? w(key) : (e.message || w("err.other")), "bad");
@@ -86,14 +89,17 @@
   function follow() {
     api("GET", "/api/items/" + id + "/result").then(function (r) {
       if (r.status === "queued") { setTimeout(follow, 1000); return; }
+      if (unconfirmed && (r.status === "none" || r.status === "sold_out")) { setTimeout(follow, 2000); return; }
       busy = false;
+      unconfirmed = false;
       if (r.status === "success") {
         final = bought = true; // nothing a late poll says changes this
         clearTimeout(polling);
         form.hidden = true; // bought: the captcha and the button have done their job
         showOrder(r.order_no);
       } else if (r.status === "failed") {
-        say(r.message || w("err.failed"), "bad");
+        // Lost with a Redis master before a replica had it: nothing was taken, and the unit is on sale.
+        say(r.reason === "lost" ? w("buy.lost") : (r.message || w("err.failed")), "bad");
         // In line, the place is kept and the line tells when to buy again; the failed order is not
         // followed again however long the line still says bought.
         if (queueMode) { failedOrder = true; own = null; clearTimeout(polling); polling = setTimeout(pollQueue, 2000); } else newCaptcha();
