@@ -5,12 +5,14 @@ package i18n
 func init() {
 	add(map[string]map[string]string{
 		"en": {
-			"buy.unconfirmed": "Not confirmed yet: your result will say…",
-			"buy.lost":        "Your purchase did not go through: it was lost before it was confirmed. Nothing was taken from you, the unit is back on sale, and you may buy again.",
+			"buy.unconfirmed":   "Not confirmed yet: your result will say…",
+			"chart.unconfirmed": "unconfirmed",
+			"buy.lost":          "Your purchase did not go through: it was lost before it was confirmed. Nothing was taken from you, the unit is back on sale, and you may buy again.",
 		},
 		"zh": {
-			"buy.unconfirmed": "尚未确认：请等待您的结果…",
-			"buy.lost":        "您的购买未能完成：在确认之前已丢失。您没有任何损失，该商品已重新开售，您可以再次购买。",
+			"buy.unconfirmed":   "尚未确认：请等待您的结果…",
+			"chart.unconfirmed": "未确认",
+			"buy.lost":          "您的购买未能完成：在确认之前已丢失。您没有任何损失，该商品已重新开售，您可以再次购买。",
 		},
 	})
 }

@@ -141,21 +141,23 @@ type crowdShopper struct {
 // Outcome is what one shopper of a crowd saw: in a crowd spread over processes, each sends its
 // shoppers' outcomes back to the one that set the sale up and audits it.
 type Outcome struct {
-	Who     int
-	Final   string
-	Waited  time.Duration
-	Queued  int       // 202 answers
-	Took    time.Time // when the last 202 came
-	Done    time.Time // when the final answer came
-	Limited map[string]int
-	Errors  int
-	Reqs    int
-	Lost    int            // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
-	Session string         // the session cookie as the shopper last had it, for the audit to read their result
-	Own     int            // requests the page sent itself; Reqs also counts the public documents it polled
-	Steps   map[string]int // the page's own requests by step
-	Lag     time.Duration  // queue: from the server's word of the change the shopper acted on to the shopper seeing it
-	Lagged  bool           // Lag was measured
+	Who    int
+	Final  string
+	Waited time.Duration
+	Queued int // 202 queued answers
+	// 202 unconfirmed answers: not a promise (Answer.Unconfirmed)
+	Unconfirmed int
+	Took        time.Time // when the last 202 came
+	Done        time.Time // when the final answer came
+	Limited     map[string]int
+	Errors      int
+	Reqs        int
+	Lost        int            // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
+	Session     string         // the session cookie as the shopper last had it, for the audit to read their result
+	Own         int            // requests the page sent itself; Reqs also counts the public documents it polled
+	Steps       map[string]int // the page's own requests by step
+	Lag         time.Duration  // queue: from the server's word of the change the shopper acted on to the shopper seeing it
+	Lagged      bool           // Lag was measured
 }
 
 func newOutcome(who int) Outcome {
@@ -338,7 +340,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	if sampled != nil {
 		<-sampled
 	}
-	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
+	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Unconfirmed: map[int]int{}, Lost: map[int]int{}}
 	rep.CPU = cpuUsed(o.CPU, cpuBefore, cpuAfter)
 	// Up to an hour: a crowd's waits run past the requests' histogram's minute, which drops what it cannot hold.
 	lat := hdrhistogram.New(1, time.Hour.Microseconds(), 3)
@@ -359,6 +361,9 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		}
 		if s.Queued > 0 {
 			rep.Result.Queued[s.Who] = s.Queued
+		}
+		if s.Unconfirmed > 0 {
+			rep.Result.Unconfirmed[s.Who] = s.Unconfirmed
 		}
 		if s.Lost > 0 {
 			rep.Result.Lost[s.Who] = s.Lost
@@ -601,7 +606,11 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 			s.count(b, err, "buy")
 			switch {
 			case err == nil && b.Status == http.StatusAccepted:
-				s.Queued++
+				if b.Unconfirmed() {
+					s.Unconfirmed++
+				} else {
+					s.Queued++
+				}
 				s.Took = time.Now()
 				end(c.followResult(ctx, sale, s, wait))
 				return
@@ -798,7 +807,11 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			s.count(b, err, "buy")
 			switch {
 			case err == nil && b.Status == http.StatusAccepted:
-				s.Queued++
+				if b.Unconfirmed() {
+					s.Unconfirmed++
+				} else {
+					s.Queued++
+				}
 				s.Took = time.Now()
 				end(c.followResult(ctx, sale, s, wait))
 				return true, false
