@@ -122,6 +122,10 @@
   function fmt(key, v) { return w(key).replace("%d", v).replace("%s", v); }
   // A wait under a minute is said as such (never "about 0 s"); a longer one in minutes.
   function waitWords(sec) { return sec < 60 ? w("queue.waitSoon") : fmt("queue.waitMin", Math.round(sec / 60)); }
+  // A join the Redis replicas had not acknowledged in time (unconfirmed): its place is on the master only.
+  // The page says so beside the place while it waits, and, should a failover lose the place (the line
+  // then says out), that it was lost: join again.
+  var joinUnconfirmed = false;
   function sayQueue(text, kind) { queueStatus.hidden = !text; queueStatus.textContent = text; queueStatus.className = "queue-status " + (kind || ""); }
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
   function showQueue(s) {
@@ -139,6 +143,7 @@
     box.dispatchEvent(new CustomEvent("standing", { detail: s.state })); // for the appeal (appeal.js)
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
+    if (s.state !== "waiting" && s.state !== "out") joinUnconfirmed = false; // the line moved on: it held
     var joinable = s.state === "out" || s.state === "missed";
     captchaBox.hidden = !(joinable && queueOpen());
     // In line the button has nothing to do until the turn comes: it is shown only to join or to buy.
@@ -152,7 +157,9 @@
     } else {
       btn.textContent = w("queue.join");
     }
-    if (s.state === "waiting" && s.position == null) sayQueue(w("queue.drawWait"));
+    if (joinUnconfirmed && s.state === "out") { joinUnconfirmed = false; sayQueue(w("queue.lost"), "bad"); }
+    else if (joinUnconfirmed && s.state === "waiting") sayQueue(w("queue.unconfirmed") + (s.position == null ? "" : " · " + fmt("queue.place", s.position)));
+    else if (s.state === "waiting" && s.position == null) sayQueue(w("queue.drawWait"));
     else if (s.state === "waiting") {
       var parts = [fmt("queue.place", s.position)];
       if (s.wait_seconds != null) parts.push(waitWords(s.wait_seconds));
@@ -390,7 +397,7 @@
       if (joinPow && !joinPow.ready()) say(w("queue.powWait")); // sent by itself once the check is done
       (joinPow ? joinPow.take() : Promise.resolve(undefined))
         .then(function (proof) { join.altcha = proof; return api("POST", "/api/items/" + id + "/queue", join); })
-        .then(function (s) { captchaId = null; if (joinPow) joinPow.used(); say(""); busy = false; learn(s); pollQueue(); })
+        .then(function (s) { captchaId = null; if (joinPow) joinPow.used(); say(""); busy = false; joinUnconfirmed = !!s.unconfirmed; learn(s); pollQueue(); })
         .catch(function (e) {
           sayError(e); busy = false;
           // Every answer but a bad field's used the proof; a bad proof left the captcha as it was.
