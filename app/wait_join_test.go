@@ -2,11 +2,19 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"seckill/handlers"
 	"seckill/internal/testenv"
 	"seckill/jobs"
+	"seckill/stock"
 )
 
 // A join of the waiting room is a promise as a buy is: with the Redis replica up it answers the shopper's
@@ -61,5 +69,70 @@ func TestJoinIsAnsweredUnconfirmedWhileTheReplicaIsSilent(t *testing.T) {
 	again := join(shoppers[1])
 	if again["unconfirmed"] != nil || again["ticket"] != q["ticket"] {
 		t.Errorf("the frozen joiner joins again: %v, want their ticket %v, acknowledged", again, q["ticket"])
+	}
+}
+
+// An unconfirmed buy is not a queued one wherever the shop counts its answers: the live chart's series
+// has it as unconfirmed, and /metrics as seckill_buys_unconfirmed_total.
+func TestUnconfirmedBuysAreCountedApartFromQueued(t *testing.T) {
+	pair := testenv.StartReplicaPair(t)
+	s := startLive(t, liveOpts{rdb: pair.Master, tune: func(c *Config) {
+		c.RateLimitIP = false
+		c.RedisWaitReplicas = 1
+		c.RedisWaitTimeout = 150 * time.Millisecond
+	}})
+	ctx := context.Background()
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, 10, now.Add(-time.Minute), now.Add(time.Hour))
+	if _, err := s.Srv.Ledger.Preheat(ctx, jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	buyers := makeShoppers(t, s, "countedapart", 3)
+	buy := func(sh shopper) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/items/%d/buy/%s", s.URL, item.ID, issuePath(t, s, item.ID, sh.id)), nil)
+		req.Header.Set("Cookie", sh.cookie)
+		req.Header.Set(handlers.CSRFHeader, sh.csrf)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var body struct{ Status string }
+		_ = json.Unmarshal(b, &body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, body.Status)
+	}
+	if got := buy(buyers[0]); got != "202 queued" {
+		t.Fatalf("with the replica up: %s", got)
+	}
+	pair.Freeze(t)
+	for _, sh := range buyers[1:] {
+		if got := buy(sh); got != "202 unconfirmed" {
+			t.Errorf("with the replica frozen: %s, want 202 unconfirmed", got)
+		}
+	}
+	pair.Thaw(t)
+
+	if err := s.Srv.Answers.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	points, err := s.Srv.Answers.Series(ctx, []int64{item.ID}, s.Clock.Now(), 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, p := range points {
+		for k, n := range p.Counts {
+			counts[k] += n
+		}
+	}
+	if counts[stock.AnswerQueued] != 1 || counts[stock.AnswerUnconfirmed] != 2 {
+		t.Errorf("the live chart's answers: %v, want 1 queued and 2 unconfirmed", counts)
+	}
+	rec := httptest.NewRecorder()
+	s.Srv.Metrics.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "\nseckill_buys_unconfirmed_total 2\n") {
+		t.Errorf("/metrics has no seckill_buys_unconfirmed_total 2:\n%s", grepLines(rec.Body.String(), "seckill_buys_unconfirmed"))
 	}
 }
