@@ -141,23 +141,24 @@ type crowdShopper struct {
 // Outcome is what one shopper of a crowd saw: in a crowd spread over processes, each sends its
 // shoppers' outcomes back to the one that set the sale up and audits it.
 type Outcome struct {
-	Who    int
-	Final  string
-	Waited time.Duration
-	Queued int // 202 queued answers
+	Who     int
+	Final   string
+	Waited  time.Duration
+	Queued  int       // 202 queued answers
+	Took    time.Time // when the last 202 came
+	Done    time.Time // when the final answer came
+	Limited map[string]int
+	Errors  int
+	Reqs    int
+	Lost    int            // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
+	Session string         // the session cookie as the shopper last had it, for the audit to read their result
+	Own     int            // requests the page sent itself; Reqs also counts the public documents it polled
+	Steps   map[string]int // the page's own requests by step
+	Lag     time.Duration  // queue: from the server's word of the change the shopper acted on to the shopper seeing it
+	Lagged  bool           // Lag was measured
+
 	// 202 unconfirmed answers: not a promise (Answer.Unconfirmed)
 	Unconfirmed int
-	Took        time.Time // when the last 202 came
-	Done        time.Time // when the final answer came
-	Limited     map[string]int
-	Errors      int
-	Reqs        int
-	Lost        int            // buy answers lost (no answer, or a proxy's 502/504): the buy may have been queued all the same
-	Session     string         // the session cookie as the shopper last had it, for the audit to read their result
-	Own         int            // requests the page sent itself; Reqs also counts the public documents it polled
-	Steps       map[string]int // the page's own requests by step
-	Lag         time.Duration  // queue: from the server's word of the change the shopper acted on to the shopper seeing it
-	Lagged      bool           // Lag was measured
 }
 
 func newOutcome(who int) Outcome {
