@@ -420,6 +420,7 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	}
 	warnAtStart(ctx, cfg, d)
 	reg.MustRegister(captchaMetrics(s.Captchas)...)
+	reg.MustRegister(unconfirmedMetrics(ledger)...)
 	var status *nginxStatus
 	if cfg.NginxStatusURL != "" {
 		status = newNginxStatus(cfg.NginxStatusURL)

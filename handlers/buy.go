@@ -215,7 +215,14 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { h.Answers.Add(itemID, stock.AnswerOf(err), h.Now()) }()
+	confirmed := true
+	defer func() {
+		a := stock.AnswerOf(err)
+		if a == stock.AnswerQueued && !confirmed {
+			a = stock.AnswerUnconfirmed // not a promise yet: the dashboard counts it apart
+		}
+		h.Answers.Add(itemID, a, h.Now())
+	}()
 	if h.RateLimitIP {
 		if err := h.BuyLimit.Allow(addressKey(c)); err != nil {
 			return err
@@ -235,7 +242,8 @@ func (h *Buy) Take(c *fiber.Ctx) (err error) {
 		return err
 	}
 	ctx := c.UserContext()
-	soldOut, confirmed, err := h.Ledger.TakeConfirmed(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
+	var soldOut bool
+	soldOut, confirmed, err = h.Ledger.TakeConfirmed(ctx, itemID, s.UserID, path, "SK"+h.Orders.Generate().String())
 	if soldOut {
 		h.Flags.MarkSoldOut(ctx, itemID)
 	}

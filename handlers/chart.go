@@ -13,7 +13,7 @@ import (
 
 // answerColors draws each answer of the buy endpoint in its own colour.
 var answerColors = map[string]string{
-	stock.AnswerQueued: "#1a7f37", errs.SoldOut: "#d4351c", errs.AlreadyBought: "#8250df", errs.InvalidPath: "#bf8700",
+	stock.AnswerQueued: "#1a7f37", stock.AnswerUnconfirmed: "#7ee2a8", errs.SoldOut: "#d4351c", errs.AlreadyBought: "#8250df", errs.InvalidPath: "#bf8700",
 	errs.RateLimited: "#0969da", errs.NotStarted: "#57606a", errs.Ended: "#24292f", errs.Paused: "#9a6700", stock.AnswerOther: "#cf222e",
 }
 

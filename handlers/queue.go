@@ -90,6 +90,9 @@ type queueJSON struct {
 	// any instance answers a shopper the line has not reached from memory.
 	PlaceToken *string   `json:"place_token"`
 	ServerTime time.Time `json:"server_time"`
+	// Unconfirmed: a join's answer whose place the Redis replicas had not acknowledged in time (issue 36);
+	// written only when true.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
 }
 
 var (
@@ -173,11 +176,14 @@ func (h *Queue) Join(c *fiber.Ctx) error {
 			return h.refused(c, itemID, a, s.UserID, probed(ctx, h.Limits, s.UserID, err))
 		}
 	}
-	if _, err := h.Watch.Join(ctx, itemID, s.UserID, window(a)); err != nil {
+	j, err := h.Watch.Join(ctx, itemID, s.UserID, window(a))
+	if err != nil {
 		return err
 	}
 	h.note(c, itemID, a, s.UserID, "")
-	return h.answer(c, it, a, s.UserID)
+	// A place the Redis replicas did not acknowledge in time is on the master only: the answer says so
+	// (unconfirmed), and the page does not tell the shopper they are in line as a promise.
+	return h.answerAt(c, it, a, s.UserID, proven{unconfirmed: !j.Confirmed})
 }
 
 // refused counts a rule's refusal of the caller's join in the item's report and keeps it as evidence
@@ -264,7 +270,7 @@ func (h *Queue) Status(c *fiber.Ctx) error {
 		if !ok {
 			return errBadPlace
 		}
-		return h.answerAt(c, it, a, s.UserID, proven{ticket, place, tok})
+		return h.answerAt(c, it, a, s.UserID, proven{ticket: ticket, place: place, token: tok})
 	}
 	return h.answer(c, it, a, s.UserID)
 }
@@ -279,6 +285,8 @@ type proven struct {
 	ticket string
 	place  int64
 	token  string
+	// unconfirmed: the answer of a join the Redis replicas did not acknowledge in time (not a proof).
+	unconfirmed bool
 }
 
 // answerAt writes the caller's standing, as the line tells it: at the place they proved (place > 0), from
@@ -298,7 +306,7 @@ func (h *Queue) answerAt(c *fiber.Ctx, it *models.Item, a *models.Activity, user
 		return err
 	}
 	out := queueJSON{State: t.State, QueueOpensAt: a.QueueOpensAt, StartsAt: a.StartsAt.UTC(), ServerTime: now.UTC(), Paused: paused,
-		StockLeft: h.left(it, t.Left, t.LeftKnown), SeedHash: nonEmpty(&t.SeedHash)}
+		StockLeft: h.left(it, t.Left, t.LeftKnown), SeedHash: nonEmpty(&t.SeedHash), Unconfirmed: at.unconfirmed}
 	switch t.State {
 	case stock.LineOut, stock.LineEnded:
 	default:
@@ -449,6 +457,9 @@ func sendQueue(c *fiber.Ctx, q *queueJSON, times []byte) error {
 	b = strconv.AppendBool(b, q.Paused)
 	b = appendStr(b, `,"place_token":`, q.PlaceToken)
 	b = appendTime(b, `,"server_time":`, &q.ServerTime)
+	if q.Unconfirmed {
+		b = append(b, `,"unconfirmed":true`...)
+	}
 	b = append(b, '}')
 	setJSON(c)
 	c.Response().SetBody(b) // a copy (Send would keep b, which goes back to the pool)

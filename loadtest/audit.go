@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Audit is the verdict on a sale once its queue has drained.
@@ -40,7 +41,15 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 		}
 	}
 	orders := st.OrdersPending + st.OrdersPaid + st.OrdersCancelled + st.OrdersRefunded
-	a.check(int64(queued) <= s.Stock, "202 answers (%d) do not exceed the stock (%d)", queued, s.Stock)
+	// A 202 unconfirmed is not a promise: it ends as an order or as a result saying the buy did not go
+	// through (lost with a Redis master). Only the orders behind them count with the promises below.
+	madeUnconfirmed, toldLost, undecided := c.followUnconfirmed(ctx, s, users, res)
+	if told := len(res.Unconfirmed); told > 0 {
+		a.Checks = append(a.Checks, fmt.Sprintf("202 unconfirmed answers: %d buyers, %d with an order, %d told it did not go through",
+			told, madeUnconfirmed, toldLost))
+		a.check(undecided == 0, "every buyer answered 202 unconfirmed ended with an order or was told it did not go through (%d neither)", undecided)
+	}
+	a.check(int64(queued+madeUnconfirmed) <= s.Stock, "202 answers (%d) do not exceed the stock (%d)", queued+madeUnconfirmed, s.Stock)
 	a.check(orders <= s.Stock, "orders in the database (%d) do not exceed the stock (%d)", orders, s.Stock)
 	a.check(twice == 0, "no user was queued twice (%d were)", twice)
 	a.check(st.StockLeft == s.Stock-orders, "stock left (%d) is the stock (%d) minus the orders (%d)", st.StockLeft, s.Stock, orders)
@@ -103,7 +112,7 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 	recovered, lost, broken := 0, 0, 0
 	for who, n := range res.Lost {
 		lost += n
-		if res.Queued[who] > 0 {
+		if res.Queued[who] > 0 || res.Unconfirmed[who] > 0 {
 			continue
 		}
 		found, ok := order(who, false)
@@ -114,12 +123,13 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 			broken++
 		}
 	}
+	promised := queued + madeUnconfirmed // the 202 answers below: queued, and unconfirmed that became orders
 	if lost == 0 {
-		a.check(orders == int64(queued), "orders in the database (%d) equal the 202 answers (%d)", orders, queued)
+		a.check(orders == int64(promised), "orders in the database (%d) equal the 202 answers (%d)", orders, promised)
 	} else {
-		a.check(orders == int64(queued+recovered) && recovered <= lost,
+		a.check(orders == int64(promised+recovered) && recovered <= lost,
 			"orders in the database (%d) are the 202 answers (%d) and the orders found behind %d of the %d answers lost",
-			orders, queued, recovered, lost)
+			orders, promised, recovered, lost)
 		a.check(broken == 0, "every order behind a lost answer is its buyer's own (%d are not)", broken)
 	}
 	shared := 0
@@ -131,4 +141,46 @@ func (c *Client) AuditSale(ctx context.Context, s *Sale, st Stats, users []*User
 	a.check(missing == 0, "every queued buyer has an order of their own (%d without)", missing)
 	a.check(shared == 0, "no order belongs to two buyers (%d do)", shared)
 	return a
+}
+
+// unconfirmedWithin bounds how long the audit follows the results of buyers answered 202 unconfirmed: a
+// take lost with a Redis master is found by a reconciliation round (every 10 s) once it is 30 s old
+// (stock.UnconfirmedGrace).
+const unconfirmedWithin = 90 * time.Second
+
+// followUnconfirmed follows the result of every buyer answered 202 unconfirmed (and never 202 queued,
+// whose order the audit checks as a promise) until it is success (an order) or failed, reason lost (told
+// it did not go through), and counts each, and those still neither within unconfirmedWithin.
+func (c *Client) followUnconfirmed(ctx context.Context, s *Sale, users []*User, res *Result) (made, lost, neither int) {
+	left := map[int]bool{}
+	for who := range res.Unconfirmed {
+		if res.Queued[who] == 0 {
+			left[who] = true
+		}
+	}
+	deadline := time.Now().Add(unconfirmedWithin)
+	for len(left) > 0 && ctx.Err() == nil {
+		for who := range left {
+			var r struct{ Status, Reason string }
+			if err := c.JSON(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/result", s.ItemID), nil, users[who], &r); err != nil {
+				continue
+			}
+			switch {
+			case r.Status == "success":
+				made++
+				delete(left, who)
+			case r.Status == "failed" && r.Reason == "lost":
+				lost++
+				delete(left, who)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return made, lost, len(left)
 }

@@ -153,8 +153,18 @@ type Answer struct {
 	Body   []byte
 }
 
-// Kind names an answer for the report: "202", "409 sold_out", ...
+// Unconfirmed reports whether the answer is a buy's 202 unconfirmed (issue 36): the unit is taken on the
+// Redis master, but its replicas had not acknowledged it: not a promise, unlike 202 queued. It ends as an
+// order or as the buyer's result "failed", reason "lost".
+func (a Answer) Unconfirmed() bool {
+	return a.Status == http.StatusAccepted && bytes.Contains(a.Body, []byte(`"status":"unconfirmed"`))
+}
+
+// Kind names an answer for the report: "202", "202 unconfirmed", "409 sold_out", ...
 func (a Answer) Kind() string {
+	if a.Unconfirmed() {
+		return "202 unconfirmed"
+	}
 	if a.Code == "" {
 		return fmt.Sprint(a.Status)
 	}

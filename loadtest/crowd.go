@@ -144,7 +144,7 @@ type Outcome struct {
 	Who     int
 	Final   string
 	Waited  time.Duration
-	Queued  int       // 202 answers
+	Queued  int       // 202 queued answers
 	Took    time.Time // when the last 202 came
 	Done    time.Time // when the final answer came
 	Limited map[string]int
@@ -156,6 +156,9 @@ type Outcome struct {
 	Steps   map[string]int // the page's own requests by step
 	Lag     time.Duration  // queue: from the server's word of the change the shopper acted on to the shopper seeing it
 	Lagged  bool           // Lag was measured
+
+	// 202 unconfirmed answers: not a promise (Answer.Unconfirmed)
+	Unconfirmed int
 }
 
 func newOutcome(who int) Outcome {
@@ -338,7 +341,7 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 	if sampled != nil {
 		<-sampled
 	}
-	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
+	rep.Result = &Result{Elapsed: time.Since(started), Kinds: map[string]int{}, Queued: map[int]int{}, Unconfirmed: map[int]int{}, Lost: map[int]int{}}
 	rep.CPU = cpuUsed(o.CPU, cpuBefore, cpuAfter)
 	// Up to an hour: a crowd's waits run past the requests' histogram's minute, which drops what it cannot hold.
 	lat := hdrhistogram.New(1, time.Hour.Microseconds(), 3)
@@ -359,6 +362,9 @@ func (c *Client) Crowd(ctx context.Context, rdb redis.UniversalClient, mode stri
 		}
 		if s.Queued > 0 {
 			rep.Result.Queued[s.Who] = s.Queued
+		}
+		if s.Unconfirmed > 0 {
+			rep.Result.Unconfirmed[s.Who] = s.Unconfirmed
 		}
 		if s.Lost > 0 {
 			rep.Result.Lost[s.Who] = s.Lost
@@ -601,7 +607,11 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 			s.count(b, err, "buy")
 			switch {
 			case err == nil && b.Status == http.StatusAccepted:
-				s.Queued++
+				if b.Unconfirmed() {
+					s.Unconfirmed++
+				} else {
+					s.Queued++
+				}
 				s.Took = time.Now()
 				end(c.followResult(ctx, sale, s, wait))
 				return
@@ -798,7 +808,11 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 			s.count(b, err, "buy")
 			switch {
 			case err == nil && b.Status == http.StatusAccepted:
-				s.Queued++
+				if b.Unconfirmed() {
+					s.Unconfirmed++
+				} else {
+					s.Queued++
+				}
 				s.Took = time.Now()
 				end(c.followResult(ctx, sale, s, wait))
 				return true, false

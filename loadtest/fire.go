@@ -30,8 +30,11 @@ type Result struct {
 	Kinds     map[string]int
 	Latency   Summary
 	PerSecond []Summary
-	Queued    map[int]int // user index → 202 answers
-	Lost      map[int]int // user index → answers lost: none at all, or a proxy's 502/504
+	Queued    map[int]int // user index → 202 queued answers: promises
+	// User index → 202 unconfirmed answers: taken, not known to be on a Redis replica; each ends as an
+	// order or as a result that says it did not go through (AuditSale).
+	Unconfirmed map[int]int
+	Lost        map[int]int // user index → answers lost: none at all, or a proxy's 502/504
 	// When answers failed (no answer, or a 5xx): the first and the last, and the first good answer after
 	// the last (zero when none failed): how long a fault was felt by the clients.
 	FirstFailed, LastFailed, GoodAgain time.Time
@@ -62,7 +65,7 @@ func (r *Result) KindsSorted() []string {
 func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress func(done int)) *Result {
 	start := time.Now()
 	lat := NewLatencies(start)
-	res := &Result{Requests: len(reqs), Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
+	res := &Result{Requests: len(reqs), Kinds: map[string]int{}, Queued: map[int]int{}, Unconfirmed: map[int]int{}, Lost: map[int]int{}}
 	var mu sync.Mutex
 	var next, done atomic.Int64
 	var failMu sync.Mutex
@@ -90,7 +93,7 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 		go func() {
 			defer wg.Done()
 			kinds := map[string]int{}
-			queued, lost := map[int]int{}, map[int]int{}
+			queued, unconfirmed, lost := map[int]int{}, map[int]int{}, map[int]int{}
 			errs := 0
 			for {
 				i := int(next.Add(1)) - 1
@@ -112,10 +115,12 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 					lost[r.Who]++
 				} else {
 					kinds[a.Kind()]++
-					switch a.Status {
-					case http.StatusAccepted:
+					switch {
+					case a.Unconfirmed():
+						unconfirmed[r.Who]++
+					case a.Status == http.StatusAccepted:
 						queued[r.Who]++
-					case http.StatusBadGateway, http.StatusGatewayTimeout:
+					case a.Status == http.StatusBadGateway || a.Status == http.StatusGatewayTimeout:
 						lost[r.Who]++
 					}
 				}
@@ -129,6 +134,9 @@ func (c *Client) Fire(ctx context.Context, reqs []Request, conns int, progress f
 			}
 			for k, n := range queued {
 				res.Queued[k] += n
+			}
+			for k, n := range unconfirmed {
+				res.Unconfirmed[k] += n
 			}
 			for k, n := range lost {
 				res.Lost[k] += n

@@ -364,10 +364,13 @@ func RunScalper(ctx context.Context, base string, rdb redis.UniversalClient, poo
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Kinds: map[string]int{}, Queued: map[int]int{}, Lost: map[int]int{}}
+	res := &Result{Kinds: map[string]int{}, Queued: map[int]int{}, Unconfirmed: map[int]int{}, Lost: map[int]int{}}
 	for _, s := range shoppers {
 		if s.Queued > 0 {
 			res.Queued[s.Who] = s.Queued
+		}
+		if s.Unconfirmed > 0 {
+			res.Unconfirmed[s.Who] = s.Unconfirmed
 		}
 		if s.Lost > 0 {
 			res.Lost[s.Who] = s.Lost

@@ -13,17 +13,20 @@ import (
 	"seckill/errs"
 )
 
-// AnswerKinds are the buy endpoint's answers that the live dashboard charts: queued, the refusals by
-// their contract code, and other for the rest. The one list of them; AnswerOf names an answer by it.
-var AnswerKinds = []string{AnswerQueued, errs.SoldOut, errs.AlreadyBought, errs.InvalidPath, errs.RateLimited, errs.NotStarted, errs.Ended, errs.Paused, AnswerOther}
+// AnswerKinds are the buy endpoint's answers that the live dashboard charts: queued, unconfirmed (taken,
+// not known to be on a Redis replica: not a promise yet), the refusals by their contract code, and other
+// for the rest. The one list of them; AnswerOf names an answer by it.
+var AnswerKinds = []string{AnswerQueued, AnswerUnconfirmed, errs.SoldOut, errs.AlreadyBought, errs.InvalidPath, errs.RateLimited, errs.NotStarted, errs.Ended, errs.Paused, AnswerOther}
 
 // The answers that are not a refusal's code.
 const (
-	AnswerQueued = "queued"
-	AnswerOther  = "other"
+	AnswerQueued      = "queued"
+	AnswerUnconfirmed = "unconfirmed"
+	AnswerOther       = "other"
 )
 
-// AnswerOf names a buy's answer (its error, nil for queued) as one of AnswerKinds.
+// AnswerOf names a buy's answer (its error, nil for queued) as one of AnswerKinds. A take answered
+// unconfirmed is named by the caller, who knows it.
 func AnswerOf(err error) string {
 	if err == nil {
 		return AnswerQueued

@@ -32,6 +32,8 @@ type Ledger struct {
 	takes      atomic.Int64
 	wait       waitState // the replicas each take batch waits for (wait.go)
 	failover   *Failover // holds the takes after a failover until the books are checked (failover.go)
+	// The takes answered unconfirmed whose results have not settled (unconfirmed.go).
+	unconfirmed unconfirmedTakes
 }
 
 // NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).
@@ -307,6 +309,9 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 	case ResultQueued:
 		// A unit lent by another shard is the buyer's only once the lender's replicas have the loan too
 		// (on a cluster the lender is another master, whose writes the home shard's WAIT does not cover).
+		if !confirmed || !loanConfirmed {
+			l.unconfirmed.add(itemID, userID, orderNo, l.now())
+		}
 		return n == 1 && res[1] == "0", confirmed && loanConfirmed, nil
 	case answerEmpty:
 		// Every shard is empty: the path is used up by this answer, as a one-shard sale's is.

@@ -152,6 +152,9 @@ func DrawKey(seed, ticket string) string {
 type Joined struct {
 	Ticket string
 	Place  int64 // 0 until the draw places them
+	// Confirmed: the join is on a Redis replica too (or the ledger does not wait for replicas); false,
+	// the place is on the master only, and a failover before its replica had it would lose it.
+	Confirmed bool
 }
 
 // Join puts a shopper in the item's waiting room (opening it first if it is not open in Redis), or
@@ -179,7 +182,7 @@ func (l *Line) Join(ctx context.Context, itemID, userID int64, w Window) (Joined
 	args := []any{userID, hex.EncodeToString(ticket), l.now().UnixMilli(), check, w.Ends.Add(roomKeep).UnixMilli(),
 		TurnGrace.Milliseconds()}
 	for try := 0; ; try++ {
-		res, err := queueScript.Run(ctx, l.rdb, keys, args...).StringSlice()
+		res, confirmed, err := l.runJoin(ctx, keys, args)
 		if err != nil {
 			return Joined{}, fmt.Errorf("join: %w", err)
 		}
@@ -195,7 +198,7 @@ func (l *Line) Join(ctx context.Context, itemID, userID int64, w Window) (Joined
 			return Joined{}, fmt.Errorf("join: unexpected answer %q", res)
 		}
 		place, _ := strconv.ParseInt(res[2], 10, 64)
-		return Joined{Ticket: res[1], Place: place}, nil
+		return Joined{Ticket: res[1], Place: place, Confirmed: confirmed}, nil
 	}
 }
 

@@ -98,6 +98,8 @@ type Result struct {
 	Status  string `json:"status"`
 	OrderNo string `json:"order_no,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Reason of a failed result that is not the order's: ResultLost, a take lost with a Redis master.
+	Reason string `json:"reason,omitempty"`
 }
 
 // A settled buyer's result, as the results hash keeps it: the status, a colon, and the order number or
@@ -120,6 +122,9 @@ func decodeResult(v string) Result {
 	}
 	if msg, ok := strings.CutPrefix(v, failedPrefix); ok {
 		return Result{Status: ResultFailed, Message: msg}
+	}
+	if strings.HasPrefix(v, lostPrefix) {
+		return Result{Status: ResultFailed, Reason: ResultLost}
 	}
 	return Result{}
 }

@@ -17,7 +17,10 @@
   function say(text, kind) { status.textContent = text; status.className = "buy-status " + (kind || ""); }
   // The buy's 202: queued, or unconfirmed (taken, but Redis's replicas had not said they have it in time);
   // either way the result is followed until it settles.
-  function sayTaken(r) { say(w(r && r.status === "unconfirmed" ? "buy.unconfirmed" : "buy.queued")); }
+  // An unconfirmed buy is followed through a result of none (or sold out): its take may have been lost
+  // with a Redis master, and the server then says so (failed, reason lost), within about a minute.
+  var unconfirmed = false;
+  function sayTaken(r) { unconfirmed = !!(r && r.status === "unconfirmed"); say(w(unconfirmed ? "buy.unconfirmed" : "buy.queued")); }
   function sayError(e) {
     var key = "err." + (e.code || (e.status ? "other" : "network"));
     say(words[key] ? w(key) : (e.message || w("err.other")), "bad");
@@ -86,14 +89,17 @@
   function follow() {
     api("GET", "/api/items/" + id + "/result").then(function (r) {
       if (r.status === "queued") { setTimeout(follow, 1000); return; }
+      if (unconfirmed && (r.status === "none" || r.status === "sold_out")) { setTimeout(follow, 2000); return; }
       busy = false;
+      unconfirmed = false;
       if (r.status === "success") {
         final = bought = true; // nothing a late poll says changes this
         clearTimeout(polling);
         form.hidden = true; // bought: the captcha and the button have done their job
         showOrder(r.order_no);
       } else if (r.status === "failed") {
-        say(r.message || w("err.failed"), "bad");
+        // Lost with a Redis master before a replica had it: nothing was taken, and the unit is on sale.
+        say(r.reason === "lost" ? w("buy.lost") : (r.message || w("err.failed")), "bad");
         // In line, the place is kept and the line tells when to buy again; the failed order is not
         // followed again however long the line still says bought.
         if (queueMode) { failedOrder = true; own = null; clearTimeout(polling); polling = setTimeout(pollQueue, 2000); } else newCaptcha();
@@ -116,6 +122,10 @@
   function fmt(key, v) { return w(key).replace("%d", v).replace("%s", v); }
   // A wait under a minute is said as such (never "about 0 s"); a longer one in minutes.
   function waitWords(sec) { return sec < 60 ? w("queue.waitSoon") : fmt("queue.waitMin", Math.round(sec / 60)); }
+  // A join the Redis replicas had not acknowledged in time (unconfirmed): its place is on the master only.
+  // The page says so beside the place while it waits, and, should a failover lose the place (the line
+  // then says out), that it was lost: join again.
+  var joinUnconfirmed = false;
   function sayQueue(text, kind) { queueStatus.hidden = !text; queueStatus.textContent = text; queueStatus.className = "queue-status " + (kind || ""); }
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
   function showQueue(s) {
@@ -133,6 +143,7 @@
     box.dispatchEvent(new CustomEvent("standing", { detail: s.state })); // for the appeal (appeal.js)
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
+    if (s.state !== "waiting" && s.state !== "out") joinUnconfirmed = false; // the line moved on: it held
     var joinable = s.state === "out" || s.state === "missed";
     captchaBox.hidden = !(joinable && queueOpen());
     // In line the button has nothing to do until the turn comes: it is shown only to join or to buy.
@@ -146,7 +157,9 @@
     } else {
       btn.textContent = w("queue.join");
     }
-    if (s.state === "waiting" && s.position == null) sayQueue(w("queue.drawWait"));
+    if (joinUnconfirmed && s.state === "out") { joinUnconfirmed = false; sayQueue(w("queue.lost"), "bad"); }
+    else if (joinUnconfirmed && s.state === "waiting") sayQueue(w("queue.unconfirmed") + (s.position == null ? "" : " · " + fmt("queue.place", s.position)));
+    else if (s.state === "waiting" && s.position == null) sayQueue(w("queue.drawWait"));
     else if (s.state === "waiting") {
       var parts = [fmt("queue.place", s.position)];
       if (s.wait_seconds != null) parts.push(waitWords(s.wait_seconds));
@@ -384,7 +397,7 @@
       if (joinPow && !joinPow.ready()) say(w("queue.powWait")); // sent by itself once the check is done
       (joinPow ? joinPow.take() : Promise.resolve(undefined))
         .then(function (proof) { join.altcha = proof; return api("POST", "/api/items/" + id + "/queue", join); })
-        .then(function (s) { captchaId = null; if (joinPow) joinPow.used(); say(""); busy = false; learn(s); pollQueue(); })
+        .then(function (s) { captchaId = null; if (joinPow) joinPow.used(); say(""); busy = false; joinUnconfirmed = !!s.unconfirmed; learn(s); pollQueue(); })
         .catch(function (e) {
           sayError(e); busy = false;
           // Every answer but a bad field's used the proof; a bad proof left the captcha as it was.
