@@ -98,3 +98,35 @@ func TestNoAnswerTellsTheSeedBeforeTheDraw(t *testing.T) {
 	}
 	t.Logf("%d answers (%d of them 200) looked at before the draw", len(answers), asked)
 }
+
+// TestLostRoomComesBackWithItsSeed: the shop's Redis loses everything while a queue sale's room is open
+// (no shopper joins or looks at the draw after); at the start the queue job opens the room again, with
+// the hash published before the loss, and draws it.
+func TestLostRoomComesBackWithItsSeed(t *testing.T) {
+	db := testenv.Postgres(t)
+	_, item := queueSale(t, db, nil, 2)
+	s := startLive(t, liveOpts{db: db, only: []string{"queue", "preheat"}})
+	ctx := context.Background()
+	var published string
+	testenv.Eventually(t, 10*time.Second, "the queue job to open the room", func() bool {
+		room, err := s.Srv.Line.RoomOf(ctx, item.ID)
+		published = room.SeedHash
+		return err == nil && published != ""
+	})
+	if err := s.Redis.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Srv.Ledger.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.Clock.Set(time.Now().Add(time.Minute + time.Second)) // the sale starts
+	var got string
+	testenv.EventuallySaw(t, 10*time.Second, "the room back and drawn", func() (bool, string) {
+		room, err := s.Srv.Line.RoomOf(ctx, item.ID)
+		got = room.SeedHash
+		return err == nil && room.State == "drawn", room.State
+	})
+	if got != published {
+		t.Fatalf("the room came back with the hash %s, want %s as published before the loss", got, published)
+	}
+}
