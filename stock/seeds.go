@@ -191,8 +191,10 @@ var revealScript = redis.NewScript(`local s = redis.call('HGET', KEYS[1], 'state
 if s == 'drawing' or s == 'drawn' then redis.call('HSET', KEYS[1], 'seed', ARGV[1], 'seed_hash', ARGV[2]) return 1 end
 return 0`)
 
-// drawSeed answers the seed the item's draw orders by: the room's, once revealed (or where the seeds are
-// not kept), else the kept one, which the room then holds for the draw's record.
+// drawSeed answers the seed the item's draw orders by. Where the seeds are kept, a draw being written
+// (drawing) orders by the kept one, which the room then holds for the draw's record: whatever seed Redis
+// holds then was not sealed by the app (a seed written into Redis by hand would choose the places). A
+// drawn room's seed is the one its places were written by; so is a room's where the seeds are not kept.
 func (l *Line) drawSeed(ctx context.Context, itemID int64) (string, error) {
 	k := roomKeysOf(itemID)
 	v, err := l.rdb.HMGet(ctx, k.Room, "state", "seed", "seed_hash").Result()
@@ -203,27 +205,27 @@ func (l *Line) drawSeed(ctx context.Context, itemID int64) (string, error) {
 	seed, _ := v[1].(string)
 	hash, _ := v[2].(string)
 	switch {
-	case seed != "":
+	case seed != "" && (l.seeds == nil || state == RoomDrawn):
 		return seed, nil
 	case l.seeds == nil:
 		return "", fmt.Errorf("the seed of item %d: the room has none", itemID)
 	case state != RoomDrawing && state != RoomDrawn:
 		return "", fmt.Errorf("the seed of item %d: the draw is not closed (room %q)", itemID, state)
 	}
-	seed, found, err := l.seeds.kept(ctx, itemID)
+	kept, found, err := l.seeds.kept(ctx, itemID)
 	if err == nil && !found {
 		err = errors.New("none is kept") // never a fresh one: the draw would match no published hash
 	}
 	if err != nil {
 		return "", fmt.Errorf("the seed of item %d: %w", itemID, err)
 	}
-	if SeedHash(seed) != hash {
+	if SeedHash(kept) != hash || seed != "" && seed != kept {
 		// PostgreSQL's wins, as in openKept: the record published shows the kept seed and its hash.
-		l.seeds.log.ErrorContext(ctx, "waiting room: the draw orders by the seed kept in PostgreSQL, whose hash is not the one Redis published",
-			"item", itemID, "redis_seed_hash", hash, "kept_seed_hash", SeedHash(seed))
+		l.seeds.log.ErrorContext(ctx, "waiting room: the draw orders by the seed kept in PostgreSQL, not the one Redis holds",
+			"item", itemID, "redis_seed_hash", hash, "kept_seed_hash", SeedHash(kept))
 	}
-	if err := revealScript.Run(ctx, l.rdb, []string{k.Room}, seed, SeedHash(seed)).Err(); err != nil {
+	if err := revealScript.Run(ctx, l.rdb, []string{k.Room}, kept, SeedHash(kept)).Err(); err != nil {
 		return "", fmt.Errorf("reveal the seed of item %d: %w", itemID, err)
 	}
-	return seed, nil
+	return kept, nil
 }

@@ -201,12 +201,29 @@ func TestKeptSeedWinsOverRedis(t *testing.T) {
 	if !strings.Contains(r.log.String(), "level=ERROR") || !strings.Contains(r.log.String(), stock.SeedHash(chosen)) {
 		t.Fatalf("the disagreement was not logged as an error naming Redis's hash; the log:\n%s", r.log.String())
 	}
+	// Written again after every instance opened the room: the draw itself orders by the kept seed.
+	r.rdb.HSet(ctx, stock.RoomKey(r.item.ID), "seed", chosen, "seed_hash", stock.SeedHash(chosen))
+	for _, u := range []int64{1, 2, 3} {
+		if _, err := other.Join(ctx, r.item.ID, u, r.window); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r.clock.add(2 * time.Minute)
 	if drawn, err := other.Draw(ctx, r.item.ID); !drawn || err != nil {
 		t.Fatalf("draw: %v %v", drawn, err)
 	}
-	if seed := r.room(t, other).Seed; seed == chosen || stock.SeedHash(seed) != kept {
-		t.Fatalf("the draw revealed %q: want the kept seed, not the one written into Redis", seed)
+	room := r.room(t, other)
+	if room.Seed == chosen || stock.SeedHash(room.Seed) != kept || room.SeedHash != kept {
+		t.Fatalf("the draw revealed %q (hash %s): want the kept seed, not the one written into Redis", room.Seed, room.SeedHash)
+	}
+	tickets, err := other.DrawnTickets(ctx, r.item.ID)
+	if err != nil || len(tickets) != 3 {
+		t.Fatalf("drawn tickets %v, %v", tickets, err)
+	}
+	for i := 1; i < len(tickets); i++ {
+		if stock.DrawKey(room.Seed, tickets[i-1]) > stock.DrawKey(room.Seed, tickets[i]) {
+			t.Fatalf("the drawn tickets %v are not in the revealed seed's order", tickets)
+		}
 	}
 }
 
