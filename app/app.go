@@ -381,6 +381,17 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 		return models.UsersMadeAt(ctx, d.DB, ids)
 	}, cfg.Shadow, cfg.ShadowLine)
 	s.Line.Sift(s.Sifter)
+	// The rooms' draw seeds are kept in the database, sealed, so that a Redis that lost a room reopens it
+	// with the seed whose hash it published (stock/seeds.go).
+	seedKey, err := cfg.lineSeedKey()
+	if err != nil {
+		return nil, err
+	}
+	seeds, err := stock.NewSeeds(models.DrawSeeds{DB: d.DB}, seedKey, d.Now, d.Log)
+	if err != nil {
+		return nil, fmt.Errorf("LINE_SEED_KEY: %w", err)
+	}
+	s.Line.KeepSeeds(seeds)
 	s.Providers = payment.NewProviders()
 	for _, name := range cfg.payProviderNames() {
 		switch name {

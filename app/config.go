@@ -58,6 +58,7 @@ type Config struct {
 	ShutdownTimeout time.Duration    // SHUTDOWN_TIMEOUT: how long in-flight requests get at a stop
 	PayProviderURL  string           // PAY_PROVIDER_URL: the payment provider's API; default the built-in sandbox, {BASE_URL}/sandbox
 	PaySecret       string           // PAY_SECRET: checks the provider's signed callbacks; default derived from SESSION_SECRET
+	LineSeedKey     string           // LINE_SEED_KEY(_FILE): seals the waiting rooms' draw seeds kept in the database (hex or base64); empty: derived from SESSION_SECRET (seedkey.go)
 	PayPollInterval time.Duration    // PAY_POLL_INTERVAL: how often open payments are checked with the provider
 	ClaimIdle       time.Duration    // ORDER_CLAIM_IDLE: how long a queued order waits on a silent instance before another takes it
 	SaleKeep        time.Duration    // SALE_KEEP: how long a sale's keys stay in Redis once it is over and drained
@@ -446,6 +447,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if !c.Demo && len(c.SessionSecret) < 32 {
 		p.fail("SESSION_SECRET", "must be at least 32 characters outside demo mode (for example: openssl rand -hex 32)")
+	}
+	if c.LineSeedKey = p.secret("LINE_SEED_KEY"); c.LineSeedKey != "" {
+		if _, err := parseSeedKey(c.LineSeedKey); err != nil {
+			p.fail("LINE_SEED_KEY", err.Error())
+		}
 	}
 	if c.PayProviderURL != "" {
 		p.httpURL("PAY_PROVIDER_URL", c.PayProviderURL)

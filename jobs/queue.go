@@ -107,6 +107,10 @@ func (q *Rooms) step(ctx context.Context, itemID int64, w stock.Window, now time
 	}
 	drawn, err := q.Line.Draw(ctx, itemID)
 	if err != nil || !drawn {
+		// Not drawn after the start: another instance draws, or Redis lost the room (lost, or failed over
+		// to a replica without it). The next step opens it again, which restores a lost room with its
+		// kept seed and changes nothing in one that is there.
+		delete(q.opened, itemID)
 		return err
 	}
 	if _, err := q.Line.Admit(ctx, itemID, q.Admission); err != nil {

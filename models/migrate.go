@@ -429,5 +429,6 @@ var tablesSinceVersion1 = map[string]bool{
 	"appeals":  true,                 // 00003
 	"sessions": true,                 // 00004
 	"mails":    true, "tokens": true, // 00005
-	"reminders": true, // 00007
+	"reminders":  true, // 00007
+	"draw_seeds": true, // 00011
 }

@@ -213,7 +213,7 @@ type Payment struct {
 // All lists every model, in the order the migrations create them.
 func All() []any {
 	return []any{&User{}, &Activity{}, &Item{}, &Order{}, &StockLog{}, &Purchase{}, &Payment{}, &AuditLog{}, &Address{}, &Refund{}, &Image{},
-		&Appeal{}, &Session{}, &Mail{}, &Token{}, &Reminder{}}
+		&Appeal{}, &Session{}, &Mail{}, &Token{}, &Reminder{}, &DrawSeed{}}
 }
 
 // Atomically runs fn in one transaction of db: a caller outside models (a handler writing an e-mail's

@@ -35,6 +35,7 @@ type Line struct {
 	rdb    redis.UniversalClient
 	now    func() time.Time
 	sifter *Sifter // finds the entrants the draw puts in the shadow line (nil: none)
+	seeds  *Seeds  // keeps the draws' seeds in PostgreSQL (nil: in Redis only; seeds.go)
 }
 
 // NewLine returns the waiting rooms beside the ledger's stock, on its Redis and its clock.
@@ -119,16 +120,20 @@ type Room struct {
 // joined after its start (placed behind the draw: the tail counts them all).
 func (r Room) Joined() int64 { return max(r.Tail, r.Entrants) }
 
-// OpenRoom opens the item's waiting room with a fresh seed, unless it is open already.
+// OpenRoom opens the item's waiting room with a fresh seed, unless it is open already. Where the seeds
+// are kept (KeepSeeds), the seed is the one kept in PostgreSQL, written there first if none is: a room
+// that Redis lost reopens with the seed, and the hash, it had.
 func (l *Line) OpenRoom(ctx context.Context, itemID int64, w Window) error {
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
+	if l.seeds != nil {
+		return l.openKept(ctx, itemID, w)
+	}
+	seed, err := newSeed()
+	if err != nil {
 		return err
 	}
-	seed := hex.EncodeToString(raw)
 	k := roomKeysOf(itemID)
-	err := roomScript.Run(ctx, l.rdb, []string{k.Room}, seed, SeedHash(seed), w.Opens.UnixMilli(), w.Starts.UnixMilli(),
-		w.Ends.UnixMilli(), w.Ends.Add(roomKeep).UnixMilli()).Err()
+	err = roomScript.Run(ctx, l.rdb, []string{k.Room}, seed, SeedHash(seed), w.Opens.UnixMilli(), w.Starts.UnixMilli(),
+		w.Ends.UnixMilli(), w.Ends.Add(roomKeep).UnixMilli(), "").Err()
 	if err != nil {
 		return fmt.Errorf("open the waiting room of item %d: %w", itemID, err)
 	}
@@ -483,9 +488,9 @@ type drawEntry struct{ user, ticket, key string }
 // drawnOrder reads the draw's entrants and sorts them by their draw keys.
 func (l *Line) drawnOrder(ctx context.Context, itemID int64) ([]drawEntry, error) {
 	k := roomKeysOf(itemID)
-	seed, err := l.rdb.HGet(ctx, k.Room, "seed").Result()
+	seed, err := l.drawSeed(ctx, itemID)
 	if err != nil {
-		return nil, fmt.Errorf("the seed of item %d: %w", itemID, err)
+		return nil, err
 	}
 	tickets, err := l.rdb.HGetAll(ctx, k.Tickets).Result()
 	if err != nil {
