@@ -964,6 +964,12 @@ func failoverMetrics(f *stock.Failover) []prometheus.Collector {
 			Help: "How long the buys were held after the last Redis master change, until the books were checked."}, last),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "seckill_redis_failover_held",
 			Help: "1 while the buys are held after a Redis master change."}, held),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_redis_failover_replayed_total",
+			Help: "Takes this instance answered that a new master lacked after a failover, taken again from its journal."},
+			func() float64 { n, _ := f.Replays(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_redis_failover_lost_total",
+			Help: "Takes this instance answered that a new master lacked and had no unit left to take again: promises broken (alert on any)."},
+			func() float64 { _, n := f.Replays(); return float64(n) }),
 	}
 }
 

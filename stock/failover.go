@@ -87,6 +87,9 @@ type Failover struct {
 	master atomic.Pointer[string]
 	seen   atomic.Int64      // failovers seen
 	last   atomic.Int64      // the last hold's length (ns)
+	// The journal's takes replayed after failovers (journal.go): taken again on the new master, and
+	// promises found broken (no unit left to take again).
+	restored, lost atomic.Int64
 	runIDs map[string]string // each master's run_id at the last look (Run's goroutine only)
 }
 
@@ -218,8 +221,23 @@ func (f *Failover) check(ctx context.Context) error {
 			return fmt.Errorf("item %d: %w", id, err)
 		}
 	}
-	return nil
+	// Then the takes this instance answered lately, which the new master may lack: after the recheck,
+	// so that a buyer the database knows is marked already and left alone, and before selling, so that
+	// the unit a journalled buyer was promised is still there to take again.
+	r, err := f.books.replay(ctx, &f.sell.journal)
+	f.restored.Add(int64(r.Restored))
+	f.lost.Add(int64(r.Lost))
+	if r.Restored > 0 {
+		f.log.Warn("Redis failover: takes the new master lacked were taken again from this instance's journal", "restored", r.Restored, "kept", r.Kept)
+	}
+	if r.Lost > 0 {
+		f.log.Error("Redis failover: takes answered to buyers could not be taken again on the new master (no unit left): their buyers' results will say failed", "lost", r.Lost)
+	}
+	return err
 }
+
+// Replays answers the journal's takes taken again on new masters, and those found lost, since start.
+func (f *Failover) Replays() (restored, lost int64) { return f.restored.Load(), f.lost.Load() }
 
 // runIDs answers each master's run_id (INFO server), by address; a single Redis's (or a failover
 // client's master's) under "".

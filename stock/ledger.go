@@ -32,6 +32,7 @@ type Ledger struct {
 	takes      atomic.Int64
 	wait       waitState // the replicas each take batch waits for (wait.go)
 	failover   *Failover // holds the takes after a failover until the books are checked (failover.go)
+	journal    journal   // the takes answered lately, taken again after a failover (journal.go)
 	// The takes answered unconfirmed whose results have not settled (unconfirmed.go).
 	unconfirmed unconfirmedTakes
 }
@@ -307,6 +308,7 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 	}
 	switch res[0] {
 	case ResultQueued:
+		l.journalTake(itemID, userID, h, orderNo, l.now())
 		// A unit lent by another shard is the buyer's only once the lender's replicas have the loan too
 		// (on a cluster the lender is another master, whose writes the home shard's WAIT does not cover).
 		if !confirmed || !loanConfirmed {
