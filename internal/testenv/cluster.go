@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/stock"
 )
 
 // ClusterNodeTimeout is the cluster-node-timeout of the test's clusters, the one scripts/cluster.sh and
@@ -111,14 +113,15 @@ func (cl *Cluster) Nodes() []*ClusterNode {
 	return nodes
 }
 
-// Client answers a cluster client that knows every node (closed when the test ends).
+// Client answers a cluster client that knows every node and reloads its slots as the shop's does
+// (stock.ClusterReloadEvery), closed when the test ends.
 func (cl *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	t.Helper()
 	var addrs []string
 	for _, n := range cl.Nodes() {
 		addrs = append(addrs, n.Client.Options().Addr)
 	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ClusterStateReloadInterval: stock.ClusterReloadEvery})
 	t.Cleanup(func() { _ = cc.Close() })
 	return cc
 }
