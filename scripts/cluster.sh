@@ -676,6 +676,8 @@ cmd_status() {
     if pid=$(pid_of "$d/redis.pid" redis-server); then
       up=$((up + 1))
       state=$(redis-cli -p "$p" cluster info 2>/dev/null | tr -d '\r' | grep '^cluster_state:' || echo 'cluster_state:?')
+      # The role now: after a failover a replica's port may be a master's, and the other way round.
+      state+=", $(redis-cli -p "$p" info replication 2>/dev/null | tr -d '\r' | grep '^role:' || echo 'role:?')"
       echo "redis      127.0.0.1:$p  running (pid $pid), $state"
     else
       echo "redis      127.0.0.1:$p  stopped"
