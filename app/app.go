@@ -941,9 +941,7 @@ func waitForReplicas(ctx context.Context, cfg Config, rdb redis.UniversalClient,
 			log.Warn("Redis did not say how many replicas it has: buys wait for none until it does", "err", err)
 		case have < 1:
 			log.Info("REDIS_WAIT_REPLICAS=auto: a Redis master has no replica; buys wait for none until each has one")
-		default:
-			log.Info("buys wait for Redis replicas", "replicas", 1, "timeout", cfg.RedisWaitTimeout)
-		}
+		} // else the ledger said that buys wait for one
 		return
 	}
 	n := cfg.RedisWaitReplicas
