@@ -3,6 +3,8 @@ package stock_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,7 +19,8 @@ import (
 
 // A Redis Cluster of three masters, each with a replica, and buyers buying without pause while the
 // master of the item's slot is killed (SIGKILL): every buyer told queued (a 202 with the replica's
-// acknowledgement) has the order in the stream of the promoted replica, no unit is sold beyond stock,
+// acknowledgement) has the order in the stream of the promoted replica and, once the order consumer
+// drained it, in PostgreSQL; no unit is sold beyond stock,
 // and the buys after the promotion succeed: taken, and unconfirmed (WAITed for on the new master, which
 // has no replica until the dead one comes back as its replica).
 func TestWaitedBuysThroughAClusterFailover(t *testing.T) {
@@ -25,6 +28,7 @@ func TestWaitedBuysThroughAClusterFailover(t *testing.T) {
 	db := testenv.Postgres(t)
 	const stockTotal = 1_000_000
 	_, item := testenv.Sale(t, db, stockTotal, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	buyers := testenv.Users(t, db, "failover", 30_000) // more than the buys of a run: the consumer writes their orders
 	cl := testenv.StartCluster(t, 3, 1)
 	cc := cl.Client(t)
 	ledger := testenv.Ledger(cc, time.Now)
@@ -69,7 +73,11 @@ func TestWaitedBuysThroughAClusterFailover(t *testing.T) {
 					return
 				default:
 				}
-				a := answer{user: next.Add(1), started: time.Now()}
+				i := next.Add(1) - 1
+				if i >= int64(len(buyers)) {
+					return
+				}
+				a := answer{user: buyers[i].ID, started: time.Now()}
 				tok, _ := auth.RandomToken(16)
 				if a.err = ledger.IssuePath(ctx, item.ID, a.user, tok); a.err == nil {
 					a.soldOut, a.confirmed, a.err = ledger.TakeConfirmed(ctx, item.ID, a.user, tok, "SKF"+strconv.FormatInt(a.user, 10))
@@ -144,5 +152,40 @@ func TestWaitedBuysThroughAClusterFailover(t *testing.T) {
 	}
 	if sold := stockTotal - left; sold != int64(len(msgs)) || left < 0 {
 		t.Errorf("the promoted master sold %d units (%d left) for %d order messages", sold, left, len(msgs))
+	}
+
+	// The order consumer drains the promoted stream into PostgreSQL: every queued buyer has an order.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	consumer := &jobs.OrderConsumer{DB: db, Ledger: ledger, Flags: stock.NewFlags(ledger, cc, quiet), Name: "failover", Log: quiet,
+		PayTimeout: 15 * time.Minute, Block: 50 * time.Millisecond, Discover: 20 * time.Millisecond}
+	go func() { defer close(done); _ = consumer.Run(cctx) }()
+	testenv.EventuallySaw(t, 40*time.Second, "the queue drained", func() (bool, string) {
+		n, err := ledger.Backlog(ctx, item.ID)
+		return err == nil && n == 0, fmt.Sprintf("%d left, %v", n, err)
+	})
+	cancel()
+	<-done
+	var ordered []int64
+	if err := db.Raw("SELECT user_id FROM orders WHERE item_id = ?", item.ID).Scan(&ordered).Error; err != nil {
+		t.Fatal(err)
+	}
+	hasOrder := map[int64]int{}
+	for _, u := range ordered {
+		hasOrder[u]++
+	}
+	missing := 0
+	for _, a := range answers {
+		if a.err == nil && a.confirmed && hasOrder[a.user] != 1 {
+			missing++
+		}
+	}
+	t.Logf("%d orders written; %d queued buyers without exactly one", len(ordered), missing)
+	if missing > 0 {
+		t.Errorf("%d buyers told queued have no order (or more than one) after the drain", missing)
+	}
+	if int64(len(ordered)) > stockTotal-left {
+		t.Errorf("%d orders for %d units sold", len(ordered), stockTotal-left)
 	}
 }

@@ -163,9 +163,10 @@ func (l *Ledger) runTake(ctx context.Context, keys []string, args []any) (res []
 // ClusterReloadEvery is how often a cluster client is to reload its slot map (go-redis's
 // ClusterStateReloadInterval, 60 s by default). go-redis reloads it on MOVED and ASK, not when a master
 // is unreachable: every command of a slot whose master died (a path, a result) goes on failing after its
-// replica was promoted, until the next reload. One CLUSTER SLOTS every two seconds keeps a failover's
-// outage within the cluster's own time to promote (cluster-node-timeout and a second) and two seconds.
-const ClusterReloadEvery = 2 * time.Second
+// replica was promoted, until the next reload. One CLUSTER SLOTS a second (a client's, to one node)
+// keeps a failover's outage within the cluster's own time to promote (cluster-node-timeout and a
+// second or two) and a second.
+const ClusterReloadEvery = time.Second
 
 // movedWithin bounds how long a batch whose slot moved (MOVED, or its master unreachable) waits for the
 // cluster client to learn the slot's new master before it gives up on WAITing there.
