@@ -52,7 +52,7 @@ screenshots: services ## the pages at 375 and 1280 px in English and Chinese, an
 notification-shot: services ## the turn's notification as a desktop shows it (Xvfb, D-Bus, dunst, a Chromium with a window), into docs/screenshots; not in CI
 	./scripts/notification-shot.sh $(CURDIR)/docs/screenshots
 
-cluster: ## two web instances and a worker on a three-master Redis Cluster behind nginx, on 127.0.0.1:8090 (scripts/cluster.sh)
+cluster: ## two web instances and a worker on a Redis Cluster of three masters with a replica each behind nginx, on 127.0.0.1:8090 (scripts/cluster.sh)
 	./scripts/cluster.sh start
 
 cluster-stop: ## stop what make cluster started

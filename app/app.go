@@ -989,25 +989,34 @@ func captchaMetrics(c *captcha.Captchas) []prometheus.Collector {
 }
 
 // waitForReplicas sets how many replicas each buy's batch waits for, and how long (REDIS_WAIT_REPLICAS,
-// REDIS_WAIT_TIMEOUT): auto asks Redis now, and waits for 1 where every master has a replica. A count
-// beyond the replicas there are answers every buyer unconfirmed: said in the log.
+// REDIS_WAIT_TIMEOUT): auto waits for 1 once every master has a replica, asked now and, while none is
+// seen, again as the shop runs (a replica that comes later is waited for; stock.WaitReplicasAuto says
+// why one lost later is still waited for). A count beyond the replicas there are answers every buyer
+// unconfirmed: said in the log.
 func waitForReplicas(ctx context.Context, cfg Config, rdb redis.UniversalClient, ledger *stock.Ledger, log *slog.Logger) {
-	n := cfg.RedisWaitReplicas
+	ledger.LogWaits(log)
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if cfg.RedisWaitReplicas == RedisWaitAuto {
+		switch have, err := ledger.WaitReplicasAuto(ictx, cfg.RedisWaitTimeout); {
+		case err != nil && cfg.Demo: // the demo's in-process Redis has no replicas, nor says so: asked no more
+			ledger.WaitReplicas(0, cfg.RedisWaitTimeout)
+		case err != nil:
+			log.Warn("Redis did not say how many replicas it has: buys wait for none until it does", "err", err)
+		case have < 1:
+			log.Info("REDIS_WAIT_REPLICAS=auto: a Redis master has no replica; buys wait for none until each has one")
+		} // else the ledger said that buys wait for one
+		return
+	}
+	n := cfg.RedisWaitReplicas
 	have, err := stock.ReplicasOf(ictx, rdb)
 	switch {
 	case err != nil:
-		if !cfg.Demo { // the demo's in-process Redis has no replicas, nor says so
+		if !cfg.Demo {
 			log.Warn("Redis did not say how many replicas it has", "err", err)
 		}
-	case n == RedisWaitAuto:
-		n = min(max(have, 0), 1)
-	case n > have && have >= 0:
+	case n > have:
 		log.Warn("REDIS_WAIT_REPLICAS asks for more replicas than a Redis master has: every buy will be answered unconfirmed", "replicas", n, "connected", have)
-	}
-	if n == RedisWaitAuto {
-		n = 0
 	}
 	ledger.WaitReplicas(n, cfg.RedisWaitTimeout)
 	if n > 0 {

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	"seckill/stock"
 )
 
 // openPostgres connects to PostgreSQL at url and checks that it answers.
@@ -49,7 +51,7 @@ func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, *redis.F
 	var rdb redis.UniversalClient
 	var failover *redis.FailoverOptions
 	if addrs := cfg.redisAddrs(); addrs != nil {
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64})
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 64, ClusterStateReloadInterval: stock.ClusterReloadEvery})
 	} else if cfg.redisSentinel() {
 		opt, err := redis.ParseFailoverURL(cfg.RedisURL)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -107,5 +108,52 @@ func TestBuyIsQueuedOnlyOnceARedisReplicaHasIt(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the replica caught up", func() bool { return testenv.ReplicaAcknowledges(ctx, master) })
 	if code, status := buy(buyers[3]); code != 202 || status != "queued" {
 		t.Errorf("with the replica back: %d %q, want 202 queued", code, status)
+	}
+}
+
+// Review of issue 36 (rev36). REDIS_WAIT_REPLICAS=auto (the default) counted the replicas once, at
+// start: a shop that started while its replica was away (restarting, resyncing) never WAITed, for the
+// rest of its life, once the replica was back. Now it asks again until it sees one.
+func TestAutoWaitsForAReplicaThatCameLater(t *testing.T) {
+	master, _ := testenv.RedisServer(t, "master", "--repl-diskless-sync-delay", "0")
+	s := startLive(t, liveOpts{rdb: master, tune: func(c *Config) {
+		c.RateLimitIP = false
+		c.RedisWaitReplicas = RedisWaitAuto
+		c.RedisWaitTimeout = 150 * time.Millisecond
+	}})
+	ctx := context.Background()
+	now := s.Clock.Now()
+	_, item := testenv.Sale(t, s.DB, 10, now.Add(-time.Minute), now.Add(time.Hour))
+	if _, err := s.Srv.Ledger.Preheat(ctx, jobs.DBBooks{DB: s.DB}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	buyers := makeShoppers(t, s, "rev36auto", 2)
+	buy := func(sh shopper) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/items/%d/buy/%s", s.URL, item.ID, issuePath(t, s, item.ID, sh.id)), nil)
+		req.Header.Set("Cookie", sh.cookie)
+		req.Header.Set(handlers.CSRFHeader, sh.csrf)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := buy(buyers[0]); code != 202 {
+		t.Fatalf("buy: %d", code)
+	}
+	// The replica is back (started now, as after its restart) and in sync.
+	_, port, _ := net.SplitHostPort(master.Options().Addr)
+	replica, _ := testenv.RedisServer(t, "replica", "--replicaof", "127.0.0.1", port)
+	testenv.Eventually(t, 20*time.Second, "the replica in sync", func() bool {
+		return strings.Contains(replica.Info(ctx, "replication").Val(), "master_link_status:up") &&
+			master.Wait(ctx, 1, 100*time.Millisecond).Val() == 1
+	})
+	if code := buy(buyers[1]); code != 202 {
+		t.Fatalf("buy: %d", code)
+	}
+	if waits, _ := s.Srv.Ledger.WaitStats(); waits == 0 {
+		t.Errorf("REDIS_WAIT_REPLICAS=auto: the replica has been back and in sync, and the buy sent no WAIT (auto was decided once, at start, with no replica)")
 	}
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make bench-cluster: the load tool's scenarios through nginx on a three-master Redis Cluster (the
-# layout of make cluster, on ports of its own), first with two instances and then with one (the other
+# make bench-cluster: the load tool's scenarios through nginx on a Redis Cluster of three masters,
+# a replica each (the layout of make cluster, on ports of its own; replicas on 7104-7106), first with two instances and then with one (the other
 # stopped), set side by side in docs/performance.md with what a request cost each process in CPU.
 # SCALE shrinks the scenarios (default 0.5: the machine runs nine processes besides the load tool);
 # SCENARIOS picks them (name:N splits the item over N stock shards; SCENARIOS= none); ROUNDS=3 alternates two instances
@@ -141,7 +141,7 @@ if [ -n "$(files two)" ]; then
 ## One instance and two, behind nginx on a Redis Cluster
 
 Written by \`make bench-cluster\` (scripts/bench-cluster.sh) on $(date -u +%Y-%m-%d): the layout of
-\`make cluster\` (three Redis masters with append-only files, nginx, PostgreSQL) with two seckill instances
+\`make cluster\` (three Redis masters with append-only files, a replica each, nginx, PostgreSQL) with two seckill instances
 (the web tier, SERVE_ROLE=web) and one worker writing the orders apart (SERVE_ROLE=worker, its CPU the
 row "worker"), then with one of the instances stopped, driven through nginx by the load tool from 64
 loopback addresses at scale $SCALE; $rounds. Everything, the load tool included, shares this machine's $(nproc) cores: a second instance adds

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make cluster: several seckill instances on a three-master Redis Cluster behind nginx, all on 127.0.0.1.
+# make cluster: several seckill instances on a Redis Cluster of three masters, a replica each, behind
+# nginx, all on 127.0.0.1.
 # The instances are the web tier (SERVE_ROLE=web) and a worker process apart writes the orders and runs
 # the jobs (SERVE_ROLE=worker; docs/architecture.md says which runs where).
 #
@@ -16,6 +17,10 @@
 # Knobs (read by start; the other commands use what start recorded in CLUSTER_DIR/cluster.env):
 #   CLUSTER_DIR          bin/cluster        pid files, logs, Redis data, generated nginx config
 #   CLUSTER_REDIS_PORTS  "7001 7002 7003"   one Redis master each (3 or more); port+10000 is its bus
+#   CLUSTER_REPLICA_PORTS (the masters' ports after the last: "7004 7005 7006")  the replicas, one a master
+#                                           (CLUSTER_REPLICAS of them each, in that order); set it empty
+#                                           and CLUSTER_REPLICAS=0 for none
+#   CLUSTER_REPLICAS     1                  replicas per master (redis-cli --cluster create --cluster-replicas)
 #   CLUSTER_APP_PORTS    "8081 8082"        one instance each (the web tier; its /metrics at port+1000)
 #   CLUSTER_WORKER_PORTS "9083"             one worker each, its operators' port (/metrics, /readyz); default
 #                                           the port after the last instance's, + 1000 (where the next
@@ -29,6 +34,8 @@
 #   CLUSTER_CLIENTS      100000             client connections nginx is sized to hold at once (workers)
 #   CLUSTER_STATUS_PORT  CLUSTER_PORT+1000  nginx's counters (stub_status), read by the instances' /metrics
 #   CLUSTER_APPENDFSYNC  everysec           the Redis nodes' appendfsync (always, everysec, no)
+#   CLUSTER_NODE_TIMEOUT 5000               cluster-node-timeout (ms): a master silent that long is failed
+#                                           over (docs/scaling.md says why 5 s)
 #   CLUSTER_ADMIN_PASSWORD, CLUSTER_MERCHANT_PASSWORD   cluster-boss-pass, cluster-seller-pass
 #   SECKILL_BIN          (built)            the seckill binary; default: go build -o bin/seckill .
 #   SESSION_SECRET       (generated once)   else kept in CLUSTER_DIR/session_secret (mode 600)
@@ -52,7 +59,8 @@ usage() { sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 CLUSTER_DIR=${CLUSTER_DIR:-bin/cluster}
 case $CLUSTER_DIR in /*) ;; *) CLUSTER_DIR=$ROOT/$CLUSTER_DIR ;; esac
 STATE=$CLUSTER_DIR/cluster.env
-WORKER_PORTS=() # a cluster started before the workers records none
+WORKER_PORTS=()  # a cluster started before the workers records none
+REPLICA_PORTS=() # nor one started before the replicas
 PASS_THROUGH=(BCRYPT_COST RATE_LIMIT_IP LOG_LEVEL LOG_FORMAT PAY_TIMEOUT PREHEAT_WINDOW PAY_POLL_INTERVAL ORDER_CLAIM_IDLE CAPTCHA_POOL POW_MAXNUMBER)
 STOP_TIMEOUT=20 # seconds an instance gets after SIGTERM: its SHUTDOWN_TIMEOUT (10s) and some
 
@@ -129,7 +137,7 @@ save_state() {
   local v
   (umask 077 && : >"$STATE")
   {
-    printf 'REDIS_PORTS=(%s)\nAPP_PORTS=(%s)\nWORKER_PORTS=(%s)\n' "${REDIS_PORTS[*]}" "${APP_PORTS[*]}" "${WORKER_PORTS[*]}"
+    printf 'REDIS_PORTS=(%s)\nREPLICA_PORTS=(%s)\nAPP_PORTS=(%s)\nWORKER_PORTS=(%s)\n' "${REDIS_PORTS[*]}" "${REPLICA_PORTS[*]}" "${APP_PORTS[*]}" "${WORKER_PORTS[*]}"
     for v in LB_PORT STATUS_PORT DB_URL BIN SECRET_SHA; do printf '%s=%q\n' "$v" "${!v}"; done
     for v in "${PASS_THROUGH[@]}"; do
       if [ -n "${!v:-}" ]; then printf 'PASS_%s=%q\n' "$v" "${!v}"; fi
@@ -155,8 +163,18 @@ start_redis() { # start_redis PORT
   STARTED=1
   # cluster-require-full-coverage no: while one master is away, the others go on serving their own
   # slots (the items and stock shards there), instead of the whole cluster refusing every command.
-  redis-server --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
-    --cluster-require-full-coverage no --appendonly yes --appendfsync "$APPENDFSYNC" --save "" --daemonize yes \
+  # cluster-node-timeout: a master silent this long is failed over; its replica is promoted about a
+  # second and a half later (measured: 7 to 8.7 s from a kill to the promotion, at 5000). Short enough
+  # for the first buy on the shard within 10 s; far above what a busy master on two shared cores keeps
+  # its pings waiting (a fork, a long script: milliseconds).
+  # maxmemory-policy noeviction: a full master refuses writes (the buy fails, and says so) rather than
+  # evicting a sale's keys (units sold twice). The same for the replicas, which are masters to be.
+  # min-replicas-to-write stays 0: with one replica a master, 1 would stop a shard's every sale when its
+  # replica is away; the buyers of that time are answered unconfirmed (REDIS_WAIT_REPLICAS), and a master
+  # cut off from the others stops taking writes by itself after cluster-node-timeout.
+  redis-server --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$NODE_TIMEOUT" \
+    --cluster-require-full-coverage no --maxmemory-policy noeviction \
+    --appendonly yes --appendfsync "$APPENDFSYNC" --save "" --daemonize yes \
     --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir" \
     --bind 127.0.0.1 --port "$1" >/dev/null ||
     { log_tail "$dir/redis.log"; die "Redis on port $1 did not start"; }
@@ -165,20 +183,29 @@ start_redis() { # start_redis PORT
 redis_up() { [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; }
 cluster_ok() { redis-cli -p "$1" cluster info 2>/dev/null | grep '^cluster_state:ok' >/dev/null; }
 
+# create_cluster: the masters first, then the replicas: redis-cli --cluster create makes the first
+# masters-many nodes the masters (on one host it cannot spread them over hosts, and says so).
 create_cluster() {
   local p addrs=() _
-  for p in "${REDIS_PORTS[@]}"; do
+  for p in "${REDIS_PORTS[@]}" "${REPLICA_PORTS[@]}"; do
     for _ in $(seq 50); do redis_up "$p" && break; sleep 0.1; done
     redis_up "$p" || { log_tail "$(redis_dir "$p")/redis.log"; die "Redis on port $p does not answer"; }
     addrs+=("127.0.0.1:$p")
   done
-  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$CLUSTER_DIR/cluster-create.log" 2>&1 ||
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$REPLICAS" --cluster-yes >"$CLUSTER_DIR/cluster-create.log" 2>&1 ||
     { log_tail "$CLUSTER_DIR/cluster-create.log"; die "redis-cli --cluster create failed"; }
-  for p in "${REDIS_PORTS[@]}"; do
+  for p in "${REDIS_PORTS[@]}" "${REPLICA_PORTS[@]}"; do
     for _ in $(seq 300); do cluster_ok "$p" && break; sleep 0.1; done
     cluster_ok "$p" || { log_tail "$(redis_dir "$p")/redis.log"; die "Redis on port $p never said cluster_state:ok"; }
   done
+  # Each replica synced with its master: until then a buy's WAIT is not acknowledged (unconfirmed).
+  for p in "${REPLICA_PORTS[@]}"; do
+    for _ in $(seq 300); do replica_up "$p" && break; sleep 0.1; done
+    replica_up "$p" || { log_tail "$(redis_dir "$p")/redis.log"; die "the replica on port $p never synced with its master"; }
+  done
 }
+
+replica_up() { redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r' | grep '^master_link_status:up' >/dev/null; }
 
 stop_redis() { # stop_redis DIR
   local pid port
@@ -194,7 +221,8 @@ stop_redis() { # stop_redis DIR
 # all would share, say) leaks into them.
 base_env() {
   local redis v pass
-  redis=$(printf '127.0.0.1:%s,' "${REDIS_PORTS[@]}")
+  # Every node as a seed: after a failover a listed master may be the one that is gone.
+  redis=$(printf '127.0.0.1:%s,' "${REDIS_PORTS[@]}" "${REPLICA_PORTS[@]}")
   APP_ENV=(PATH="$PATH" HOME="${HOME:-/}" LISTEN_HOST=127.0.0.1
     BASE_URL="http://127.0.0.1:$LB_PORT" REDIS_URL="${redis%,}" DATABASE_URL="$DB_URL"
     SESSION_SECRET="$(session_secret)" TRUSTED_PROXIES=127.0.0.1 PAY_PROVIDERS=sandbox PAY_SANDBOX_ANYONE_CAN_PAY=yes)
@@ -459,6 +487,14 @@ check_settings() {
     is_port "$p" 55535 || die "CLUSTER_REDIS_PORTS: '$p' is not a port of 1 to 55535 (its bus is port+10000)"
     all+=("$p" $((p + 10000)))
   done
+  [[ $REPLICAS =~ ^[0-9]$ ]] || die "CLUSTER_REPLICAS must be a count of replicas per master (0 to 9), got '$REPLICAS'"
+  [ "${#REPLICA_PORTS[@]}" = $((REPLICAS * ${#REDIS_PORTS[@]})) ] ||
+    die "CLUSTER_REPLICA_PORTS: $REPLICAS replicas for each of ${#REDIS_PORTS[@]} masters want $((REPLICAS * ${#REDIS_PORTS[@]})) ports, got '${REPLICA_PORTS[*]}'"
+  for p in "${REPLICA_PORTS[@]}"; do
+    is_port "$p" 55535 || die "CLUSTER_REPLICA_PORTS: '$p' is not a port of 1 to 55535 (its bus is port+10000)"
+    all+=("$p" $((p + 10000)))
+  done
+  [[ $NODE_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "CLUSTER_NODE_TIMEOUT must be milliseconds, got '$NODE_TIMEOUT'"
   for p in "${APP_PORTS[@]}"; do
     is_port "$p" 65535 || die "CLUSTER_APP_PORTS: '$p' is not a port"
     all+=("$p")
@@ -491,8 +527,23 @@ raise_open_files() {
   if [ "$soft" -lt "$hard" ]; then ulimit -n "$hard" 2>/dev/null || true; fi
 }
 
+# default_replica_ports: CLUSTER_REPLICAS ports for each master after the last master's port, as
+# 7004 7005 7006 after 7001 7002 7003.
+default_replica_ports() {
+  local last=0 p i
+  REPLICA_PORTS=()
+  for p in "${REDIS_PORTS[@]}"; do if [[ $p =~ ^[0-9]+$ ]] && [ "$p" -gt "$last" ]; then last=$p; fi; done
+  for i in $(seq $((${REPLICAS:-0} * ${#REDIS_PORTS[@]}))); do REPLICA_PORTS+=($((last + i))); done
+}
+
 cmd_start() {
   read -r -a REDIS_PORTS <<<"${CLUSTER_REDIS_PORTS:-7001 7002 7003}"
+  REPLICAS=${CLUSTER_REPLICAS:-1} NODE_TIMEOUT=${CLUSTER_NODE_TIMEOUT:-5000}
+  if [ -n "${CLUSTER_REPLICA_PORTS+set}" ]; then
+    read -r -a REPLICA_PORTS <<<"$CLUSTER_REPLICA_PORTS"
+  else
+    default_replica_ports
+  fi
   read -r -a APP_PORTS <<<"${CLUSTER_APP_PORTS:-8081 8082}"
   LB_PORT=${CLUSTER_PORT:-8090}
   DB_URL=${CLUSTER_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/seckill_cluster?sslmode=disable}
@@ -544,8 +595,8 @@ cmd_start() {
   save_state
 
   prepare_database
-  say "starting Redis Cluster on ports ${REDIS_PORTS[*]}"
-  for v in "${REDIS_PORTS[@]}"; do start_redis "$v"; done
+  say "starting Redis Cluster on ports ${REDIS_PORTS[*]} (masters) ${REPLICA_PORTS[*]} (replicas)"
+  for v in "${REDIS_PORTS[@]}" "${REPLICA_PORTS[@]}"; do start_redis "$v"; done
   create_cluster
 
   say "migrating and making the accounts"
@@ -567,7 +618,7 @@ cmd_start() {
 seckill runs at http://127.0.0.1:$LB_PORT  (nginx: $RATE requests/s per address on /api/, burst $BURST)
   instances      $(printf '127.0.0.1:%s ' "${APP_PORTS[@]}")(logs: $CLUSTER_DIR/app-N.log)
   workers        $(workers_line)
-  Redis Cluster  $(printf '127.0.0.1:%s ' "${REDIS_PORTS[@]}")
+  Redis Cluster  $(printf '127.0.0.1:%s ' "${REDIS_PORTS[@]}")(masters), $(printf '127.0.0.1:%s ' "${REPLICA_PORTS[@]}")(replicas)
   database       $(sed -E 's#(//[^:/@]*):[^@/]*@#\1:***@#' <<<"${DB_URL%%\?*}")
 accounts (username, password)
 $(accounts)
@@ -619,12 +670,14 @@ cmd_status() {
     echo "not started ($STATE does not exist)"
     return 3
   fi
-  for p in "${REDIS_PORTS[@]}"; do
+  for p in "${REDIS_PORTS[@]}" "${REPLICA_PORTS[@]}"; do
     d=$(redis_dir "$p")
     total=$((total + 1))
     if pid=$(pid_of "$d/redis.pid" redis-server); then
       up=$((up + 1))
       state=$(redis-cli -p "$p" cluster info 2>/dev/null | tr -d '\r' | grep '^cluster_state:' || echo 'cluster_state:?')
+      # The role now: after a failover a replica's port may be a master's, and the other way round.
+      state+=", $(redis-cli -p "$p" info replication 2>/dev/null | tr -d '\r' | grep '^role:' || echo 'role:?')"
       echo "redis      127.0.0.1:$p  running (pid $pid), $state"
     else
       echo "redis      127.0.0.1:$p  stopped"

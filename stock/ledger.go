@@ -344,7 +344,7 @@ func (l *Ledger) borrow(ctx context.Context, itemID int64, n, h int, orderNo str
 		var cmd *redis.Cmd
 		var e error
 		acked := true
-		if l.wait.replicas > 0 {
+		if l.waitsFor() > 0 {
 			cmd, acked, e = l.runWaited(ctx, lendScript, keys, args)
 		} else {
 			cmd = lendScript.Run(ctx, l.rdb, keys, args...)

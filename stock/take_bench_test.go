@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/auth"
 	"seckill/internal/testenv"
+	"seckill/jobs"
 	"seckill/stock"
 )
 
@@ -149,6 +152,83 @@ func BenchmarkTakeWithWait(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 			b.ReportMetric(float64(takes-takes0)/float64(calls-calls0), "buyers/batch")
 			b.ReportMetric(float64(waitCalls(b, r.rdb))/float64(calls-calls0), "waits/batch")
+		})
+	}
+}
+
+// BenchmarkTakeWithWaitOnACluster is BenchmarkTakeWithWait on a Redis Cluster of three masters, each with
+// a replica (testenv.StartCluster, cluster-node-timeout as documented), for an item split over three
+// stock shards (one a master, as the slots fall): each batch's pipeline goes to its slot's master and
+// WAITs for that master's replica. Run it alone, e.g.
+// go test -run '^$' -bench TakeWithWaitOnACluster -benchtime 3000x -count 3 ./stock
+func BenchmarkTakeWithWaitOnACluster(b *testing.B) {
+	cl := testenv.StartCluster(b, 3, 1)
+	cc := cl.Client(b)
+	db := testenv.Postgres(b)
+	ctx := context.Background()
+	for _, replicas := range []int{0, 1} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			if err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.FlushAll(ctx).Err() }); err != nil {
+				b.Fatal(err)
+			}
+			_, item := testenv.Sale(b, db, int64(b.N), time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+			if err := db.Model(&item).Update("stock_shards", 3).Error; err != nil {
+				b.Fatal(err)
+			}
+			ledger := testenv.Ledger(cc, time.Now)
+			ledger.WaitReplicas(replicas, 100*time.Millisecond)
+			if left, err := ledger.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil || left != int64(b.N) {
+				b.Fatalf("preheat: %d left, %v", left, err)
+			}
+			users, paths := make([]int64, b.N), make([]string, b.N)
+			for i := range users {
+				users[i] = int64(i + 1)
+				paths[i], _ = auth.RandomToken(16)
+				if err := ledger.IssuePath(ctx, item.ID, users[i], paths[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// The scripts loaded on every master (the first take on each goes as EVAL).
+			for h := range 3 {
+				c, err := cc.MasterForKey(ctx, stock.ShardKeys(item.ID, h).Sale)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := stock.LoadTake(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			calls0, takes0 := ledger.BatchStats()
+			waits0, _ := ledger.WaitStats()
+			lat := make([]time.Duration, b.N)
+			var next, sold atomic.Int64
+			b.SetParallelism(64 / max(runtime.GOMAXPROCS(0), 1))
+			start := time.Now()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := next.Add(1) - 1
+					t0 := time.Now()
+					soldOut, confirmed, err := ledger.TakeConfirmed(ctx, item.ID, users[i], paths[i], fmt.Sprintf("SK%019d", i))
+					lat[i] = time.Since(t0)
+					if err != nil || soldOut {
+						b.Errorf("take %d: sold out %v, %v", i, soldOut, err)
+					} else if replicas > 0 && !confirmed {
+						b.Errorf("take %d: unconfirmed, the replicas up", i)
+					} else {
+						sold.Add(1)
+					}
+				}
+			})
+			b.StopTimer()
+			elapsed := time.Since(start)
+			calls, takes := ledger.BatchStats()
+			waits, _ := ledger.WaitStats()
+			slices.Sort(lat)
+			b.ReportMetric(float64(sold.Load())/elapsed.Seconds(), "buys/s")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(takes-takes0)/float64(calls-calls0), "buyers/batch")
+			b.ReportMetric(float64(waits-waits0)/float64(calls-calls0), "waits/batch")
 		})
 	}
 }

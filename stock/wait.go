@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,10 +33,21 @@ import (
 
 // waitState is the ledger's WAIT settings and counts.
 type waitState struct {
-	replicas    int           // 0: no WAIT
+	replicas    atomic.Int64  // 0: no WAIT
 	timeout     time.Duration // WAIT's bound
 	waits       atomic.Int64  // WAITs sent
 	unconfirmed atomic.Int64  // batches whose WAIT answered fewer replicas than asked
+	failed      atomic.Int64  // WAITs that answered an error (counted in unconfirmed too)
+
+	// REDIS_WAIT_REPLICAS=auto (WaitReplicasAuto): until a replica has been seen, the batches ask Redis
+	// again now and then whether one came.
+	auto     atomic.Bool
+	asked    atomic.Int64 // when Redis was last asked (Unix ns, wall time)
+	asking   atomic.Bool  // a batch is asking now: the others go on as they are
+	log      atomic.Pointer[slog.Logger]
+	logged   atomic.Int64 // when a WAIT's failure was last logged (Unix ns)
+	loaded   sync.Map     // "master address\x00script hash": the master has run the script (EVAL done)
+	unlogged atomic.Int64 // failures since the last line logged
 }
 
 // MaxWaitTimeout bounds a take's WAIT: the script call and its WAIT are read within go-redis's read
@@ -44,8 +58,76 @@ const MaxWaitTimeout = time.Second
 // writes or timeout passes; a batch they did not acknowledge in time is answered unconfirmed (its units
 // are taken all the same). n = 0 turns it off, the default.
 func (l *Ledger) WaitReplicas(n int, timeout time.Duration) {
-	l.wait.replicas = max(n, 0)
+	l.wait.auto.Store(false)
+	l.wait.replicas.Store(int64(max(n, 0)))
 	l.wait.timeout = min(max(timeout, time.Millisecond), MaxWaitTimeout)
+}
+
+// autoAskEvery is how often, at most, a ledger on REDIS_WAIT_REPLICAS=auto that has not seen a replica
+// yet asks Redis again (INFO replication, one round trip to each master, made by one batch).
+const autoAskEvery = 50 * time.Millisecond
+
+// WaitReplicasAuto is REDIS_WAIT_REPLICAS=auto: the batches wait for one replica once a replica of
+// every master has been seen, asked now (ReplicasOf) and, until then, again every autoAskEvery by the
+// batch that finds the answer old; a replica added while the shop runs is waited for from the next
+// batch. Once seen, the ledger waits for it for good: a replica lost later leaves its master's buyers
+// unconfirmed (logged), which is the truth for them (a failover now would lose their buys), where not
+// waiting would tell them queued on the master alone. REDIS_WAIT_REPLICAS=0 is the way to say a shop
+// has no replicas on purpose.
+func (l *Ledger) WaitReplicasAuto(ctx context.Context, timeout time.Duration) (int, error) {
+	l.WaitReplicas(0, timeout)
+	l.wait.auto.Store(true)
+	return l.askReplicas(ctx)
+}
+
+// askReplicas asks Redis how many replicas every master has and, on auto, waits for one from now on
+// when each has one.
+func (l *Ledger) askReplicas(ctx context.Context) (int, error) {
+	l.wait.asked.Store(time.Now().UnixNano())
+	have, err := ReplicasOf(ctx, l.rdb)
+	if err != nil || have < 1 || !l.wait.auto.Load() {
+		return have, err
+	}
+	if l.wait.replicas.CompareAndSwap(0, 1) {
+		l.wait.auto.Store(false) // decided for good
+		if log := l.wait.log.Load(); log != nil {
+			log.Info("REDIS_WAIT_REPLICAS=auto: every Redis master has a replica, buys wait for one", "timeout", l.wait.timeout)
+		}
+	}
+	return have, nil
+}
+
+// reaskReplicas is askReplicas from a batch, when the ledger is on auto, has not seen a replica yet,
+// and nobody asked within autoAskEvery: the batch asks, within its own deadline, before its take.
+func (l *Ledger) reaskReplicas(ctx context.Context) {
+	if !l.wait.auto.Load() || time.Now().UnixNano()-l.wait.asked.Load() < int64(autoAskEvery) || !l.wait.asking.CompareAndSwap(false, true) {
+		return
+	}
+	defer l.wait.asking.Store(false)
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := l.askReplicas(actx); err != nil {
+		l.waitFailed(fmt.Errorf("REDIS_WAIT_REPLICAS=auto: %w", err))
+	}
+}
+
+// LogWaits logs, at most once every waitLogEvery, why WAITs failed or were not acknowledged.
+func (l *Ledger) LogWaits(log *slog.Logger) { l.wait.log.Store(log) }
+
+// waitLogEvery spaces the log lines of WAIT failures: under a crowd every batch fails alike.
+const waitLogEvery = 10 * time.Second
+
+// waitFailed counts and logs (rate-limited) a batch whose replicas are not known to have it.
+func (l *Ledger) waitFailed(err error) {
+	n := l.wait.unlogged.Add(1)
+	log := l.wait.log.Load()
+	last := l.wait.logged.Load()
+	now := time.Now().UnixNano()
+	if log == nil || now-last < int64(waitLogEvery) || !l.wait.logged.CompareAndSwap(last, now) {
+		return
+	}
+	l.wait.unlogged.Add(-n)
+	log.Warn("Redis replicas did not acknowledge a take batch: its buyers are answered unconfirmed", "err", err, "batches", n)
 }
 
 // WaitStats answers how many WAITs the ledger sent, and how many of them answered fewer replicas than it
@@ -54,11 +136,19 @@ func (l *Ledger) WaitStats() (waits, unconfirmed int64) {
 	return l.wait.waits.Load(), l.wait.unconfirmed.Load()
 }
 
+// WaitErrors answers how many WAITs answered an error rather than a count (each also in WaitStats'
+// unconfirmed): a master that refuses WAIT, a connection lost between the script's answer and WAIT's.
+func (l *Ledger) WaitErrors() int64 { return l.wait.failed.Load() }
+
+// waitsFor answers how many replicas the batches wait for now.
+func (l *Ledger) waitsFor() int { return int(l.wait.replicas.Load()) }
+
 // runTake runs the take script on keys and, when the ledger waits for replicas, WAIT on the same
 // connection. confirmed is false when the script ran but the replicas did not acknowledge it in time (or
 // the WAIT failed): its writes are on the master, not known to be on a replica.
 func (l *Ledger) runTake(ctx context.Context, keys []string, args []any) (res []string, confirmed bool, err error) {
-	if l.wait.replicas <= 0 {
+	l.reaskReplicas(ctx)
+	if l.waitsFor() <= 0 {
 		res, err = takeScript.Run(ctx, l.rdb, keys, args...).StringSlice()
 		return res, true, err
 	}
@@ -70,16 +160,78 @@ func (l *Ledger) runTake(ctx context.Context, keys []string, args []any) (res []
 	return res, acked, err
 }
 
-// runWaited runs script with EVALSHA and WAIT in one pipeline on the master of keys[0]; on NOSCRIPT (the
-// master does not know the script: restarted, failed over, flushed) the pair again with EVAL. It answers
-// the script's command, whether the replicas acknowledged it in time, and an error when the master could
-// not be reached. The WAIT runs after the script even when the script fails; it is then not counted.
+// ClusterReloadEvery is how often a cluster client is to reload its slot map (go-redis's
+// ClusterStateReloadInterval, 60 s by default). go-redis reloads it on MOVED and ASK, not when a master
+// is unreachable: every command of a slot whose master died (a path, a result) goes on failing after its
+// replica was promoted, until the next reload. One CLUSTER SLOTS a second (a client's, to one node)
+// keeps a failover's outage within the cluster's own time to promote (cluster-node-timeout and a
+// second or two) and a second.
+const ClusterReloadEvery = time.Second
+
+// movedWithin bounds how long a batch whose slot moved (MOVED, or its master unreachable) waits for the
+// cluster client to learn the slot's new master before it gives up on WAITing there.
+const movedWithin = time.Second
+
+// runWaited runs script and WAIT in one pipeline on the master of keys[0]. Only the script's first call
+// on a master goes as EVAL (with its body): after that, EVALSHA, which a master that lost its scripts
+// (restarted at the same address, SCRIPT FLUSH) answers NOSCRIPT; then the pair goes again with EVAL.
+// So a batch sends one WAIT, but after such a NOSCRIPT two (the first answers at once unless replicas
+// lag: its connection wrote nothing new).
+//
+// On a cluster, a batch whose slot moved (MOVED: a failover, a reshard) or whose master is unreachable
+// (dead, not failed over yet) has the cluster client reload its slots and goes again once to the slot's
+// new master, when the client learns of one within movedWithin; a batch answered ASK (the slot half
+// moved) goes through the cluster client, which follows it, without a WAIT: unconfirmed. The take and
+// lend scripts answer a request they have seen as before and write nothing new, so a second call is safe.
+//
+// It answers the script's command, whether the replicas acknowledged it in time, and an error when the
+// master could not be reached. The WAIT runs after the script even when the script fails; it is then
+// not counted.
 func (l *Ledger) runWaited(ctx context.Context, script *redis.Script, keys []string, args []any) (*redis.Cmd, bool, error) {
-	c, err := l.masterOf(ctx, keys[0])
-	if err != nil {
-		return nil, false, err
+	cc, _ := l.rdb.(*redis.ClusterClient)
+	for try := 0; ; try++ {
+		c, addr, err := l.masterOf(ctx, keys[0])
+		if err != nil {
+			return nil, false, err
+		}
+		cmd, wait := l.pair(ctx, c, addr, script, keys, args)
+		e := cmd.Err()
+		switch {
+		case e == nil:
+			return cmd, l.acked(wait), nil
+		case isTimeout(e):
+			// The pair's answer was not read in time (a read timeout shorter than the WAIT): the script
+			// may have run, and its buyers must not be told an error for units taken. The same call
+			// again, without a WAIT: its answer is the truth, not known to be on a replica.
+			l.wait.unconfirmed.Add(1)
+			return script.Run(ctx, c, keys, args...), false, nil
+		case cc == nil:
+			return cmd, false, nil
+		case redis.HasErrorPrefix(e, "ASK"):
+			l.wait.unconfirmed.Add(1)
+			return script.Run(ctx, cc, keys, args...), false, nil
+		case try == 0 && (redis.HasErrorPrefix(e, "MOVED") || unreachable(e)):
+			if !l.slotMoved(ctx, cc, keys[0], addr) {
+				if redis.HasErrorPrefix(e, "MOVED") {
+					// The cluster client follows MOVED itself; the slot's new master is not known to the
+					// ledger in time, so not WAITed for.
+					l.wait.unconfirmed.Add(1)
+					return script.Run(ctx, cc, keys, args...), false, nil
+				}
+				return cmd, false, nil
+			}
+		default:
+			return cmd, false, nil
+		}
 	}
+}
+
+// pair sends script (EVAL on a master not known to have it, else EVALSHA; EVAL again on NOSCRIPT) and
+// WAIT in one pipeline on c, the master at addr.
+func (l *Ledger) pair(ctx context.Context, c redis.Cmdable, addr string, script *redis.Script, keys []string, args []any) (cmd, wait *redis.Cmd) {
 	ms := l.wait.timeout.Milliseconds()
+	n := l.waitsFor()
+	known := addr + "\x00" + script.Hash()
 	run := func(eval bool) (cmd, wait *redis.Cmd) {
 		// The pipeline's error is each command's: read from them below.
 		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -90,36 +242,66 @@ func (l *Ledger) runWaited(ctx context.Context, script *redis.Script, keys []str
 			}
 			// Pipeliner has no Wait of its own (cmdable.Wait is on the concrete types): the command as is.
 			// A pipeline is read within the client's ReadTimeout, whatever its commands block for.
-			wait = p.Do(ctx, "wait", l.wait.replicas, ms)
+			wait = p.Do(ctx, "wait", n, ms)
 			return nil
 		})
 		return cmd, wait
 	}
-	cmd, wait := run(false)
-	if e := cmd.Err(); e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
+	_, loaded := l.wait.loaded.Load(known)
+	cmd, wait = run(!loaded)
+	if e := cmd.Err(); loaded && e != nil && redis.HasErrorPrefix(e, "NOSCRIPT") {
+		l.wait.loaded.Delete(known)
 		cmd, wait = run(true)
 	}
-	if e := cmd.Err(); e != nil && isTimeout(e) {
-		// The pair's answer was not read in time (a read timeout shorter than the WAIT): the script may
-		// have run, and its buyers must not be told an error for units taken. The same call again, without
-		// a WAIT: the take and lend scripts answer a request they have seen as before and write nothing
-		// new. Its answer is the truth, not known to be on a replica.
-		l.wait.unconfirmed.Add(1)
-		return script.Run(ctx, c, keys, args...), false, nil
+	if cmd.Err() == nil {
+		l.wait.loaded.Store(known, struct{}{})
 	}
-	if e := cmd.Err(); e != nil {
-		if cc, ok := l.rdb.(*redis.ClusterClient); ok && (redis.HasErrorPrefix(e, "MOVED") || redis.HasErrorPrefix(e, "ASK")) {
-			cc.ReloadState(ctx) // the slot moved (a failover, a reshard): the next batch asks the new master
-		}
-		return cmd, false, nil
-	}
+	return cmd, wait
+}
+
+// acked counts the batch's WAIT and answers whether its replicas acknowledged the batch.
+func (l *Ledger) acked(wait *redis.Cmd) bool {
 	l.wait.waits.Add(1)
 	n, err := wait.Int64()
-	acked := err == nil && n >= int64(l.wait.replicas)
-	if !acked {
-		l.wait.unconfirmed.Add(1)
+	want := int64(l.waitsFor())
+	if err == nil && n >= want {
+		return true
 	}
-	return cmd, acked, nil
+	l.wait.unconfirmed.Add(1)
+	if err != nil {
+		l.wait.failed.Add(1)
+		l.waitFailed(fmt.Errorf("WAIT: %w", err))
+	} else {
+		l.waitFailed(fmt.Errorf("WAIT %d answered %d within %v", want, n, l.wait.timeout))
+	}
+	return false
+}
+
+// slotMoved has the cluster client reload its slots and answers whether, within movedWithin (and ctx),
+// the master of key is another than the one at from.
+func (l *Ledger) slotMoved(ctx context.Context, cc *redis.ClusterClient, key, from string) bool {
+	deadline := time.Now().Add(movedWithin)
+	for {
+		cc.ReloadState(ctx)
+		if _, addr, err := l.masterOf(ctx, key); err == nil && addr != from {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// unreachable reports whether err says the master could not be talked to (refused, reset, closed).
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // isTimeout reports whether err is a network timeout (the answer may have been lost after the command ran).
@@ -130,15 +312,19 @@ func isTimeout(err error) bool {
 
 // masterOf answers a client whose pipeline runs on one connection to the master of key: the ledger's own
 // client for a single Redis (or a failover client), the slot's master's for a cluster.
-func (l *Ledger) masterOf(ctx context.Context, key string) (redis.Cmdable, error) {
+// It also answers the master's address, which names it in the ledger's memory of loaded scripts.
+func (l *Ledger) masterOf(ctx context.Context, key string) (redis.Cmdable, string, error) {
 	if cc, ok := l.rdb.(*redis.ClusterClient); ok {
 		c, err := cc.MasterForKey(ctx, key)
 		if err != nil {
-			return nil, fmt.Errorf("the master of %s: %w", key, err)
+			return nil, "", fmt.Errorf("the master of %s: %w", key, err)
 		}
-		return c, nil
+		return c, c.Options().Addr, nil
 	}
-	return l.rdb, nil
+	if c, ok := l.rdb.(*redis.Client); ok {
+		return c, c.Options().Addr, nil
+	}
+	return l.rdb, fmt.Sprintf("%p", l.rdb), nil
 }
 
 // ReplicasOf answers the fewest replicas connected to a master of rdb (every master of a cluster), from

@@ -11,7 +11,8 @@ import "context"
 // confirmed is false when the replicas did not acknowledge the join in time: its place is on the master,
 // not known to be on a replica.
 func (l *Line) runJoin(ctx context.Context, keys []string, args []any) (res []string, confirmed bool, err error) {
-	if l.ledger.wait.replicas <= 0 {
+	l.ledger.reaskReplicas(ctx)
+	if l.ledger.waitsFor() <= 0 {
 		res, err = queueScript.Run(ctx, l.rdb, keys, args...).StringSlice()
 		return res, true, err
 	}

@@ -3,6 +3,7 @@ package stock_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os/exec"
 	"strings"
@@ -186,3 +187,127 @@ func TestALoanFromAnotherMasterIsWaitedFor(t *testing.T) {
 }
 
 var errNotYet = fmt.Errorf("not yet")
+
+// Review of issue 36 (rev36). On a cluster the WAITed take goes to MasterForKey's node client, which
+// does not follow MOVED: once the item's slot has moved (a reshard; a failed-over master back as a
+// replica), the batch in flight failed and its buyers were told an error, where the ledger without
+// WAIT (the cluster client) follows the redirection. Now the ledger asks the cluster again and takes
+// on the slot's new master, WAITing there.
+func TestAWaitedTakeFollowsAMovedSlot(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	_, item := testenv.Sale(t, db, 10, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	sale := stock.ShardKeys(item.ID, 0).Sale
+	a, b, _, _, _, _ := rev36Cluster(t, "sk:{rev36-elsewhere}:probe", sale+":probe")
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{a.Options().Addr}})
+	t.Cleanup(func() { cc.Close() })
+	r := &shardRig{db: db, rdb: b, clock: &clock{t: time.Now()}, item: item}
+	r.ledger = testenv.Ledger(cc, r.clock.now)
+	r.ledger.WaitReplicas(1, 150*time.Millisecond)
+	if left, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil || left != 10 {
+		t.Fatalf("preheat: %d left, %v", left, err)
+	}
+	if got := r.buyAll(t, []int64{1})[0]; got.err != nil || !got.confirmed {
+		t.Fatalf("buyer 1: %+v", got)
+	}
+	// Buyer 2 has a path; then the slot moves from b to a (CLUSTER SETSLOT, MIGRATE), behind the cluster
+	// client's back.
+	tok, _ := auth.RandomToken(16)
+	if err := r.ledger.IssuePath(ctx, item.ID, 2, tok); err != nil {
+		t.Fatal(err)
+	}
+	slot := a.ClusterKeySlot(ctx, sale).Val()
+	id := func(c *redis.Client) string { return c.Do(ctx, "cluster", "myid").Val().(string) }
+	aID, bID := id(a), id(b)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.Do(ctx, "cluster", "setslot", slot, "importing", bID).Err())
+	must(b.Do(ctx, "cluster", "setslot", slot, "migrating", aID).Err())
+	keys, err := b.Do(ctx, "cluster", "getkeysinslot", slot, 1000).StringSlice()
+	must(err)
+	host, port, _ := net.SplitHostPort(a.Options().Addr)
+	for _, k := range keys {
+		must(b.Migrate(ctx, host, port, k, 0, 5*time.Second).Err())
+	}
+	must(a.Do(ctx, "cluster", "setslot", slot, "node", aID).Err())
+	// b, left with no slot, may already have turned a replica of a (cluster-allow-replica-migration).
+	_ = b.Do(ctx, "cluster", "setslot", slot, "node", aID).Err()
+	if err := b.Set(ctx, sale+":x", "1", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "MOVED") {
+		t.Fatalf("b still holds the slot: %v", err)
+	}
+
+	got := takeAnswer{user: 2}
+	_, got.confirmed, got.err = r.ledger.TakeConfirmed(ctx, item.ID, 2, tok, "SKW2")
+	t.Logf("buyer 2 after the slot moved: confirmed %v, err %v", got.confirmed, got.err)
+	if got.err != nil {
+		t.Errorf("buyer 2 was told an error (%v) after the item's slot moved: the WAITed take does not follow MOVED, as the cluster client does", got.err)
+	}
+}
+
+// Review of issue 36 (rev36): the first take on a master went EVALSHA and WAIT, NOSCRIPT, then EVAL and
+// WAIT again, two WAITs for one batch (the first one blocking its full timeout on a master with no
+// replica in sync, as a newly promoted one). The first call on a master now goes as EVAL: one WAIT a
+// batch from the first (EVALSHA after it).
+func TestOneWaitForTheFirstTakeOnAMaster(t *testing.T) {
+	p := testenv.StartReplicaPair(t)
+	r := newPairRig(t, p, 10, 150*time.Millisecond)
+	ctx := context.Background()
+	if err := p.Master.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Master.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waits := func() string {
+		v, _, _ := strings.Cut(infoField(t, p.Master, "commandstats", "cmdstat_wait"), ",")
+		return v
+	}
+	for i, want := range []string{"calls=1", "calls=2"} {
+		if a := r.buyAll(t, usersFrom(1+i, 1)); a[0].err != nil || !a[0].confirmed {
+			t.Fatalf("buyer %d: %+v, want confirmed", 1+i, a[0])
+		}
+		if got := waits(); got != want {
+			t.Errorf("after take %d: WAIT %s, want %s", 1+i, got, want)
+		}
+	}
+}
+
+// Review of issue 36 (rev36): a WAIT that answered an error left its buyers unconfirmed and said so
+// nowhere. Here the ledger's Redis user may not WAIT (an ACL): the buyer is told unconfirmed (the unit is
+// taken), the failure is counted, and logged once for many.
+func TestAFailedWaitIsCountedAndLogged(t *testing.T) {
+	p := testenv.StartReplicaPair(t)
+	ctx := context.Background()
+	if err := p.Master.Do(ctx, "acl", "setuser", "nowait", "on", ">nowait-pass", "~*", "&*", "+@all", "-wait").Err(); err != nil {
+		t.Fatal(err)
+	}
+	nowait := redis.NewClient(&redis.Options{Addr: p.Master.Options().Addr, Username: "nowait", Password: "nowait-pass"})
+	t.Cleanup(func() { nowait.Close() })
+	r := &shardRig{db: testenv.Postgres(t), rdb: p.Master, clock: &clock{t: time.Now()}}
+	r.ledger = testenv.Ledger(nowait, r.clock.now)
+	r.ledger.WaitReplicas(1, 150*time.Millisecond)
+	var logged strings.Builder
+	r.ledger.LogWaits(slog.New(slog.NewTextHandler(&logged, nil)))
+	_, r.item = testenv.Sale(t, r.db, 10, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	if left, err := r.ledger.Preheat(ctx, jobs.DBBooks{DB: r.db}, r.item.ID); err != nil || left != 10 {
+		t.Fatalf("preheat: %d left, %v", left, err)
+	}
+	for _, a := range r.buyAll(t, usersFrom(1, 3)) {
+		if a.err != nil || a.confirmed {
+			t.Errorf("buyer %d, WAIT refused: confirmed %v, %v; want unconfirmed", a.user, a.confirmed, a.err)
+		}
+	}
+	if n := len(r.queued(t, 1)); n != 3 {
+		t.Errorf("%d buyers' orders in the stream, want 3", n)
+	}
+	if n := r.ledger.WaitErrors(); n < 1 {
+		t.Errorf("%d WAIT errors counted, want the batches' (1 or more)", n)
+	}
+	if lines := strings.Count(logged.String(), "NOPERM"); lines != 1 {
+		t.Errorf("%d log lines naming the WAIT's error, want 1 (one for many); log:\n%s", lines, logged.String())
+	}
+}

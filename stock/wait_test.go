@@ -120,7 +120,7 @@ func TestTakeIsQueuedOnlyOnceTheReplicaHasIt(t *testing.T) {
 		return n
 	}
 
-	// The first take loads the script (EVALSHA, NOSCRIPT, EVAL: two WAITs); the counts start after it.
+	// The first take loads the script (EVAL, whose body is more to send); the counts start after it.
 	if a := r.buyAll(t, usersFrom(1, 1)); a[0].err != nil || !a[0].confirmed {
 		t.Fatalf("first buyer: %+v, want confirmed", a[0])
 	}
