@@ -85,12 +85,12 @@ type Failover struct {
 	held   atomic.Bool
 	since  atomic.Int64 // when the hold began (unix ns)
 	master atomic.Pointer[string]
-	seen   atomic.Int64      // failovers seen
-	last   atomic.Int64      // the last hold's length (ns)
+	seen   atomic.Int64 // failovers seen
+	last   atomic.Int64 // the last hold's length (ns)
 	// The journal's takes replayed after failovers (journal.go): taken again on the new master, and
 	// promises found broken (no unit left to take again).
 	restored, lost atomic.Int64
-	runIDs map[string]string // each master's run_id at the last look (Run's goroutine only)
+	runIDs         map[string]string // each master's run_id at the last look (Run's goroutine only)
 }
 
 // NewFailover makes the watch of sell's masters; books is a ledger on a second client of the same Redis,
