@@ -62,3 +62,9 @@ func (l *Ledger) Groups() int {
 
 // LoadTake loads the take script (as the ledger sends it) on a server, before counting its commands.
 func LoadTake(ctx context.Context, rdb redis.Scripter) error { return takeScript.Load(ctx, rdb).Err() }
+
+// ReplayOnto replays from's journal on to's client, as a failover's check replays the shop's ledger's
+// journal on the books' ledger.
+func ReplayOnto(ctx context.Context, from, to *Ledger) (Replayed, error) {
+	return to.replay(ctx, &from.journal)
+}
