@@ -65,6 +65,6 @@ func LoadTake(ctx context.Context, rdb redis.Scripter) error { return takeScript
 
 // ReplayOnto replays from's journal on to's client, as a failover's check replays the shop's ledger's
 // journal on the books' ledger.
-func ReplayOnto(ctx context.Context, from, to *Ledger) (Replayed, error) {
-	return to.replay(ctx, &from.journal)
+func ReplayOnto(ctx context.Context, from, to *Ledger, books Books) (Replayed, error) {
+	return to.replay(ctx, &from.journal, books)
 }

@@ -224,14 +224,14 @@ func (f *Failover) check(ctx context.Context) error {
 	// Then the takes this instance answered lately, which the new master may lack: after the recheck,
 	// so that a buyer the database knows is marked already and left alone, and before selling, so that
 	// the unit a journalled buyer was promised is still there to take again.
-	r, err := f.books.replay(ctx, &f.sell.journal)
+	r, err := f.books.replay(ctx, &f.sell.journal, f.src)
 	f.restored.Add(int64(r.Restored))
 	f.lost.Add(int64(r.Lost))
 	if r.Restored > 0 {
 		f.log.Warn("Redis failover: takes the new master lacked were taken again from this instance's journal", "restored", r.Restored, "kept", r.Kept)
 	}
 	if r.Lost > 0 {
-		f.log.Error("Redis failover: takes answered to buyers could not be taken again on the new master (no unit left): their buyers' results will say failed", "lost", r.Lost)
+		f.log.Error("Redis failover: takes answered to buyers could not be taken again on the new master (no unit left, or the sale is not on sale): their buyers are told their buy was lost", "lost", r.Lost)
 	}
 	return err
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
+
+	"seckill/errs"
 )
 
 // Redis replicates asynchronously, and WAIT does not make it a consistent store: a master cut off from
@@ -82,18 +85,34 @@ type Replayed struct {
 // Replay takes again, on the masters the ledger's client reaches now, every take this instance answered
 // in the last journalKeep that they lack. Run it after a failover, before selling again: a unit sold
 // meanwhile could be the one a journalled buyer was promised. A buyer marked already is left alone, so a
-// Replay twice, or on a master that lost nothing, changes nothing.
-func (l *Ledger) Replay(ctx context.Context) (Replayed, error) { return l.replay(ctx, &l.journal) }
+// Replay twice, or on a master that lost nothing, changes nothing. A sale the masters lack altogether (a
+// master restarted empty, whose replicas resynced from it) is loaded from books first, its buyers marked
+// from the database, so that a take the database does not have yet is taken again. A take that cannot
+// be (no unit left) gets its buyer the lost result: told, not left reading "none".
+func (l *Ledger) Replay(ctx context.Context, books Books) (Replayed, error) {
+	return l.replay(ctx, &l.journal, books)
+}
 
 // replay is Replay of journal j (another ledger's: the shop's, whose client a failover's hold refuses)
 // on this ledger's client.
-func (l *Ledger) replay(ctx context.Context, j *journal) (Replayed, error) {
+func (l *Ledger) replay(ctx context.Context, j *journal, books Books) (Replayed, error) {
 	var r Replayed
 	now := l.now()
+	loaded := map[int64]bool{}
 	for _, t := range j.since(now.Add(-journalKeep)) {
 		k := ShardKeys(t.itemID, t.shard)
-		got, err := replayScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Paths},
-			t.userID, t.orderNo, t.at.UnixMilli(), now.UnixMilli()).Text()
+		run := func() (string, error) {
+			return replayScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Paths},
+				t.userID, t.orderNo, t.at.UnixMilli(), now.UnixMilli()).Text()
+		}
+		got, err := run()
+		if err == nil && got == answerNotFound && !loaded[t.itemID] {
+			loaded[t.itemID] = true
+			if _, err := l.Preheat(ctx, books, t.itemID); err != nil && !errs.Is(err, errs.NotFound) {
+				return r, fmt.Errorf("replay: load item %d: %w", t.itemID, err)
+			}
+			got, err = run()
+		}
 		if err != nil {
 			return r, fmt.Errorf("replay order %s of item %d: %w", t.orderNo, t.itemID, err)
 		}
@@ -104,6 +123,10 @@ func (l *Ledger) replay(ctx context.Context, j *journal) (Replayed, error) {
 			r.Restored++
 		default:
 			r.Lost++
+			uid := strconv.FormatInt(t.userID, 10)
+			if err := l.rdb.HSetNX(ctx, k.Results, uid, lostPrefix+t.orderNo).Err(); err != nil {
+				return r, fmt.Errorf("replay: tell buyer %d of item %d: %w", t.userID, t.itemID, err)
+			}
 		}
 	}
 	return r, nil

@@ -52,7 +52,7 @@ func TestJournalledTakesComeBackOnAPromotedReplica(t *testing.T) {
 		t.Fatalf("the promoted replica knows the second buyer already (%+v, %v): the test proves nothing", r, err)
 	}
 
-	got, err := stock.ReplayOnto(ctx, old, promoted)
+	got, err := stock.ReplayOnto(ctx, old, promoted, jobs.DBBooks{DB: db})
 	if err != nil || got != (stock.Replayed{Kept: 1, Restored: 1}) {
 		t.Fatalf("replay: %+v, %v; want the first take kept and the second restored", got, err)
 	}
@@ -74,7 +74,7 @@ func TestJournalledTakesComeBackOnAPromotedReplica(t *testing.T) {
 		t.Errorf("the new master has %d units left, want 0", left)
 	}
 	// Again: nothing changes, nothing is queued twice.
-	if got, err := stock.ReplayOnto(ctx, old, promoted); err != nil || got != (stock.Replayed{Kept: 2}) {
+	if got, err := stock.ReplayOnto(ctx, old, promoted, jobs.DBBooks{DB: db}); err != nil || got != (stock.Replayed{Kept: 2}) {
 		t.Errorf("a second replay: %+v, %v; want both kept", got, err)
 	}
 
@@ -93,7 +93,10 @@ func TestJournalledTakesComeBackOnAPromotedReplica(t *testing.T) {
 	if err := buy(promoted, 2, "SK-journal-4"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := stock.ReplayOnto(ctx, old, promoted); err != nil || got.Lost != 1 {
+	if got, err := stock.ReplayOnto(ctx, old, promoted, jobs.DBBooks{DB: db}); err != nil || got.Lost != 1 {
 		t.Errorf("replay onto a master that sold the promised unit: %+v, %v; want one lost", got, err)
+	}
+	if r, err := promoted.ResultOf(ctx, item2.ID, users[0].ID); err != nil || r.Status != stock.ResultFailed || r.Reason != stock.ResultLost {
+		t.Errorf("the buyer whose promised unit was sold on the new master reads %+v, %v; want failed, lost", r, err)
 	}
 }
