@@ -205,6 +205,14 @@ func (l *Ledger) runWaited(ctx context.Context, script *redis.Script, keys []str
 			// again, without a WAIT: its answer is the truth, not known to be on a replica.
 			l.wait.unconfirmed.Add(1)
 			return script.Run(ctx, c, keys, args...), false, nil
+		case cc == nil && unreachable(e):
+			// The connection broke under the pair (the master killed, a failover closing it): the script
+			// may have run, and a replica may have it. The same call again, on a connection the client
+			// dials anew (to the master Sentinel names now): a script that ran answers what it answered
+			// then (the path keeps the answer for its order number), not known to be on a replica. If
+			// that fails too the buyer is told to try again, and the result says what happened.
+			l.wait.unconfirmed.Add(1)
+			return script.Run(ctx, l.rdb, keys, args...), false, nil
 		case cc == nil:
 			return cmd, false, nil
 		case redis.HasErrorPrefix(e, "ASK"):
