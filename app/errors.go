@@ -183,7 +183,7 @@ func toContractError(c *fiber.Ctx, err error, log *slog.Logger) *errs.Error {
 	return errs.New(errs.Internal, "something went wrong on our side; please try again")
 }
 
-var errStoreAway = &errs.Error{Code: errs.Unavailable, Message: "part of the shop is not answering for a moment; try again in a few seconds",
+var errStoreAway = &errs.Error{Code: errs.Unavailable, Message: "Part of the shop is not answering for a moment: try again in a few seconds. If you were buying, the item's page will tell you what happened.",
 	RetryAfter: 2 * time.Second}
 
 // storeAway reports whether err says Redis or PostgreSQL is away for a moment rather than a fault of

@@ -11,10 +11,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
 	"seckill/auth"
@@ -233,6 +236,7 @@ func runServe(ctx context.Context, env Env) error {
 	logs := newLogBuffer(env.Stderr)
 	defer logs.Close()
 	log := newLogger(cfg, logs)
+	redis.SetLogger(&redisLog{log: log, every: rate.NewLimiter(rate.Every(time.Second), 5)})
 	d := Deps{Log: log, Now: time.Now}
 	if cfg.Demo {
 		demo, err := openDemo(ctx, &cfg, log)
@@ -517,4 +521,21 @@ func lanAddress() string {
 		}
 	}
 	return ""
+}
+
+// redisLog is go-redis's own log (a dial that failed, a Sentinel that named a new master) in the app's,
+// at most a line a second past a burst of five: while a master is away it fails a dial per command, and
+// the lines would grow with the crowd.
+type redisLog struct {
+	log     *slog.Logger
+	every   *rate.Limiter
+	dropped atomic.Int64
+}
+
+func (r *redisLog) Printf(ctx context.Context, format string, v ...any) {
+	if !r.every.Allow() {
+		r.dropped.Add(1)
+		return
+	}
+	r.log.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...), "lines_dropped_since", r.dropped.Swap(0))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
 
 	"seckill/internal/testenv"
 )
@@ -64,5 +65,23 @@ func TestAStoreAwayIsUnavailableNotInternal(t *testing.T) {
 	}
 	if resp.StatusCode != 500 {
 		t.Errorf("a bug of ours: %d, want 500 internal", resp.StatusCode)
+	}
+}
+
+// go-redis logs a line for each dial that fails while a master is away: a crowd's worth a second. The app
+// passes on a burst and then a line a second, saying how many it dropped.
+func TestRedisLinesAreRateLimited(t *testing.T) {
+	var buf strings.Builder
+	r := &redisLog{log: slog.New(slog.NewTextHandler(&buf, nil)), every: rate.NewLimiter(rate.Every(time.Hour), 5)}
+	for range 1000 {
+		r.Printf(context.Background(), "connection pool: failed to dial after %d attempts", 5)
+	}
+	if n := strings.Count(buf.String(), "failed to dial"); n != 5 {
+		t.Errorf("1,000 lines of go-redis made %d lines of the log, want the burst of 5", n)
+	}
+	r.every.SetLimit(rate.Inf)
+	r.Printf(context.Background(), "sentinel: new master=%q", "chaos")
+	if !strings.Contains(buf.String(), "lines_dropped_since=995") {
+		t.Errorf("the next line does not say 995 were dropped:\n%s", buf.String())
 	}
 }
