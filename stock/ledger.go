@@ -303,6 +303,15 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 		}
 		res, confirmed, err = l.take(ctx, itemID, h, userID, path, orderNo, loan)
 	}
+	if err != nil && outcomeUnknown(err) {
+		// The connection broke after the take was sent (the master killed under it, and asked again
+		// in vain): it may have run, and a replica may have it. Not an error to try again (a take that ran
+		// used the path up: a retry would be told invalid_path though the buyer holds the unit), but
+		// unconfirmed, as a take its replicas did not acknowledge: the result settles, as an order or as
+		// lost (unconfirmed.go), and says which.
+		l.unconfirmed.add(itemID, userID, orderNo, l.now())
+		return false, false, nil
+	}
 	if err != nil {
 		return false, false, refusedForReplicas(err)
 	}

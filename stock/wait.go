@@ -312,6 +312,19 @@ func unreachable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
+// outcomeUnknown reports whether err leaves unknown whether a command ran: the connection broke after it
+// was sent (the master killed under it). A dial that failed (refused, or held after a failover) sent
+// nothing; a timeout is left an error too, since a buyer whose deadline passed while waiting for a
+// batch sent nothing either (a read timeout under a waited take is asked again in runWaited).
+func outcomeUnknown(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
+}
+
 // isTimeout reports whether err is a network timeout (the answer may have been lost after the command ran).
 func isTimeout(err error) bool {
 	var ne net.Error
