@@ -9,6 +9,7 @@
 //	go run ./cmd/chaos -short                                 # one round of each fault, small sales
 //	go run ./cmd/chaos -seed 42 -faults redis-kill            # replay what a seed did
 //	go run ./cmd/chaos -faults redis-failover -wait-replicas 0 # the loss without WAIT
+//	go run ./cmd/chaos -busy 3 -scale 0.5 -conns 1000         # no fault: failovers of a busy master, WAIT's cost (busy.go)
 //
 // It stops everything it started, by pid, when it ends or is interrupted.
 package main
