@@ -9,6 +9,7 @@
 //	go run ./cmd/chaos -short                                 # one round of each fault, small sales
 //	go run ./cmd/chaos -seed 42 -faults redis-kill            # replay what a seed did
 //	go run ./cmd/chaos -faults redis-failover -wait-replicas 0 # the loss without WAIT
+//	go run ./cmd/chaos -busy 3 -scale 0.5 -conns 1000         # no fault: failovers of a busy master, WAIT's cost (busy.go)
 //
 // It stops everything it started, by pid, when it ends or is interrupted.
 package main
@@ -57,6 +58,9 @@ type config struct {
 	soakOut    string        // the report's path without its extension (.md, .csv, .svg)
 	payTimeout time.Duration // PAY_TIMEOUT of the instances
 	saleKeep   time.Duration // SALE_KEEP of the instances
+
+	busy          int           // instead of faults, this many rounds of busy.go's run in the Sentinel world
+	busyDownAfter time.Duration // the sentinels' down-after-milliseconds in it
 }
 
 func parse(args []string, stderr io.Writer) (*config, error) {
@@ -74,6 +78,8 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (servers' data and logs)")
 	fs.IntVar(&c.waitReplicas, "wait-replicas", 1, "the instances' REDIS_WAIT_REPLICAS in the world of redis-failover and redis-partition (0: no WAIT, to measure the loss without it)")
 	fs.StringVar(&c.bin, "bin", "", "the seckill binary (default: built from this tree)")
+	fs.IntVar(&c.busy, "busy", 0, "instead of faults, this many rounds of the big sale with and without WAIT and the rush, in the Sentinel world: counts failovers of a busy master (busy.go)")
+	fs.DurationVar(&c.busyDownAfter, "busy-down-after", 3*time.Second, "the sentinels' down-after-milliseconds in the busy run (docker-compose.yml's 3000 by default)")
 	short := fs.Bool("short", false, "one round of every fault with small sales (make test runs it)")
 	fs.DurationVar(&c.soak, "soak", 0, "instead of faults, a soak of steady mixed load this long (make soak)")
 	fs.Float64Var(&c.soakRate, "soak-rate", 0, "the soak's page views a second (0: half of what this machine answers, measured first)")
@@ -157,6 +163,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return w.soak(ctx, c, stdout)
+	}
+	if c.busy > 0 {
+		w, err := worldFor(true)
+		if err != nil {
+			return err
+		}
+		return w.busy(ctx, c, stdout)
 	}
 	rng := rand.New(rand.NewPCG(c.seed, 0x5ec6111))
 	var rounds []*round
