@@ -456,23 +456,15 @@ func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, er
 		return Result{}, err
 	}
 	k := ShardKeys(itemID, HomeShard(userID, n))
-	uid := strconv.FormatInt(userID, 10)
-	var resCmd *redis.StringCmd
-	var buyerCmd *redis.BoolCmd
-	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		resCmd = p.HGet(ctx, k.Results, uid)
-		buyerCmd = p.SIsMember(ctx, k.Buyers, uid)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	settled, marked, err := l.buyer(ctx, k, strconv.FormatInt(userID, 10))
+	if err != nil {
 		return Result{}, fmt.Errorf("result: %w", err)
 	}
 	// A failed buyer is no longer marked; marked again, it is a new attempt, queued.
-	settled := decodeResult(resCmd.Val())
 	switch {
 	case settled.Status == ResultSuccess:
 		return settled, nil
-	case buyerCmd.Val():
+	case marked:
 		return Result{Status: ResultQueued}, nil
 	case settled.Status == ResultFailed:
 		return settled, nil
@@ -481,4 +473,19 @@ func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, er
 		return Result{Status: ResultSoldOut}, nil
 	}
 	return Result{Status: ResultNone}, nil
+}
+
+// buyer reads a buyer's settled result and whether they are marked a buyer, in one round trip.
+func (l *Ledger) buyer(ctx context.Context, k Keys, uid string) (settled Result, marked bool, err error) {
+	var res *redis.StringCmd
+	var mark *redis.BoolCmd
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		res = p.HGet(ctx, k.Results, uid)
+		mark = p.SIsMember(ctx, k.Buyers, uid)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Result{}, false, err
+	}
+	return decodeResult(res.Val()), mark.Val(), nil
 }

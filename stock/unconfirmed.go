@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // An unconfirmed buyer (issue 36) was told their take is on the Redis master, not known to be on a
@@ -148,20 +146,14 @@ func (l *Ledger) settleOne(ctx context.Context, itemID, userID int64, orderNo st
 	}
 	k := ShardKeys(itemID, HomeShard(userID, n))
 	uid := strconv.FormatInt(userID, 10)
-	var res *redis.StringCmd
-	var marked *redis.BoolCmd
-	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		res = p.HGet(ctx, k.Results, uid)
-		marked = p.SIsMember(ctx, k.Buyers, uid)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	settled, marked, err := l.buyer(ctx, k, uid)
+	if err != nil {
 		return takeKept, fmt.Errorf("read the buyer: %w", err)
 	}
 	switch {
-	case decodeResult(res.Val()).Status != "":
+	case settled.Status != "":
 		return takeSettled, nil
-	case marked.Val():
+	case marked:
 		return takeKept, nil
 	}
 	// Redis knows nothing of the buyer: the take went with a master. PostgreSQL says whether its order
