@@ -970,6 +970,9 @@ func failoverMetrics(f *stock.Failover) []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_redis_failover_lost_total",
 			Help: "Takes this instance answered that a new master lacked and had no unit left to take again: promises broken (alert on any)."},
 			func() float64 { _, n := f.Replays(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "seckill_redis_failover_unmet_total",
+			Help: "Holds after a failover lifted after the bound with another live instance still not done checking the books (dead or stuck): a journalled buyer of that instance may find their unit sold."},
+			func() float64 { return float64(f.Unmet()) }),
 	}
 }
 

@@ -2,11 +2,15 @@ package stock
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +44,17 @@ import (
 //     checks the books and lifts the hold.
 //
 // The hold answers buyers 503 with Retry-After (ErrFailover): never sold out, never failed.
+//
+// Every instance lifts its hold only when every other live instance has checked too (the meeting,
+// meet.lua): each instance replays only its own journal, and one with nothing to replay would otherwise
+// sell again at once, perhaps the very units another instance's journal is about to take again for buyers
+// it answered on the old master. Each look, an instance says on Redis that it is alive and which masters
+// (their run_ids: a generation) it has checked; a held instance sells again once no instance seen in the
+// last MeetWindow has failed to check the generation it checked. An instance that is not held counts as
+// checked for the masters it sees: it has sold on them all along. So that an instance that has not
+// looked at the new master yet is seen alive there, a hold lasts at least 1.5 Intervals; so that a dead or
+// stuck instance cannot stop the shop, an instance that checked sells again MeetWithin later whoever is
+// missing (logged and counted: seckill_redis_failover_unmet_total).
 
 // ErrFailover answers a buy while the books are checked after a failover: try again in a second.
 var ErrFailover = failoverError()
@@ -73,6 +88,24 @@ var lowerLua string
 
 var lowerScript = redis.NewScript(lowerLua)
 
+//go:embed meet.lua
+var meetLua string
+
+var meetScript = redis.NewScript(meetLua)
+
+// The meeting's keys, in one hash slot (on a cluster, on whichever master holds it).
+const (
+	meetInstances = "sk:{failover}:instances"
+	meetChecked   = "sk:{failover}:checked:" // and the generation
+)
+
+const (
+	// MeetWindow is how recently an instance must have looked to be waited for.
+	MeetWindow = 3 * time.Second
+	// meetKeep is how long a generation's checked set is kept.
+	meetKeep = 10 * time.Minute
+)
+
 // Failover watches the Redis masters and holds the sell ledger's buys after one changed, until the books
 // are checked. One per instance; Run is its loop.
 type Failover struct {
@@ -80,7 +113,9 @@ type Failover struct {
 	books    *Ledger // on a client the hold does not refuse: reads the masters, checks the books
 	src      Books
 	log      *slog.Logger
-	Interval time.Duration // how often the masters are looked at (default 500 ms)
+	Interval time.Duration // how often the masters are looked at (default 250 ms)
+	// MeetWithin bounds how long an instance that checked the books waits for the others (default 3 s).
+	MeetWithin time.Duration
 
 	held   atomic.Bool
 	since  atomic.Int64 // when the hold began (unix ns)
@@ -90,13 +125,20 @@ type Failover struct {
 	// The journal's takes replayed after failovers (journal.go): taken again on the new master, and
 	// promises found broken (no unit left to take again).
 	restored, lost atomic.Int64
-	runIDs         map[string]string // each master's run_id at the last look (Run's goroutine only)
+	unmet          atomic.Int64 // holds lifted after MeetWithin with an instance still missing
+
+	id        string            // this instance at the meeting
+	runIDs    map[string]string // each master's run_id at the last look (Run's goroutine only)
+	checked   string            // the generation of masters whose books this instance checked (Run's)
+	checkedAt time.Time         // when
+	checkedIn int64             // in which hold (its since)
 }
 
 // NewFailover makes the watch of sell's masters; books is a ledger on a second client of the same Redis,
 // which the hold does not refuse; src is the database's word on every sale.
 func NewFailover(sell, books *Ledger, src Books, log *slog.Logger) *Failover {
-	f := &Failover{sell: sell, books: books, src: src, log: log, Interval: 500 * time.Millisecond}
+	f := &Failover{sell: sell, books: books, src: src, log: log, Interval: 250 * time.Millisecond,
+		MeetWithin: 3 * time.Second, id: rand.Text()}
 	sell.failover = f
 	return f
 }
@@ -195,19 +237,78 @@ func (f *Failover) look(ctx context.Context) {
 		}
 	}
 	f.runIDs = ids
+	gen := generation(ids)
 	if !f.held.Load() {
+		f.checked = gen
+		_, _ = f.meet(lctx, gen, true) // alive, selling on these masters; the next look says it again
 		return
 	}
-	if err := f.check(lctx); err != nil {
-		if ctx.Err() == nil {
-			f.log.Warn("Redis failover: the books could not be checked yet; buys stay held", "err", err)
+	if f.checked != gen || f.checkedIn != f.since.Load() {
+		// Alive first, so that the others wait for this instance while it checks.
+		_, _ = f.meet(lctx, gen, false)
+		if err := f.check(lctx); err != nil {
+			if ctx.Err() == nil {
+				f.log.Warn("Redis failover: the books could not be checked yet; buys stay held", "err", err)
+			}
+			return
 		}
-		return
+		f.checked, f.checkedAt, f.checkedIn = gen, time.Now(), f.since.Load()
 	}
-	d := time.Duration(time.Now().UnixNano() - f.since.Load())
-	f.last.Store(int64(d))
+	// Wait for the others until the next look.
+	for until := time.Now().Add(f.Interval); ; {
+		waiting, err := f.meet(lctx, gen, true)
+		held := time.Duration(time.Now().UnixNano() - f.since.Load())
+		switch {
+		case err == nil && len(waiting) == 0 && held >= f.Interval*3/2:
+			f.lift(held, "books checked by every instance, buys resume")
+			return
+		case time.Since(f.checkedAt) >= f.MeetWithin:
+			f.unmet.Add(1)
+			f.log.Warn("Redis failover: buys resume though other instances have not checked the books (dead or stuck?)",
+				"waiting_for", waiting, "err", err)
+			f.lift(held, "books checked, buys resume")
+			return
+		case !time.Now().Before(until):
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// lift ends the hold, which lasted held.
+func (f *Failover) lift(held time.Duration, msg string) {
+	f.last.Store(int64(held))
 	f.held.Store(false)
-	f.log.Info("Redis failover: books checked, buys resume", "held", d)
+	f.log.Info("Redis failover: "+msg, "held", held)
+}
+
+// meet says at the meeting that this instance is alive and, if checked, that it checked the books of the
+// masters of generation gen; it answers the live instances that have not.
+func (f *Failover) meet(ctx context.Context, gen string, checked bool) ([]string, error) {
+	flag := "0"
+	if checked {
+		flag = "1"
+	}
+	return meetScript.Run(ctx, f.books.rdb, []string{meetInstances, meetChecked + gen},
+		f.id, flag, MeetWindow.Milliseconds(), meetKeep.Milliseconds()).StringSlice()
+}
+
+// generation names the masters of run_ids: the same for every instance that sees the same masters.
+func generation(ids map[string]string) string {
+	addrs := make([]string, 0, len(ids))
+	for a := range ids {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	h := sha256.New()
+	for _, a := range addrs {
+		fmt.Fprintf(h, "%s=%s;", a, ids[a])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // check checks the books of every sale with an order stream against the database.
@@ -238,6 +339,9 @@ func (f *Failover) check(ctx context.Context) error {
 
 // Replays answers the journal's takes taken again on new masters, and those found lost, since start.
 func (f *Failover) Replays() (restored, lost int64) { return f.restored.Load(), f.lost.Load() }
+
+// Unmet answers how many holds were lifted after MeetWithin with another instance still not checked.
+func (f *Failover) Unmet() int64 { return f.unmet.Load() }
 
 // runIDs answers each master's run_id (INFO server), by address; a single Redis's (or a failover
 // client's master's) under "".
