@@ -308,8 +308,11 @@ func (l *Ledger) TakeConfirmed(ctx context.Context, itemID, userID int64, path, 
 		// in vain): it may have run, and a replica may have it. Not an error to try again (a take that ran
 		// used the path up: a retry would be told invalid_path though the buyer holds the unit), but
 		// unconfirmed, as a take its replicas did not acknowledge: the result settles, as an order or as
-		// lost (unconfirmed.go), and says which.
+		// lost (unconfirmed.go), and says which. Journalled as well: if the master is gone (the usual
+		// cause), the replay after the failover takes it again on the new one, so that the buyer gets the
+		// unit they were told they may have, not a "lost" half a minute later.
 		l.unconfirmed.add(itemID, userID, orderNo, l.now())
+		l.journalTake(itemID, userID, h, orderNo, l.now())
 		return false, false, nil
 	}
 	if err != nil {

@@ -92,3 +92,69 @@ func TestATakeWhoseReplyIsLostIsUnconfirmed(t *testing.T) {
 		t.Logf("dial error: %v", err)
 	}
 }
+
+// neverRan loses every script before Redis runs it, with the same EOF: a master dead behind a proxy that
+// accepted the connection.
+type neverRan struct{ lostReplies }
+
+func (neverRan) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !strings.HasPrefix(cmd.Name(), "eval") {
+			return next(ctx, cmd)
+		}
+		cmd.SetErr(io.EOF)
+		return io.EOF
+	}
+}
+
+func (neverRan) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !strings.HasPrefix(cmds[0].Name(), "eval") {
+			return next(ctx, cmds)
+		}
+		for _, c := range cmds {
+			c.SetErr(io.EOF)
+		}
+		return io.EOF
+	}
+}
+
+// A buyer told unconfirmed because the master died under their take (which never ran there) gets the
+// unit on the new master when the instance replays its journal after the failover: queued there, not
+// "lost" half a minute later.
+func TestATakeLostWithItsMasterIsTakenAgainAfterTheFailover(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	old, _ := testenv.RedisServer(t, "dead")
+	promoted, _ := testenv.RedisServer(t, "promoted")
+	_, item := testenv.Sale(t, db, 2, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	for _, rdb := range []*redis.Client{old, promoted} {
+		if _, err := testenv.Ledger(rdb, time.Now).Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	users := testenv.Users(t, db, "neverran", 1)
+	tok, _ := auth.RandomToken(16)
+	dying := redis.NewClient(&redis.Options{Addr: old.Options().Addr, MaxRetries: -1})
+	defer dying.Close()
+	dying.AddHook(neverRan{})
+	ledger := testenv.Ledger(dying, time.Now)
+	if err := testenv.Ledger(old, time.Now).IssuePath(ctx, item.ID, users[0].ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	_, confirmed, err := ledger.TakeConfirmed(ctx, item.ID, users[0].ID, tok, "SK-never-ran")
+	if err != nil || confirmed {
+		t.Fatalf("a take whose master died under it: confirmed %v, %v; want unconfirmed, no error", confirmed, err)
+	}
+	if r, _ := testenv.Ledger(old, time.Now).ResultOf(ctx, item.ID, users[0].ID); r.Status != stock.ResultNone {
+		t.Fatalf("the take ran on the old master (%+v): the test proves nothing", r)
+	}
+	books := testenv.Ledger(promoted, time.Now)
+	got, err := stock.ReplayOnto(ctx, ledger, books, jobs.DBBooks{DB: db})
+	if err != nil || got != (stock.Replayed{Restored: 1}) {
+		t.Fatalf("replay after the failover: %+v, %v; want the take restored", got, err)
+	}
+	if r, err := books.ResultOf(ctx, item.ID, users[0].ID); err != nil || r.Status != stock.ResultQueued {
+		t.Errorf("the buyer reads %+v, %v on the new master; want queued", r, err)
+	}
+}
