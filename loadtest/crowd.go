@@ -613,7 +613,7 @@ func (c *Client) shop(ctx context.Context, rdb redis.UniversalClient, sale *Sale
 					s.Queued++
 				}
 				s.Took = time.Now()
-				end(c.followResult(ctx, sale, s, wait))
+				end(c.followResult(ctx, sale, s, wait, b.Unconfirmed()))
 				return
 			case err == nil && b.Code == "sold_out":
 				end("sold out")
@@ -659,23 +659,39 @@ func (c *Client) pageLoad(ctx context.Context, s *crowdShopper) bool {
 	return false
 }
 
-// followResult polls the buyer's result each second as the page does, until it is final.
-func (c *Client) followResult(ctx context.Context, sale *Sale, s *crowdShopper, wait func(time.Duration) bool) string {
+// followResult polls the buyer's result each second as the page does, until it is final. After a 202
+// unconfirmed (unconfirmed), as item.js does, a result of none or sold_out is not final: the take may
+// have been lost with a Redis master, and the result then settles as failed (reason lost) only once the
+// take is found gone, about 30 s later (stock.UnconfirmedGrace). So the follow-up goes on, every 2 s as
+// the page, until the result settles or unconfirmedWithin of waiting has passed; a sold_out then is
+// final, a none is no answer ("").
+func (c *Client) followResult(ctx context.Context, sale *Sale, s *crowdShopper, wait func(time.Duration) bool, unconfirmed bool) string {
+	var waited time.Duration // the follow-up's bound after an unconfirmed buy, counted in the waits it made
 	for ctx.Err() == nil {
 		var r struct{ Status string }
 		a, err := c.Do(ctx, http.MethodGet, fmt.Sprintf("/api/items/%d/result", sale.ItemID), nil, s.u)
 		s.count(a, err, "result")
+		pause := time.Second
 		if err == nil && a.Status == 200 && jsonUnmarshal(a.Body, &r) == nil {
-			switch r.Status {
-			case "success":
+			unsettled := unconfirmed && (r.Status == "none" || r.Status == "sold_out")
+			switch {
+			case r.Status == "success":
 				return "bought"
-			case "failed", "sold_out":
+			case r.Status == "failed", r.Status == "sold_out" && !unsettled:
 				return "sold out"
+			case unsettled && waited >= unconfirmedWithin:
+				if r.Status == "sold_out" {
+					return "sold out"
+				}
+				return ""
+			case unsettled:
+				pause = 2 * time.Second
 			}
 		}
-		if !wait(time.Second) {
+		if !wait(pause) {
 			break
 		}
+		waited += pause
 	}
 	return ""
 }
@@ -814,19 +830,19 @@ func (c *Client) queueShopper(ctx context.Context, sale *Sale, s *crowdShopper, 
 					s.Queued++
 				}
 				s.Took = time.Now()
-				end(c.followResult(ctx, sale, s, wait))
+				end(c.followResult(ctx, sale, s, wait, b.Unconfirmed()))
 				return true, false
 			case err == nil && b.Code == "sold_out":
 				end("sold out")
 				return true, false
 			case lostAnswer(b, err): // it may have been taken all the same: the result tells
-				if r := c.followResult(ctx, sale, s, wait); r != "" {
+				if r := c.followResult(ctx, sale, s, wait, false); r != "" {
 					end(r)
 					return true, false
 				}
 			}
 		case "bought":
-			end(c.followResult(ctx, sale, s, wait))
+			end(c.followResult(ctx, sale, s, wait, false))
 			return true, false
 		case "sold_out": // the page shows it, and keeps its place: a unit may come back (readmitted)
 			end("sold out")

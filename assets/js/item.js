@@ -124,8 +124,20 @@
   function waitWords(sec) { return sec < 60 ? w("queue.waitSoon") : fmt("queue.waitMin", Math.round(sec / 60)); }
   // A join the Redis replicas had not acknowledged in time (unconfirmed): its place is on the master only.
   // The page says so beside the place while it waits, and, should a failover lose the place (the line
-  // then says out), that it was lost: join again.
+  // then says out), that it was lost: join again. The note goes once the page's own standing, read from
+  // Redis since the join, finds the place (placeKept).
   var joinUnconfirmed = false;
+  // placeKept: whether s, an answer of the page's own standing asked when its place was before (null: not
+  // known yet), was read from the Redis master the shop reads now and finds the place there. A page that
+  // joined before the draw learns its place from its first standing with a position: no instance answers
+  // a drawn place it has not read from Redis since the draw, which came after the join. A turn, a buy
+  // made, a turn missed are read from Redis: the line reached the place. Not proof: the join's own
+  // answer (read at once, on the same master), the line's public document (a sold out, an end), and a
+  // standing asked with the signed place, which the server answers from the token while the line has
+  // not reached it.
+  function placeKept(s, before) {
+    return s.state === "your_turn" || s.state === "bought" || s.state === "missed" || (before == null && s.position != null);
+  }
   function sayQueue(text, kind) { queueStatus.hidden = !text; queueStatus.textContent = text; queueStatus.className = "queue-status " + (kind || ""); }
   function queueOpen() { var now = window.serverNow(); return now >= opens && now < ends; }
   function showQueue(s) {
@@ -143,7 +155,6 @@
     box.dispatchEvent(new CustomEvent("standing", { detail: s.state })); // for the appeal (appeal.js)
     // In line, the standing decides: a refusal (sold out) is not final while the place is kept.
     final = s.state === "ended";
-    if (s.state !== "waiting" && s.state !== "out") joinUnconfirmed = false; // the line moved on: it held
     var joinable = s.state === "out" || s.state === "missed";
     captchaBox.hidden = !(joinable && queueOpen());
     // In line the button has nothing to do until the turn comes: it is shown only to join or to buy.
@@ -298,7 +309,8 @@
   function askOwn() {
     if (asking) return;
     asking = true;
-    ownStanding().then(function (s) { asking = false; learn(s); }).catch(function (e) {
+    var before = place;
+    ownStanding().then(function (s) { asking = false; if (placeKept(s, before)) joinUnconfirmed = false; learn(s); }).catch(function (e) {
       asking = false;
       if (e.code === "bad_place") { token = null; askOwn(); return; }
       if (e.code === "unauthenticated") { stopped = true; clearTimeout(polling); sayError(e); }
