@@ -22,8 +22,8 @@ test: services ## every test, with the race detector, against the real services
 	# (the browser tests' pages are the same either way: they run once, above)
 	TEST_SCHEMA=upgraded GROUP_COMMIT=off $(GO) test -race -count=1 -timeout 20m -run 'Buy|Take|Batch|Crowd|Shard|Rush|Queue|Order|Pair|AfterTheWin' -skip 'InABrowser' ./stock ./jobs ./orders ./app
 	FUZZTIME=3s ./scripts/fuzz.sh
-	# one round of every fault but Redis's failovers, whose audits fail until the shop's side of issue 36 lands
-	$(GO) run ./cmd/chaos -short -faults instance-kill,redis-kill,postgres-stop,postgres-cut,redis-cut,both-kill,conn-flood
+	# one round of every fault but the lossy redis-lose-second (about 3 minutes; the two Redis failovers add 1)
+	$(GO) run ./cmd/chaos -short -faults instance-kill,redis-kill,postgres-stop,postgres-cut,redis-cut,both-kill,conn-flood,redis-failover,redis-partition
 
 fuzz: services ## every fuzz target for FUZZTIME each, default 60s
 	FUZZTIME=$${FUZZTIME:-60s} ./scripts/fuzz.sh
