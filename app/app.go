@@ -365,8 +365,12 @@ func NewServer(ctx context.Context, cfg Config, d Deps) (*Server, error) {
 	// After a failover the buys wait until the new master's books are checked (stock/failover.go): the
 	// watch reads the masters and the books on the consumer's client, which its hold does not refuse.
 	s.Failover = stock.NewFailover(ledger, consumerLedger, jobs.DBBooks{DB: d.DB}, d.Log)
-	if c, ok := d.Redis.(*redis.Client); ok && d.RedisFailover != nil {
-		c.AddHook(s.Failover.DialHook())
+	if c, ok := d.Redis.(*redis.Client); ok {
+		// A take that fails while a connection broke may have run: answered unconfirmed (stock/breaks.go).
+		c.AddHook(ledger.ConnHook())
+		if d.RedisFailover != nil {
+			c.AddHook(s.Failover.DialHook())
+		}
 	}
 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

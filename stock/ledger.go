@@ -35,6 +35,7 @@ type Ledger struct {
 	journal    journal   // the takes answered lately, taken again after a failover (journal.go)
 	// The takes answered unconfirmed whose results have not settled (unconfirmed.go).
 	unconfirmed unconfirmedTakes
+	breaks      atomic.Int64 // the client's connections that broke (breaks.go)
 }
 
 // NewLedger returns the ledger on rdb, with the app's clock (sale windows and paths are checked against it).

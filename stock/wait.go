@@ -146,7 +146,16 @@ func (l *Ledger) waitsFor() int { return int(l.wait.replicas.Load()) }
 // runTake runs the take script on keys and, when the ledger waits for replicas, WAIT on the same
 // connection. confirmed is false when the script ran but the replicas did not acknowledge it in time (or
 // the WAIT failed): its writes are on the master, not known to be on a replica.
+//
+// A take that fails while a connection of the ledger's client broke may have run: its error is then
+// unknownOutcome (breaks.go), which the buy answers unconfirmed.
 func (l *Ledger) runTake(ctx context.Context, keys []string, args []any) (res []string, confirmed bool, err error) {
+	before := l.breaks.Load()
+	defer func() {
+		if err != nil && l.breaks.Load() != before && !errors.As(err, new(unknownOutcome)) {
+			err = unknownOutcome{err}
+		}
+	}()
 	l.reaskReplicas(ctx)
 	if l.waitsFor() <= 0 {
 		res, err = takeScript.Run(ctx, l.rdb, keys, args...).StringSlice()
@@ -199,20 +208,22 @@ func (l *Ledger) runWaited(ctx context.Context, script *redis.Script, keys []str
 		switch {
 		case e == nil:
 			return cmd, l.acked(wait), nil
-		case isTimeout(e):
+		case isTimeout(e) && !dialFailed(e):
 			// The pair's answer was not read in time (a read timeout shorter than the WAIT): the script
 			// may have run, and its buyers must not be told an error for units taken. The same call
-			// again, without a WAIT: its answer is the truth, not known to be on a replica.
+			// again, without a WAIT: its answer is the truth, not known to be on a replica; if it fails
+			// too, the outcome is unknown.
 			l.wait.unconfirmed.Add(1)
-			return script.Run(ctx, c, keys, args...), false, nil
+			return again(script.Run(ctx, c, keys, args...), true), false, nil
 		case cc == nil && unreachable(e):
 			// The connection broke under the pair (the master killed, a failover closing it): the script
 			// may have run, and a replica may have it. The same call again, on a connection the client
 			// dials anew (to the master Sentinel names now): a script that ran answers what it answered
 			// then (the path keeps the answer for its order number), not known to be on a replica. If
-			// that fails too the buyer is told to try again, and the result says what happened.
+			// that fails too, the outcome is unknown when the first call may have run (a refused dial
+			// sent nothing; runTake also sees a break go-redis retried past).
 			l.wait.unconfirmed.Add(1)
-			return script.Run(ctx, l.rdb, keys, args...), false, nil
+			return again(script.Run(ctx, l.rdb, keys, args...), outcomeUnknown(e)), false, nil
 		case cc == nil:
 			return cmd, false, nil
 		case redis.HasErrorPrefix(e, "ASK"):
@@ -305,6 +316,21 @@ func (l *Ledger) slotMoved(ctx context.Context, cc *redis.ClusterClient, key, fr
 	}
 }
 
+// again is the answer of a call made again after one that failed: its error, when the first call may
+// have run, says the outcome is unknown.
+func again(cmd *redis.Cmd, firstMayHaveRun bool) *redis.Cmd {
+	if err := cmd.Err(); err != nil && firstMayHaveRun {
+		cmd.SetErr(unknownOutcome{err})
+	}
+	return cmd
+}
+
+// dialFailed reports whether err is a dial's: nothing was sent.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
 // unreachable reports whether err says the master could not be talked to (refused, reset, closed).
 func unreachable(err error) bool {
 	var ne net.Error
@@ -317,8 +343,10 @@ func unreachable(err error) bool {
 // nothing; a timeout is left an error too, since a buyer whose deadline passed while waiting for a
 // batch sent nothing either (a read timeout under a waited take is asked again in runWaited).
 func outcomeUnknown(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if errors.As(err, new(unknownOutcome)) {
+		return true
+	}
+	if dialFailed(err) {
 		return false
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
