@@ -35,7 +35,14 @@ const (
 
 // errStockUnknown answers a buy whose home shard is empty while another shard's stock cannot be read:
 // not sold out, and the path stays valid for another try once the preheat job has rebuilt the shard.
-var errStockUnknown = errs.Static(errs.NotReady, "part of this item's stock is being restored: try again in a few seconds")
+// It says when with Retry-After, as every not_ready answer does.
+var errStockUnknown = stockUnknownError()
+
+func stockUnknownError() *errs.Error {
+	e := errs.Static(errs.NotReady, "part of this item's stock is being restored: try again in a few seconds")
+	e.RetryAfter = 2 * time.Second
+	return e
+}
 
 // loan is one entry of a shard's loans hash: 'to:at ms', with ':done:at ms' once the borrower has it.
 type loan struct {
