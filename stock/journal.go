@@ -20,8 +20,9 @@ import (
 // does not have (Replay): a promise made on the old master is kept on the new one. What the journal cannot
 // save is an instance that dies with the master (its journal is in its memory): two faults at once.
 
-// journalKeep is how long a take stays in the journal: longer than a failover takes to be seen (Sentinel's
-// down-after-milliseconds, the promotion, the hold: about 10 s) with room to spare.
+// journalKeep is how long before a failover's hold began a take is replayed: longer than a failover takes
+// to be seen (Sentinel's down-after-milliseconds, the promotion: a few seconds) with room to spare. It
+// is counted from the hold's beginning, not from the replay, as a hold may last minutes.
 const journalKeep = 2 * time.Minute
 
 // journalSize bounds the journal. Only takes that got a unit are journalled, so a sale adds at most its
@@ -91,16 +92,20 @@ type Replayed struct {
 // shard is empty borrows from the item's other shards, as the buy does. One that cannot be taken (no
 // unit left in any shard) gets its buyer the lost result: told, not left reading "none".
 func (l *Ledger) Replay(ctx context.Context, books Books) (Replayed, error) {
-	return l.replay(ctx, &l.journal, books)
+	return l.replay(ctx, &l.journal, books, 0)
 }
 
 // replay is Replay of journal j (another ledger's: the shop's, whose client a failover's hold refuses)
-// on this ledger's client.
-func (l *Ledger) replay(ctx context.Context, j *journal, books Books) (Replayed, error) {
+// on this ledger's client, after a hold of buys that has lasted held: it replays the takes of journalKeep
+// before the hold began, not before now, as a hold may last longer than journalKeep (with one replica,
+// until a replica is back), and the takes the new master lacks were all answered before it began. The
+// hold is measured by the wall clock and the journal by the ledger's, so the hold's beginning is
+// placed on the ledger's clock as now less held. The ring's size still bounds what is replayed.
+func (l *Ledger) replay(ctx context.Context, j *journal, books Books, held time.Duration) (Replayed, error) {
 	var r Replayed
 	now := l.now()
 	loaded := map[int64]bool{}
-	for _, t := range j.since(now.Add(-journalKeep)) {
+	for _, t := range j.since(now.Add(-max(held, 0) - journalKeep)) {
 		k := ShardKeys(t.itemID, t.shard)
 		run := func(loan string) (string, error) {
 			return replayScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Paths, k.Received},
