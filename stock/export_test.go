@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -66,5 +67,15 @@ func LoadTake(ctx context.Context, rdb redis.Scripter) error { return takeScript
 // ReplayOnto replays from's journal on to's client, as a failover's check replays the shop's ledger's
 // journal on the books' ledger.
 func ReplayOnto(ctx context.Context, from, to *Ledger, books Books) (Replayed, error) {
-	return to.replay(ctx, &from.journal, books)
+	return to.replay(ctx, &from.journal, books, 0)
+}
+
+// JournalKeep is how long before a hold began a take is replayed.
+const JournalKeep = journalKeep
+
+// CheckHeldFor runs the failover's check of the books (and its replay of the shop's journal) as it runs
+// in a hold that began held ago, by the wall clock.
+func (f *Failover) CheckHeldFor(ctx context.Context, held time.Duration) error {
+	f.since.Store(time.Now().Add(-held).UnixNano())
+	return f.check(ctx)
 }

@@ -325,7 +325,7 @@ func (f *Failover) check(ctx context.Context) error {
 	// Then the takes this instance answered lately, which the new master may lack: after the recheck,
 	// so that a buyer the database knows is marked already and left alone, and before selling, so that
 	// the unit a journalled buyer was promised is still there to take again.
-	r, err := f.books.replay(ctx, &f.sell.journal, f.src)
+	r, err := f.books.replay(ctx, &f.sell.journal, f.src, time.Duration(time.Now().UnixNano()-f.since.Load()))
 	f.restored.Add(int64(r.Restored))
 	f.lost.Add(int64(r.Lost))
 	if r.Restored > 0 {

@@ -20,8 +20,9 @@ import (
 // does not have (Replay): a promise made on the old master is kept on the new one. What the journal cannot
 // save is an instance that dies with the master (its journal is in its memory): two faults at once.
 
-// journalKeep is how long a take stays in the journal: longer than a failover takes to be seen (Sentinel's
-// down-after-milliseconds, the promotion, the hold: about 10 s) with room to spare.
+// journalKeep is how long before a failover's hold began a take is replayed: longer than a failover takes
+// to be seen (Sentinel's down-after-milliseconds, the promotion: a few seconds) with room to spare. It
+// is counted from the hold's beginning, not from the replay, as a hold may last minutes.
 const journalKeep = 2 * time.Minute
 
 // journalSize bounds the journal. Only takes that got a unit are journalled, so a sale adds at most its
@@ -87,31 +88,39 @@ type Replayed struct {
 // meanwhile could be the one a journalled buyer was promised. A buyer marked already is left alone, so a
 // Replay twice, or on a master that lost nothing, changes nothing. A sale the masters lack altogether (a
 // master restarted empty, whose replicas resynced from it) is loaded from books first, its buyers marked
-// from the database, so that a take the database does not have yet is taken again. A take that cannot
-// be (no unit left) gets its buyer the lost result: told, not left reading "none".
+// from the database, so that a take the database does not have yet is taken again. A take whose home
+// shard is empty borrows from the item's other shards, as the buy does. One that cannot be taken (no
+// unit left in any shard) gets its buyer the lost result: told, not left reading "none".
 func (l *Ledger) Replay(ctx context.Context, books Books) (Replayed, error) {
-	return l.replay(ctx, &l.journal, books)
+	return l.replay(ctx, &l.journal, books, 0)
 }
 
 // replay is Replay of journal j (another ledger's: the shop's, whose client a failover's hold refuses)
-// on this ledger's client.
-func (l *Ledger) replay(ctx context.Context, j *journal, books Books) (Replayed, error) {
+// on this ledger's client, after a hold of buys that has lasted held: it replays the takes of journalKeep
+// before the hold began, not before now, as a hold may last longer than journalKeep (with one replica,
+// until a replica is back), and the takes the new master lacks were all answered before it began. The
+// hold is measured by the wall clock and the journal by the ledger's, so the hold's beginning is
+// placed on the ledger's clock as now less held. The ring's size still bounds what is replayed.
+func (l *Ledger) replay(ctx context.Context, j *journal, books Books, held time.Duration) (Replayed, error) {
 	var r Replayed
 	now := l.now()
 	loaded := map[int64]bool{}
-	for _, t := range j.since(now.Add(-journalKeep)) {
+	for _, t := range j.since(now.Add(-max(held, 0) - journalKeep)) {
 		k := ShardKeys(t.itemID, t.shard)
-		run := func() (string, error) {
-			return replayScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Paths},
-				t.userID, t.orderNo, t.at.UnixMilli(), now.UnixMilli()).Text()
+		run := func(loan string) (string, error) {
+			return replayScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Paths, k.Received},
+				t.userID, t.orderNo, t.at.UnixMilli(), now.UnixMilli(), loan).Text()
 		}
-		got, err := run()
+		got, err := run("")
 		if err == nil && got == answerNotFound && !loaded[t.itemID] {
 			loaded[t.itemID] = true
 			if _, err := l.Preheat(ctx, books, t.itemID); err != nil && !errs.Is(err, errs.NotFound) {
 				return r, fmt.Errorf("replay: load item %d: %w", t.itemID, err)
 			}
-			got, err = run()
+			got, err = run("")
+		}
+		if err == nil && got == errs.SoldOut {
+			got, err = l.replayBorrowing(ctx, t, now, run)
 		}
 		if err != nil {
 			return r, fmt.Errorf("replay order %s of item %d: %w", t.orderNo, t.itemID, err)
@@ -130,6 +139,37 @@ func (l *Ledger) replay(ctx context.Context, j *journal, books Books) (Replayed,
 		}
 	}
 	return r, nil
+}
+
+// replayBorrowing takes again a journalled take whose home shard has no unit left on the new master, as
+// the buy does: a unit lent by another shard (borrow, lend.lua's loan), landed and taken by run in one
+// step. The take may well have borrowed on the old master, and the loan gone with it; other shards'
+// units are the buyer's as much as later shoppers'. It answers sold_out only when no shard lends, and
+// fails when a shard's stock cannot be read: not known to be sold out, so the failover's check fails
+// and tries again, with the buys held, rather than tell the buyer their buy was lost.
+//
+// The loans are named after the order and this replay's time, not as the buy names its own: a loan of
+// the old master that reached the new one stays as it is (settleLoans lands it), and a replay cut off
+// between its loan and its take leaves its loan for settleLoans rather than have the next replay
+// overwrite it.
+func (l *Ledger) replayBorrowing(ctx context.Context, t taken, now time.Time, run func(loan string) (string, error)) (string, error) {
+	n, err := l.Shards(ctx, t.itemID)
+	if err != nil || n == 1 {
+		return errs.SoldOut, err
+	}
+	name := t.orderNo + ":replay" + strconv.FormatInt(now.UnixMilli(), 10)
+	for try := range n {
+		loan, _, err := l.borrow(ctx, t.itemID, n, t.shard, name, try)
+		if err != nil {
+			return "", err
+		}
+		// No loan: one more look at the home shard, which units lent meanwhile may have reached.
+		got, err := run(loan)
+		if err != nil || got != errs.SoldOut || loan == "" {
+			return got, err
+		}
+	}
+	return errs.SoldOut, nil
 }
 
 // journalTake journals a take answered queued or unconfirmed.

@@ -1,18 +1,26 @@
 -- Takes again, on a master that lost it, a unit an instance of the shop answered taken (a journal entry:
 -- see journal.go): after a failover the promoted replica may lack the last takes the old master
 -- acknowledged, or had its replica acknowledge, before it was replaced.
--- KEYS: 1 the shard's sale hash, 2 its buyers set, 3 its order stream, 4 its paths hash
--- ARGV: 1 user id, 2 order number, 3 the take's time (ms, as the message had it), 4 now (ms)
+-- KEYS: 1 the buyer's home shard's sale hash, 2 its buyers set, 3 its order stream, 4 its paths hash,
+--       5 its set of units received from other shards
+-- ARGV: 1 user id, 2 order number, 3 the take's time (ms, as the message had it), 4 now (ms), 5 a unit
+--       another shard lent for this replay (lend.lua), or '' for none
 -- Answers 'kept' when the buyer is marked already (the take survived, or the books' check marked the
 -- buyer from the database), 'restored' when the unit is taken and the order queued again, 'not_found'
--- when the sale is not loaded here, 'sold_out' when no unit is left to take: a promise broken, which the
--- caller logs and counts.
-local uid, orderNo, at = ARGV[1], ARGV[2], ARGV[3]
+-- when the sale is not loaded here, 'sold_out' when the shard has no unit left to take (the caller
+-- borrows from the item's other shards, and with none left, a promise broken, which it logs and counts).
+local uid, orderNo, at, loan = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
+local s = redis.call('HMGET', KEYS[1], 'left', 'price', 'activity')
+local left = tonumber(s[1])
+-- A lent unit lands here first, whatever comes next, and once however often it is asked (as take.lua
+-- lands a buy's): it is never lost between the shards.
+if loan ~= '' and left and redis.call('SADD', KEYS[5], loan) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'left', 1)
+  left = left + 1
+end
 if redis.call('SISMEMBER', KEYS[2], uid) == 1 then
   return 'kept'
 end
-local s = redis.call('HMGET', KEYS[1], 'left', 'price', 'activity')
-local left = tonumber(s[1])
 if not left then
   return 'not_found'
 end

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // An unconfirmed buyer (issue 36) was told their take is on the Redis master, not known to be on a
@@ -87,10 +89,11 @@ func (l *Ledger) UnconfirmedStats() (told, open, lost int64) {
 // OrderExists answers whether PostgreSQL holds the order numbered orderNo.
 type OrderExists func(ctx context.Context, orderNo string) (bool, error)
 
-// SettleUnconfirmed looks at the unconfirmed takes at least UnconfirmedGrace old: a take whose buyer has
-// a result, or is still marked (the order consumer settles it), is forgotten or kept as it should; a take
-// Redis no longer knows is lost unless exists finds its order, and its buyer gets the lost result (or
-// success, for an order PostgreSQL holds). It answers how many were found lost and settled otherwise.
+// SettleUnconfirmed looks at the unconfirmed takes at least UnconfirmedGrace old: a take whose buyer the
+// failover's replay told lost is lost; a take whose buyer has another result, or is still marked (the
+// order consumer settles it), is forgotten or kept as it should; a take Redis no longer knows is lost
+// unless exists finds its order, and its buyer gets the lost result (or success, for an order
+// PostgreSQL holds). It answers how many were found lost and settled otherwise.
 func (l *Ledger) SettleUnconfirmed(ctx context.Context, exists OrderExists) (lost, settled int, err error) {
 	now := l.now()
 	type due struct {
@@ -146,11 +149,22 @@ func (l *Ledger) settleOne(ctx context.Context, itemID, userID int64, orderNo st
 	}
 	k := ShardKeys(itemID, HomeShard(userID, n))
 	uid := strconv.FormatInt(userID, 10)
-	settled, marked, err := l.buyer(ctx, k, uid)
-	if err != nil {
+	var res *redis.StringCmd
+	var mark *redis.BoolCmd
+	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		res = p.HGet(ctx, k.Results, uid)
+		mark = p.SIsMember(ctx, k.Buyers, uid)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return takeKept, fmt.Errorf("read the buyer: %w", err)
 	}
+	settled, marked := decodeResult(res.Val()), mark.Val()
 	switch {
+	case res.Val() == lostPrefix+orderNo:
+		// The replay after the failover found no unit to take this take again and told its buyer
+		// (journal.go): lost, as if found so here. Another order's lost result is an older buy's.
+		return takeLost, nil
 	case settled.Status != "":
 		return takeSettled, nil
 	case marked:
