@@ -108,8 +108,8 @@ func (l *Ledger) replay(ctx context.Context, j *journal, books Books, held time.
 	for _, t := range j.since(now.Add(-max(held, 0) - journalKeep)) {
 		k := ShardKeys(t.itemID, t.shard)
 		run := func(loan string) (string, error) {
-			return replayScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Paths, k.Received},
-				t.userID, t.orderNo, t.at.UnixMilli(), now.UnixMilli(), loan).Text()
+			return replayScript.Run(ctx, l.rdb, []string{k.Sale, k.Buyers, k.Stream, k.Paths, k.Received, k.Results},
+				t.userID, t.orderNo, t.at.UnixMilli(), now.UnixMilli(), loan, lostPrefix+t.orderNo).Text()
 		}
 		got, err := run("")
 		if err == nil && got == answerNotFound && !loaded[t.itemID] {

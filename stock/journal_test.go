@@ -99,4 +99,15 @@ func TestJournalledTakesComeBackOnAPromotedReplica(t *testing.T) {
 	if r, err := promoted.ResultOf(ctx, item2.ID, users[0].ID); err != nil || r.Status != stock.ResultFailed || r.Reason != stock.ResultLost {
 		t.Errorf("the buyer whose promised unit was sold on the new master reads %+v, %v; want failed, lost", r, err)
 	}
+	// A unit comes back (an unpaid order cancelled) and the books are checked again: the buyer told lost,
+	// who may have gone, is not handed an order after all, nor counted lost a second time.
+	if err := pair.Replica.HIncrBy(ctx, stock.KeysOf(item2.ID).Sale, "left", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := stock.ReplayOnto(ctx, old, promoted, jobs.DBBooks{DB: db}); err != nil || got.Lost != 0 || got.Restored != 0 {
+		t.Errorf("a replay after the buyer was told lost: %+v, %v; want nothing restored, nothing lost again", got, err)
+	}
+	if r, err := promoted.ResultOf(ctx, item2.ID, users[0].ID); err != nil || r.Status != stock.ResultFailed || r.Reason != stock.ResultLost {
+		t.Errorf("the buyer told lost reads %+v, %v after the replay; want failed, lost still", r, err)
+	}
 }

@@ -2,11 +2,13 @@
 -- see journal.go): after a failover the promoted replica may lack the last takes the old master
 -- acknowledged, or had its replica acknowledge, before it was replaced.
 -- KEYS: 1 the buyer's home shard's sale hash, 2 its buyers set, 3 its order stream, 4 its paths hash,
---       5 its set of units received from other shards
+--       5 its set of units received from other shards, 6 its results hash
 -- ARGV: 1 user id, 2 order number, 3 the take's time (ms, as the message had it), 4 now (ms), 5 a unit
---       another shard lent for this replay (lend.lua), or '' for none
+--       another shard lent for this replay (lend.lua), or '' for none, 6 the result that says this take
+--       was found lost (journal.go)
 -- Answers 'kept' when the buyer is marked already (the take survived, or the books' check marked the
--- buyer from the database), 'restored' when the unit is taken and the order queued again, 'not_found'
+-- buyer from the database) or an earlier replay told them this take was lost (they were told they may
+-- buy again: not given an order after all, nor counted lost twice), 'restored' when the unit is taken and the order queued again, 'not_found'
 -- when the sale is not loaded here, 'sold_out' when the shard has no unit left to take (the caller
 -- borrows from the item's other shards, and with none left, a promise broken, which it logs and counts).
 local uid, orderNo, at, loan = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
@@ -18,7 +20,7 @@ if loan ~= '' and left and redis.call('SADD', KEYS[5], loan) == 1 then
   redis.call('HINCRBY', KEYS[1], 'left', 1)
   left = left + 1
 end
-if redis.call('SISMEMBER', KEYS[2], uid) == 1 then
+if redis.call('SISMEMBER', KEYS[2], uid) == 1 or redis.call('HGET', KEYS[6], uid) == ARGV[6] then
   return 'kept'
 end
 if not left then
