@@ -460,10 +460,11 @@ func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, er
 		return Result{}, err
 	}
 	k := ShardKeys(itemID, HomeShard(userID, n))
-	settled, marked, err := l.buyer(ctx, k, strconv.FormatInt(userID, 10))
+	raw, marked, err := l.buyer(ctx, k, strconv.FormatInt(userID, 10))
 	if err != nil {
 		return Result{}, fmt.Errorf("result: %w", err)
 	}
+	settled := decodeResult(raw)
 	// A failed buyer is no longer marked; marked again, it is a new attempt, queued.
 	switch {
 	case settled.Status == ResultSuccess:
@@ -479,8 +480,9 @@ func (l *Ledger) ResultOf(ctx context.Context, itemID, userID int64) (Result, er
 	return Result{Status: ResultNone}, nil
 }
 
-// buyer reads a buyer's settled result and whether they are marked a buyer, in one round trip.
-func (l *Ledger) buyer(ctx context.Context, k Keys, uid string) (settled Result, marked bool, err error) {
+// buyer reads a buyer's result as the results hash has it (decodeResult reads it) and whether they are
+// marked a buyer, in one round trip.
+func (l *Ledger) buyer(ctx context.Context, k Keys, uid string) (result string, marked bool, err error) {
 	var res *redis.StringCmd
 	var mark *redis.BoolCmd
 	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -489,7 +491,7 @@ func (l *Ledger) buyer(ctx context.Context, k Keys, uid string) (settled Result,
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return Result{}, false, err
+		return "", false, err
 	}
-	return decodeResult(res.Val()), mark.Val(), nil
+	return res.Val(), mark.Val(), nil
 }

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // An unconfirmed buyer (issue 36) was told their take is on the Redis master, not known to be on a
@@ -149,19 +147,13 @@ func (l *Ledger) settleOne(ctx context.Context, itemID, userID int64, orderNo st
 	}
 	k := ShardKeys(itemID, HomeShard(userID, n))
 	uid := strconv.FormatInt(userID, 10)
-	var res *redis.StringCmd
-	var mark *redis.BoolCmd
-	_, err = l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		res = p.HGet(ctx, k.Results, uid)
-		mark = p.SIsMember(ctx, k.Buyers, uid)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	raw, marked, err := l.buyer(ctx, k, uid)
+	if err != nil {
 		return takeKept, fmt.Errorf("read the buyer: %w", err)
 	}
-	settled, marked := decodeResult(res.Val()), mark.Val()
+	settled := decodeResult(raw)
 	switch {
-	case res.Val() == lostPrefix+orderNo:
+	case raw == lostPrefix+orderNo:
 		// The replay after the failover found no unit to take this take again and told its buyer
 		// (journal.go): lost, as if found so here. Another order's lost result is an older buy's.
 		return takeLost, nil
