@@ -79,7 +79,10 @@ func announceBody(t *testing.T, base, path string, n int, session string) int {
 		cookie = "Cookie: " + handlers.SessionCookie + "=" + session + "\r\n"
 	}
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: image/png\r\nContent-Length: %d\r\n%s\r\n", path, n, cookie)
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	// Not a time limit on the server, only on the test: a server that waited for the body would answer
+	// nothing (or a timeout, not 413) however long it is given; a busy one may take seconds to look up
+	// the session in the header callback.
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("no answer to a body of %d bytes announced: %v", n, err)
