@@ -54,10 +54,22 @@ func (t Tr) HTMLLang() string {
 
 // For returns the words of lang (en when unknown).
 func For(lang string) Tr {
-	if w, ok := catalog[lang]; ok {
-		return Tr{Lang: lang, words: w}
+	if l, ok := known(lang); ok {
+		return Tr{Lang: l, words: catalog[l]}
 	}
 	return Tr{Lang: "en", words: catalog["en"]}
+}
+
+// known answers the language named s as Languages has it: never s itself, whose bytes may be a request
+// buffer's that the server reuses for the next request (fasthttp's: a cookie's value, a header's), while
+// the language is kept (a cache's key, a Tr) long after.
+func known(s string) (string, bool) {
+	for _, l := range Languages {
+		if s == l {
+			return l, true
+		}
+	}
+	return "", false
 }
 
 // Words returns the words of lang whose keys start with one of prefixes, for the pages' scripts.
@@ -73,10 +85,11 @@ func Words(lang string, prefixes ...string) map[string]string {
 	return out
 }
 
-// Pick chooses the language from the visitor's choice (cookie) or the Accept-Language header.
+// Pick chooses the language from the visitor's choice (cookie) or the Accept-Language header. The
+// answer is one of Languages' own strings, never a piece of its arguments.
 func Pick(choice, acceptLanguage string) string {
-	if _, ok := catalog[choice]; ok {
-		return choice
+	if l, ok := known(choice); ok {
+		return l
 	}
 	if acceptLanguage == "" {
 		return "en" // a script's request, a load tool's: asked on every answer, so no work for it
@@ -99,8 +112,8 @@ func Pick(choice, acceptLanguage string) string {
 		if q <= 0 {
 			continue // q=0: not acceptable
 		}
-		if _, ok := catalog[base]; ok && q > bestQ {
-			best, bestQ = base, q
+		if l, ok := known(base); ok && q > bestQ {
+			best, bestQ = l, q
 		}
 	}
 	return best

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"seckill/views"
 )
@@ -81,6 +82,35 @@ func TestChineseWordsSayNinAndFullWidthColons(t *testing.T) {
 		}
 		if colon.MatchString(w) {
 			t.Errorf("%q has an ASCII colon after Chinese: %s", key, w)
+		}
+	}
+}
+
+// The language picked is kept long after the request (a page cache's key, an error's body by language),
+// while the server reuses the request's buffer for the next one: Pick's answer must not share its bytes
+// with the cookie or the header it read (an instance crashed in a sync.Map whose key changed under it).
+func TestPickKeepsNoBytesOfTheRequest(t *testing.T) {
+	for _, tc := range []struct{ cookie, header string }{
+		{"zh", ""},
+		{"", "zh-CN,en;q=0.5"},
+		{"", "zh"},
+		{"en", ""},
+		{"", "fr;q=0.9, en;q=0.8"},
+	} {
+		cookie, header := []byte(tc.cookie), []byte(tc.header)
+		got := Pick(unsafe.String(unsafe.SliceData(cookie), len(cookie)), unsafe.String(unsafe.SliceData(header), len(header)))
+		want := strings.Clone(got)
+		for i := range cookie {
+			cookie[i] = 'x'
+		}
+		for i := range header {
+			header[i] = 'x'
+		}
+		if got != want {
+			t.Errorf("Pick(%q, %q) answered %q, which read %q once the request's bytes were reused", tc.cookie, tc.header, want, got)
+		}
+		if tr := For(unsafe.String(unsafe.SliceData([]byte(want)), len(want))); tr.Lang != want {
+			t.Errorf("For(%q).Lang = %q", want, tr.Lang)
 		}
 	}
 }
