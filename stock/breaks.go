@@ -53,7 +53,10 @@ func (connWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 }
 
 // watchedConn counts itself broken once, at its first read or write that fails other than by a timeout
-// (a deadline passed is go-redis's own bound, not a break).
+// (a deadline passed is go-redis's own bound, not a break). A read of a connection closed under it
+// counts: go-redis's failover client closes the connections to the old master in use when Sentinel
+// names a new one, and a take waiting there for its answer may have run. A write on a closed connection
+// sent nothing and does not count.
 type watchedConn struct {
 	net.Conn
 	n     *atomic.Int64
@@ -62,18 +65,21 @@ type watchedConn struct {
 
 func (c *watchedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	c.failed(err)
+	c.failed(err, true)
 	return n, err
 }
 
 func (c *watchedConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
-	c.failed(err)
+	c.failed(err, false)
 	return n, err
 }
 
-func (c *watchedConn) failed(err error) {
-	if err != nil && !isTimeout(err) && !errors.Is(err, net.ErrClosed) && c.broke.CompareAndSwap(false, true) {
+func (c *watchedConn) failed(err error, reading bool) {
+	if err == nil || isTimeout(err) || (!reading && errors.Is(err, net.ErrClosed)) {
+		return
+	}
+	if c.broke.CompareAndSwap(false, true) {
 		c.n.Add(1)
 	}
 }

@@ -20,19 +20,22 @@ import (
 // dyingMaster stands between a client and Redis and dies as a master does under a take: it passes every
 // command on until the first script call, which it swallows (the master died before it ran it), breaks
 // the connection and refuses every connection after (the master is gone, no replica promoted yet).
+// A frozen one (SIGSTOP) swallows the script call and never answers, nor closes.
 type dyingMaster struct {
-	ln   net.Listener
-	to   string
-	once sync.Once
+	ln     net.Listener
+	to     string
+	once   sync.Once
+	freeze bool
+	sent   chan struct{} // closed when the script call arrived
 }
 
-func startDyingMaster(t *testing.T, to string) *dyingMaster {
+func startDyingMaster(t *testing.T, to string, freeze bool) *dyingMaster {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &dyingMaster{ln: ln, to: to}
+	d := &dyingMaster{ln: ln, to: to, freeze: freeze, sent: make(chan struct{})}
 	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
@@ -61,7 +64,13 @@ func (d *dyingMaster) serve(c net.Conn) {
 			return
 		}
 		if bytes.Contains(bytes.ToLower(buf[:n]), []byte("eval")) {
-			d.once.Do(func() { _ = d.ln.Close() })
+			d.once.Do(func() {
+				_ = d.ln.Close()
+				close(d.sent)
+			})
+			if d.freeze {
+				_, _ = io.Copy(io.Discard, c) // until the client closes it
+			}
 			return
 		}
 		if _, err := r.Write(buf[:n]); err != nil {
@@ -90,7 +99,7 @@ func TestATakeWhoseMasterDiedThenRefusedIsUnconfirmed(t *testing.T) {
 			if err := sound.IssuePath(ctx, item.ID, users[0].ID, tok); err != nil {
 				t.Fatal(err)
 			}
-			proxy := startDyingMaster(t, rdb.Options().Addr)
+			proxy := startDyingMaster(t, rdb.Options().Addr, false)
 			c := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String()})
 			defer c.Close()
 			ledger := testenv.Ledger(c, time.Now)
@@ -113,5 +122,85 @@ func TestATakeWhoseMasterDiedThenRefusedIsUnconfirmed(t *testing.T) {
 				t.Errorf("the buyer reads %+v, %v; want queued", r, err)
 			}
 		})
+	}
+}
+
+// connsOf remembers the connections a client dials.
+type connsOf struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (h *connsOf) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cn, err := next(ctx, network, addr)
+		if err == nil {
+			h.mu.Lock()
+			h.conns = append(h.conns, cn)
+			h.mu.Unlock()
+		}
+		return cn, err
+	}
+}
+func (*connsOf) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (*connsOf) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *connsOf) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		_ = c.Close()
+	}
+}
+
+// A master frozen under a take (SIGSTOP) answers nothing; when Sentinel names a new master, go-redis's
+// failover client closes its connections to the old one under the waiting take, whose read then ends
+// "use of closed network connection", and the dial again is held or refused. That buyer's take may have
+// run too: unconfirmed, not "nothing was taken, try again" (the second review's finding).
+func TestATakeWhoseConnectionWasClosedUnderItIsUnconfirmed(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	rdb, _ := testenv.RedisServer(t, "frozen")
+	_, item := testenv.Sale(t, db, 2, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	sound := testenv.Ledger(rdb, time.Now)
+	if _, err := sound.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	users := testenv.Users(t, db, "closedunder", 1)
+	tok, _ := auth.RandomToken(16)
+	if err := sound.IssuePath(ctx, item.ID, users[0].ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	proxy := startDyingMaster(t, rdb.Options().Addr, true)
+	c := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), ReadTimeout: time.Minute})
+	defer c.Close()
+	ledger := testenv.Ledger(c, time.Now)
+	conns := &connsOf{}
+	c.AddHook(conns)
+	c.AddHook(ledger.ConnHook())
+	ledger.WaitReplicas(1, 100*time.Millisecond)
+	type answer struct {
+		confirmed bool
+		err       error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		_, confirmed, err := ledger.TakeConfirmed(ctx, item.ID, users[0].ID, tok, "SK-closed-under")
+		done <- answer{confirmed, err}
+	}()
+	select {
+	case <-proxy.sent:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the take never reached the master")
+	}
+	conns.closeAll() // as go-redis's failover client does when the sentinels name a new master
+	a := <-done
+	if a.err != nil || a.confirmed {
+		t.Fatalf("a take whose connection was closed under it: confirmed %v, %v; want unconfirmed, no error (it may have run)", a.confirmed, a.err)
+	}
+	if told, open, _ := ledger.UnconfirmedStats(); told != 1 || open != 1 {
+		t.Errorf("unconfirmed: %d told, %d open; want 1 and 1", told, open)
 	}
 }

@@ -349,8 +349,10 @@ func outcomeUnknown(err error) bool {
 	if dialFailed(err) {
 		return false
 	}
+	// net.ErrClosed: the connection closed under the command's read (go-redis's failover client closes
+	// its connections to the old master when Sentinel names a new one).
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE)
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
 
 // isTimeout reports whether err is a network timeout (the answer may have been lost after the command ran).
