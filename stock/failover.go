@@ -50,11 +50,14 @@ import (
 // sell again at once, perhaps the very units another instance's journal is about to take again for buyers
 // it answered on the old master. Each look, an instance says on Redis that it is alive and which masters
 // (their run_ids: a generation) it has checked; a held instance sells again once no instance seen in the
-// last MeetWindow has failed to check the generation it checked. An instance that is not held counts as
-// checked for the masters it sees: it has sold on them all along. So that an instance that has not
-// looked at the new master yet is seen alive there, a hold lasts at least 1.5 Intervals; so that a dead or
-// stuck instance cannot stop the shop, an instance that checked sells again MeetWithin later whoever is
-// missing (logged and counted: seckill_redis_failover_unmet_total).
+// last MeetWindow has failed to check the generation it checked. The window is wide (15 s): the times the
+// new master has are the ones replicated from the old master before it died, which are at least
+// Sentinel's down-after old, so that every instance alive then is waited for, even one whose own look is
+// still stuck on the old master (frozen: its reads wait out their timeout). An instance that is not held
+// counts as checked for the masters it sees: it has sold on them all along. So that an instance started
+// since is seen too, a hold lasts at least 1.5 Intervals; so that a dead or stuck instance cannot stop
+// the shop, an instance that checked sells again MeetWithin later whoever is missing (logged and counted:
+// seckill_redis_failover_unmet_total). A dead instance costs the others that much, once.
 
 // ErrFailover answers a buy while the books are checked after a failover: try again in a second.
 var ErrFailover = failoverError()
@@ -100,8 +103,9 @@ const (
 )
 
 const (
-	// MeetWindow is how recently an instance must have looked to be waited for.
-	MeetWindow = 3 * time.Second
+	// MeetWindow is how recently an instance must have looked to be waited for: beyond the time from
+	// its last look on the old master to the promotion (down-after, the election) with room to spare.
+	MeetWindow = 15 * time.Second
 	// meetKeep is how long a generation's checked set is kept.
 	meetKeep = 10 * time.Minute
 )
