@@ -239,6 +239,8 @@ func (c *Captchas) Audio(ctx context.Context, id, lang string) ([]byte, error) {
 	}
 	if lang != "zh" {
 		lang = "en"
+	} else {
+		lang = "zh" // the constant's bytes, not the caller's
 	}
 	key := soundKey{id, lang}
 	if wav, ok := c.sounds.Get(key); ok {
@@ -257,7 +259,9 @@ func (c *Captchas) Audio(ctx context.Context, id, lang string) ([]byte, error) {
 	if derr != nil {
 		return nil, fmt.Errorf("draw audio captcha: %w", derr)
 	}
-	c.sounds.Add(key, buf.Bytes())
+	// The cache keeps the key: a copy of id, which may live in the request's buffer (Fiber's path
+	// parameter) that the server reuses for the next request.
+	c.sounds.Add(soundKey{strings.Clone(id), lang}, buf.Bytes())
 	return buf.Bytes(), nil
 }
 

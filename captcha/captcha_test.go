@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"seckill/errs"
 	"seckill/internal/gate"
@@ -159,4 +160,28 @@ func BenchmarkDrawFromPool(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "captchas/s")
+}
+
+// A captcha's sound is kept by its id and language, which the handler reads from the request (a path
+// parameter, a query value) whose buffer the server reuses for the next request: what the cache keeps
+// must be the captcha's id and language still once those bytes are overwritten.
+func TestAudioKeepsNoBytesOfTheRequest(t *testing.T) {
+	c := New(testenv.Redis(t), gate.New(1, time.Second), time.Second, 0)
+	ctx := context.Background()
+	id, _, err := c.Draw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idBuf, langBuf := []byte(id), []byte("zh")
+	if _, err := c.Audio(ctx, unsafe.String(unsafe.SliceData(idBuf), len(idBuf)), unsafe.String(unsafe.SliceData(langBuf), len(langBuf))); err != nil {
+		t.Fatal(err)
+	}
+	for i := range idBuf {
+		idBuf[i] = '0'
+	}
+	copy(langBuf, "xx")
+	keys := c.sounds.Keys()
+	if len(keys) != 1 || keys[0] != (soundKey{id, "zh"}) {
+		t.Errorf("the sound cache keeps %q once the request's bytes are reused, want [{%s zh}]", keys, id)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -195,7 +196,9 @@ func (h *Images) Serve(c *fiber.Ctx) error {
 			h.known.add(sum) // one whose message was lost
 		}
 		data = v.([]byte)
-		h.cache.Add(name, data)
+		// A copy of the name: the cache keeps it, and c.Params's answer lives in the request's buffer,
+		// which the server reuses for the next request.
+		h.cache.Add(strings.Clone(name), data)
 	}
 	c.Set(fiber.HeaderContentType, "image/jpeg")
 	return c.Send(data)
