@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
 	"time"
@@ -65,7 +66,7 @@ func (p *Preheat) Once(ctx context.Context) (int, error) {
 // DBBooks reads a sale from PostgreSQL for the ledger, which speaks Redis only (stock.Books).
 type DBBooks struct{ DB *gorm.DB }
 
-var _ stock.Books = DBBooks{}
+var _ stock.SnapshotBooks = DBBooks{}
 
 // Sale is the item's sale as the database has it.
 func (b DBBooks) Sale(ctx context.Context, itemID int64) (stock.Sale, error) {
@@ -77,6 +78,25 @@ func (b DBBooks) Sale(ctx context.Context, itemID int64) (stock.Sale, error) {
 		ItemID: itemID, ActivityID: act.ID, StartsAt: act.StartsAt, EndsAt: act.EndsAt, Shards: max(it.StockShards, 1),
 		PriceCents: it.SeckillPriceCents, StockTotal: it.StockTotal, StockLeft: max(it.StockTotal-it.StockSold, 0),
 	}, nil
+}
+
+// SaleAndBuyers reads the sale and its buyers in one transaction that sees one snapshot (PostgreSQL's
+// repeatable read; SQLite's transactions see one already): an order is in the buyers exactly when it is
+// in the count sold.
+func (b DBBooks) SaleAndBuyers(ctx context.Context, itemID int64) (sale stock.Sale, buyers map[int64]string, err error) {
+	var opts *sql.TxOptions
+	if b.DB.Dialector.Name() == "postgres" {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	err = b.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if sale, err = (DBBooks{DB: tx}).Sale(ctx, itemID); err != nil {
+			return err
+		}
+		buyers, err = (DBBooks{DB: tx}).Buyers(ctx, itemID)
+		return err
+	}, opts)
+	return sale, buyers, err
 }
 
 // Buyers maps the item's buyers to their order numbers.

@@ -410,24 +410,30 @@ func (l *Ledger) Recheck(ctx context.Context, books Books, itemID int64) error {
 	if err != nil {
 		return err
 	}
-	buyers, err := books.Buyers(ctx, itemID)
+	// The order streams first, the database after: an order written meanwhile is in both, and counted
+	// once when the database's sale and buyers are read at one moment (SnapshotBooks: an order is in the
+	// buyers exactly when it is in the count sold), or twice otherwise, which lowers the cap by a unit
+	// (never sells beyond it). A message the consumer has written and deleted before the streams are read
+	// is in the database already, by then.
+	msgs, err := l.queuedMessages(ctx, itemID, n)
+	if err != nil {
+		return err
+	}
+	sale, buyers, err := saleAndBuyers(ctx, books, itemID)
 	if err != nil {
 		return err
 	}
 	if err := l.remark(ctx, itemID, n, buyers); err != nil {
 		return err
 	}
-	// Redis first, the database after: an order that moves from the one to the other meanwhile is
-	// counted twice, which lowers the cap (never sells beyond it).
-	queued, err := l.queuedBeyond(ctx, itemID, n, buyers)
-	if err != nil {
-		return err
+	var queued int64
+	for _, o := range msgs {
+		if o.Bad == nil && buyers[o.UserID] == o.OrderNo {
+			continue // its order is in the database already: counted in the stock sold
+		}
+		queued++
 	}
 	transit, err := l.InTransit(ctx, itemID)
-	if err != nil {
-		return err
-	}
-	sale, err := books.Sale(ctx, itemID)
 	if err != nil {
 		return err
 	}
@@ -477,23 +483,34 @@ func (l *Ledger) remark(ctx context.Context, itemID int64, n int, buyers map[int
 	return flush()
 }
 
-// queuedBeyond counts the item's queued orders that the database does not hold yet: a message whose
-// order the database has already (its acknowledgement was lost with the old master) is not counted twice.
-func (l *Ledger) queuedBeyond(ctx context.Context, itemID int64, n int, buyers map[int64]string) (int64, error) {
-	var count int64
+// queuedMessages reads the item's order messages in every shard's stream: those the consumer has not
+// settled (and deleted) yet, whose orders the database may or may not hold (an acknowledgement lost with
+// the old master).
+func (l *Ledger) queuedMessages(ctx context.Context, itemID int64, n int) ([]OrderMessage, error) {
+	var out []OrderMessage
 	for i := range n {
 		st := Stream{ItemID: itemID, Shard: i}
 		msgs, err := l.rdb.XRange(ctx, st.key(), "-", "+").Result()
 		if err != nil {
-			return 0, fmt.Errorf("orders queued for item %d: %w", itemID, err)
+			return nil, fmt.Errorf("orders queued for item %d: %w", itemID, err)
 		}
 		for _, m := range msgs {
-			o := parseOrder(st, m)
-			if o.Bad == nil && buyers[o.UserID] == o.OrderNo {
-				continue
-			}
-			count++
+			out = append(out, parseOrder(st, m))
 		}
 	}
-	return count, nil
+	return out, nil
+}
+
+// saleAndBuyers reads the sale and its buyers at one moment where books can (SnapshotBooks), else the
+// buyers first and the sale after (an order written in between is then counted sold and queued: twice).
+func saleAndBuyers(ctx context.Context, books Books, itemID int64) (Sale, map[int64]string, error) {
+	if sb, ok := books.(SnapshotBooks); ok {
+		return sb.SaleAndBuyers(ctx, itemID)
+	}
+	buyers, err := books.Buyers(ctx, itemID)
+	if err != nil {
+		return Sale{}, nil, err
+	}
+	sale, err := books.Sale(ctx, itemID)
+	return sale, buyers, err
 }

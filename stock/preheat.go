@@ -18,6 +18,13 @@ type Books interface {
 	Buyers(ctx context.Context, itemID int64) (map[int64]string, error)
 }
 
+// SnapshotBooks are Books that read a sale and its buyers at one moment (one database snapshot): every
+// order is in both or in neither, so that the books' check after a failover counts no order twice.
+type SnapshotBooks interface {
+	Books
+	SaleAndBuyers(ctx context.Context, itemID int64) (Sale, map[int64]string, error)
+}
+
 // Preheat loads an item's sale from what the books say: stock left as they count it, and every user with
 // a purchase a buyer already. A sale that is loaded only has its window refreshed and its count capped;
 // after Redis lost its data, this rebuilds everything, and the item can never be sold beyond its stock.
