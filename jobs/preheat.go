@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"log/slog"
 	"time"
@@ -84,18 +83,14 @@ func (b DBBooks) Sale(ctx context.Context, itemID int64) (stock.Sale, error) {
 // repeatable read; SQLite's transactions see one already): an order is in the buyers exactly when it is
 // in the count sold.
 func (b DBBooks) SaleAndBuyers(ctx context.Context, itemID int64) (sale stock.Sale, buyers map[int64]string, err error) {
-	var opts *sql.TxOptions
-	if b.DB.Dialector.Name() == "postgres" {
-		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
-	}
-	err = b.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = models.InSnapshot(ctx, b.DB, func(tx *gorm.DB) error {
 		var err error
 		if sale, err = (DBBooks{DB: tx}).Sale(ctx, itemID); err != nil {
 			return err
 		}
 		buyers, err = (DBBooks{DB: tx}).Buyers(ctx, itemID)
 		return err
-	}, opts)
+	})
 	return sale, buyers, err
 }
 
