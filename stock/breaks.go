@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -67,6 +68,14 @@ func (c *watchedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	c.failed(err, true)
 	return n, err
+}
+
+// SetReadDeadline comes before go-redis reads a reply: on a connection closed since its command was
+// written it fails, and go-redis answers that without a read, so it counts as the read would.
+func (c *watchedConn) SetReadDeadline(t time.Time) error {
+	err := c.Conn.SetReadDeadline(t)
+	c.failed(err, true)
+	return err
 }
 
 func (c *watchedConn) Write(b []byte) (int, error) {
