@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"seckill/auth"
 	"seckill/internal/testenv"
 	"seckill/jobs"
+	"seckill/models"
 	"seckill/stock"
 )
 
@@ -79,6 +81,24 @@ func (d *dyingMaster) serve(c net.Conn) {
 	}
 }
 
+// buyerOnSale loads a sale of two units on rdb and gives one buyer (named after name) a purchase path
+// there: the item, the buyer (users[0]) and the path.
+func buyerOnSale(t *testing.T, db *gorm.DB, rdb *redis.Client, name string) (models.Item, []models.User, string) {
+	t.Helper()
+	ctx := context.Background()
+	_, item := testenv.Sale(t, db, 2, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	ledger := testenv.Ledger(rdb, time.Now)
+	if _, err := ledger.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
+		t.Fatal(err)
+	}
+	users := testenv.Users(t, db, name, 1)
+	tok, _ := auth.RandomToken(16)
+	if err := ledger.IssuePath(ctx, item.ID, users[0].ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	return item, users, tok
+}
+
 // A take sent to a master that died under it, whose client then found no master to dial (go-redis
 // retried it by itself and answered the refused dial), is not answered "nothing was taken, try again":
 // the take may have run. The buyer is answered unconfirmed, and the journal has the take for the replay
@@ -89,16 +109,8 @@ func TestATakeWhoseMasterDiedThenRefusedIsUnconfirmed(t *testing.T) {
 			ctx := context.Background()
 			db := testenv.Postgres(t)
 			rdb, _ := testenv.RedisServer(t, "master")
-			_, item := testenv.Sale(t, db, 2, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+			item, users, tok := buyerOnSale(t, db, rdb, "diedunder")
 			sound := testenv.Ledger(rdb, time.Now)
-			if _, err := sound.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
-				t.Fatal(err)
-			}
-			users := testenv.Users(t, db, "diedunder", 1)
-			tok, _ := auth.RandomToken(16)
-			if err := sound.IssuePath(ctx, item.ID, users[0].ID, tok); err != nil {
-				t.Fatal(err)
-			}
 			proxy := startDyingMaster(t, rdb.Options().Addr, false)
 			c := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String()})
 			defer c.Close()
@@ -163,16 +175,7 @@ func TestATakeWhoseConnectionWasClosedUnderItIsUnconfirmed(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Postgres(t)
 	rdb, _ := testenv.RedisServer(t, "frozen")
-	_, item := testenv.Sale(t, db, 2, time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
-	sound := testenv.Ledger(rdb, time.Now)
-	if _, err := sound.Preheat(ctx, jobs.DBBooks{DB: db}, item.ID); err != nil {
-		t.Fatal(err)
-	}
-	users := testenv.Users(t, db, "closedunder", 1)
-	tok, _ := auth.RandomToken(16)
-	if err := sound.IssuePath(ctx, item.ID, users[0].ID, tok); err != nil {
-		t.Fatal(err)
-	}
+	item, users, tok := buyerOnSale(t, db, rdb, "closedunder")
 	proxy := startDyingMaster(t, rdb.Options().Addr, true)
 	c := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), ReadTimeout: time.Minute})
 	defer c.Close()

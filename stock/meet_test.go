@@ -45,7 +45,7 @@ type shop struct {
 	f    *stock.Failover
 }
 
-func startShop(t *testing.T, to *atomic.Value, books stock.Books) shop {
+func startShop(t *testing.T, to *atomic.Value, books stock.Books, meetWithin time.Duration) shop {
 	t.Helper()
 	client := func() *redis.Client {
 		c := redis.NewClient(&redis.Options{Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -58,7 +58,7 @@ func startShop(t *testing.T, to *atomic.Value, books stock.Books) shop {
 	sell := testenv.Ledger(client(), time.Now)
 	f := stock.NewFailover(sell, testenv.Ledger(client(), time.Now), books, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.Interval = 20 * time.Millisecond
-	f.MeetWithin = time.Minute // the test decides who is slow, not a clock
+	f.MeetWithin = meetWithin
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Run(ctx) }()
@@ -99,8 +99,9 @@ func TestInstancesSellAgainOnlyOnceAllCheckedTheBooks(t *testing.T) {
 	var to atomic.Value
 	to.Store(a.Options().Addr)
 	slow := &gatedBooks{DBBooks: jobs.DBBooks{DB: db}}
-	first := startShop(t, &to, slow)
-	second := startShop(t, &to, jobs.DBBooks{DB: db})
+	// The test decides who is slow, not a clock: the instances wait for each other a minute.
+	first := startShop(t, &to, slow, time.Minute)
+	second := startShop(t, &to, jobs.DBBooks{DB: db}, time.Minute)
 	testenv.Eventually(t, 10*time.Second, "both instances at the meeting", func() bool {
 		return a.ZCard(ctx, "sk:{failover}:instances").Val() == 2
 	})
@@ -153,28 +154,36 @@ func TestInstancesSellAgainOnlyOnceAllCheckedTheBooks(t *testing.T) {
 	}
 }
 
-// An instance that stops looking (dead, or gone with its host) does not hold the others for ever: once
-// it has not been seen for the meeting's window, the others sell again without it.
-func TestADeadInstanceDoesNotHoldTheOthers(t *testing.T) {
+// failOverBesideAnother starts one instance on a Redis, fails it over to a second Redis whose meeting
+// holds another instance, named other, last seen at seen, that never looks again; the instance waits for
+// the others at most meetWithin after it checked.
+func failOverBesideAnother(t *testing.T, other string, seen time.Time, meetWithin time.Duration) shop {
+	t.Helper()
 	ctx := context.Background()
 	a, _ := testenv.RedisServer(t, "old")
 	b, _ := testenv.RedisServer(t, "new")
 	db := testenv.Postgres(t)
 	var to atomic.Value
 	to.Store(a.Options().Addr)
-	alive := startShop(t, &to, jobs.DBBooks{DB: db})
+	alive := startShop(t, &to, jobs.DBBooks{DB: db}, meetWithin)
 	testenv.Eventually(t, 10*time.Second, "the instance at the meeting", func() bool {
 		return a.ZCard(ctx, "sk:{failover}:instances").Val() == 1
 	})
-	// The dead one: it last looked a little less than the window ago, and died before it checked.
-	seen := time.Now().Add(-stock.MeetWindow + 2*time.Second)
-	if err := b.ZAdd(ctx, "sk:{failover}:instances", redis.Z{Score: float64(seen.UnixMilli()), Member: "dead"}).Err(); err != nil {
+	if err := b.ZAdd(ctx, "sk:{failover}:instances", redis.Z{Score: float64(seen.UnixMilli()), Member: other}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	to.Store(b.Options().Addr)
 	if err := a.ClientKillByFilter(ctx, "TYPE", "normal").Err(); err != nil {
 		t.Fatal(err)
 	}
+	return alive
+}
+
+// An instance that stops looking (dead, or gone with its host) does not hold the others for ever: once
+// it has not been seen for the meeting's window, the others sell again without it.
+func TestADeadInstanceDoesNotHoldTheOthers(t *testing.T) {
+	// The dead one: it last looked a little less than the window ago, and died before it checked.
+	alive := failOverBesideAnother(t, "dead", time.Now().Add(-stock.MeetWindow+2*time.Second), time.Minute)
 	testenv.EventuallySaw(t, 5*time.Second, "the new master seen", func() (bool, string) {
 		seen, _, _ := alive.f.Stats()
 		return seen == 1, fmt.Sprintf("%d seen", seen)
@@ -191,25 +200,8 @@ func TestADeadInstanceDoesNotHoldTheOthers(t *testing.T) {
 // An instance seen lately that does not check the books (stuck: its look waits on the old master) holds
 // the others MeetWithin after they checked, then they sell without it, and say so in the unmet count.
 func TestAStuckInstanceHoldsTheOthersOnlyForAWhile(t *testing.T) {
-	ctx := context.Background()
-	a, _ := testenv.RedisServer(t, "old")
-	b, _ := testenv.RedisServer(t, "new")
-	db := testenv.Postgres(t)
-	var to atomic.Value
-	to.Store(a.Options().Addr)
-	alive := startShop(t, &to, jobs.DBBooks{DB: db})
-	alive.f.MeetWithin = time.Second
-	testenv.Eventually(t, 10*time.Second, "the instance at the meeting", func() bool {
-		return a.ZCard(ctx, "sk:{failover}:instances").Val() == 1
-	})
 	// Seen on the old master just before it died (replicated), never again.
-	if err := b.ZAdd(ctx, "sk:{failover}:instances", redis.Z{Score: float64(time.Now().UnixMilli()), Member: "stuck"}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	to.Store(b.Options().Addr)
-	if err := a.ClientKillByFilter(ctx, "TYPE", "normal").Err(); err != nil {
-		t.Fatal(err)
-	}
+	alive := failOverBesideAnother(t, "stuck", time.Now(), time.Second)
 	testenv.EventuallySaw(t, 10*time.Second, "buys resume without the stuck instance, counted", func() (bool, string) {
 		seen, _, held := alive.f.Stats()
 		return seen == 1 && !held && alive.f.Unmet() == 1, fmt.Sprintf("%d seen, held %v, %d unmet", seen, held, alive.f.Unmet())
