@@ -96,8 +96,8 @@ func TestJournalledTakesComeBackOnAPromotedReplica(t *testing.T) {
 	if got, err := stock.ReplayOnto(ctx, old, promoted, jobs.DBBooks{DB: db}); err != nil || got.Lost != 1 {
 		t.Errorf("replay onto a master that sold the promised unit: %+v, %v; want one lost", got, err)
 	}
-	if r, err := promoted.ResultOf(ctx, item2.ID, users[0].ID); err != nil || r.Status != stock.ResultFailed || r.Reason != stock.ResultLost {
-		t.Errorf("the buyer whose promised unit was sold on the new master reads %+v, %v; want failed, lost", r, err)
+	if r, err := promoted.ResultOf(ctx, item2.ID, users[0].ID); err != nil || r.Status != stock.ResultFailed || r.Reason != stock.ResultLost || r.Message == "" {
+		t.Errorf("the buyer whose promised unit was sold on the new master reads %+v, %v; want failed, lost, with a message", r, err)
 	}
 	// A unit comes back (an unpaid order cancelled) and the books are checked again: the buyer told lost,
 	// who may have gone, is not handed an order after all, nor counted lost a second time.

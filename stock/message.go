@@ -124,7 +124,7 @@ func decodeResult(v string) Result {
 		return Result{Status: ResultFailed, Message: msg}
 	}
 	if strings.HasPrefix(v, lostPrefix) {
-		return Result{Status: ResultFailed, Reason: ResultLost}
+		return Result{Status: ResultFailed, Message: lostMessage, Reason: ResultLost}
 	}
 	return Result{}
 }

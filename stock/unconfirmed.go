@@ -30,6 +30,10 @@ const ResultLost = "lost"
 // lostPrefix is the results hash's value of a lost take: "lost:" and its order number.
 const lostPrefix = ResultLost + ":"
 
+// lostMessage is a lost result's message: every failed result has one (the API's contract), as the
+// order consumer's failures say theirs.
+const lostMessage = "lost with a Redis failover: nothing was taken, you may buy again"
+
 // UnconfirmedGrace is how old an unconfirmed take must be before it may be found lost: an order consumer
 // that read its message from the old master before it died has long written its order by then.
 const UnconfirmedGrace = 30 * time.Second
